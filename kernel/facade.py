@@ -1,0 +1,425 @@
+"""The kernel facade: the one API the CLI, the MCP server and the review app call."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from kernel import clock, text
+from kernel.audit import ChainReport, verify_chain
+from kernel.errors import NotFoundError, RefusedError, StoreError, UsageError
+from kernel.fts import match_query
+from kernel.records import (
+    AuditEvent,
+    Decision,
+    Evidence,
+    LogResult,
+    Proposal,
+    Ratification,
+    SearchResults,
+)
+from kernel.store.base import Store
+from kernel.store.sqlite import SQLiteStore
+
+# token_sort_ratio of "subject decision" against each pending proposal; 82 flags rewordings
+# and reorderings of the same sentence but not a different choice on the same subject.
+NEAR_DUPLICATE_SCORE = 82.0
+EVIDENCE_KINDS = ("note", "conversation", "log", "doc", "code", "other")
+
+
+class Ctx:
+    """A project's ctx store: evidence vault, proposal queue and decision kernel."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    @classmethod
+    def init(cls, path: Path) -> tuple[Ctx, bool]:
+        """Create the store at ``path`` (or open it if it exists); True when it was created."""
+        created = not path.exists()
+        if path.exists() and not path.is_file():
+            raise UsageError(f"{path} exists and is not a file")
+        store = SQLiteStore.create(path)
+        if store.get_meta("store_id") is None:
+            with store.transaction():
+                store.set_meta("store_id", clock.new_id("ev")[3:])
+                store.set_meta("created_at", clock.now())
+        return cls(store), created
+
+    @classmethod
+    def open(cls, path: Path) -> Ctx:
+        """Open an existing store."""
+        return cls(SQLiteStore.open(path))
+
+    def close(self) -> None:
+        """Release the store."""
+        self.store.close()
+
+    def __enter__(self) -> Ctx:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    @property
+    def location(self) -> str:
+        """Where the store lives."""
+        return self.store.location
+
+    # -- evidence -------------------------------------------------------------------------
+
+    def log(
+        self,
+        body: str,
+        *,
+        kind: str = "note",
+        agent: str | None = None,
+        session: str | None = None,
+        tags: Iterable[str] = (),
+    ) -> LogResult:
+        """Append text to the evidence vault; the same text logged again returns its first id."""
+        if len(body.encode("utf-8", "surrogatepass")) > text.MAX_EVIDENCE_BYTES:
+            raise UsageError(f"evidence is larger than {text.MAX_EVIDENCE_BYTES} bytes")
+        body = text.require_text(body.replace("\r\n", "\n"), "evidence text", text.MAX_EVIDENCE_BYTES)
+        if kind not in EVIDENCE_KINDS:
+            raise UsageError(f"unknown evidence kind {kind!r}: use one of {', '.join(EVIDENCE_KINDS)}")
+        tag_list = sorted({t.strip() for t in tags if t.strip()})
+        agent = text.optional_text(agent, "agent", text.MAX_NAME_CHARS)
+        session = text.optional_text(session, "session", text.MAX_NAME_CHARS)
+        digest = hashlib.sha256(body.encode("utf-8")).hexdigest()
+        with self.store.transaction():
+            existing = self.store.evidence_id_for_hash(digest)
+            if existing is not None:
+                return LogResult(existing, duplicate=True)
+            evidence = Evidence(
+                id=clock.new_id("ev"),
+                text=body,
+                kind=kind,
+                agent=agent,
+                session=session,
+                tags=tag_list,
+                content_hash=digest,
+                created_at=clock.now(),
+            )
+            self.store.insert_evidence(evidence)
+            self.store.append_audit(
+                evidence.created_at,
+                agent or "unknown",
+                "evidence.logged",
+                evidence.id,
+                None,
+                {"content_hash": digest, "kind": kind, "session": session, "tags": tag_list},
+            )
+        return LogResult(evidence.id, duplicate=False)
+
+    def evidence(self, evidence_id: str) -> Evidence:
+        """One evidence text by id."""
+        found = self.store.get_evidence(clock.check_id(evidence_id, "evidence"))
+        if found is None:
+            raise NotFoundError(f"no evidence {evidence_id}")
+        return found
+
+    # -- proposals ------------------------------------------------------------------------
+
+    def propose(
+        self,
+        subject: str,
+        decision: str,
+        *,
+        rationale: str | None = None,
+        evidence: Sequence[str] = (),
+        supersedes: Sequence[str] = (),
+        proposer: str = "agent",
+        session: str | None = None,
+    ) -> Proposal:
+        """Queue a proposal for a person to ratify; records what it would supersede and near-duplicates."""
+        subject = text.normalise_subject(subject)
+        decision = text.require_text(decision, "decision", text.MAX_DECISION_CHARS)
+        rationale = text.optional_text(rationale, "rationale", text.MAX_RATIONALE_CHARS)
+        proposer = text.require_text(proposer, "proposer", text.MAX_NAME_CHARS)
+        session = text.optional_text(session, "session", text.MAX_NAME_CHARS)
+        evidence_ids = list(dict.fromkeys(clock.check_id(e, "evidence") for e in evidence))
+        explicit = list(dict.fromkeys(clock.check_id(d, "decision") for d in supersedes))
+        with self.store.transaction():
+            missing = self.store.missing_evidence(evidence_ids)
+            if missing:
+                raise NotFoundError(f"no evidence {missing[0]}")
+            for decision_id in explicit:
+                if self.store.get_decision(decision_id) is None:
+                    raise NotFoundError(f"no decision {decision_id}")
+            current = self.store.current_decision(subject)
+            would_supersede = list(explicit)
+            if current is not None and current.id not in would_supersede:
+                would_supersede.append(current.id)
+            duplicate_of, score = self._near_duplicate(subject, decision)
+            proposal = Proposal(
+                id=clock.new_id("pr"),
+                subject=subject,
+                decision=decision,
+                rationale=rationale,
+                proposer=proposer,
+                session=session,
+                created_at=clock.now(),
+                status="pending",
+                supersedes=would_supersede,
+                explicit_supersedes=explicit,
+                near_duplicate_of=duplicate_of,
+                near_duplicate_score=score,
+                resolved_at=None,
+                resolved_by=None,
+                resolution_note=None,
+                decision_id=None,
+                evidence=evidence_ids,
+            )
+            self.store.insert_proposal(proposal)
+            self.store.append_audit(
+                proposal.created_at,
+                proposer,
+                "proposal.created",
+                proposal.id,
+                None,
+                _proposal_summary(proposal),
+            )
+        return proposal
+
+    def _near_duplicate(self, subject: str, decision: str) -> tuple[str | None, float | None]:
+        pending = self.store.pending_texts()
+        if not pending:
+            return None, None
+        from rapidfuzz import fuzz, process, utils  # noqa: PLC0415 - only with pending proposals
+
+        match = process.extractOne(
+            f"{subject} {decision}",
+            {pid: f"{subj} {dec}" for pid, subj, dec in pending},
+            scorer=fuzz.token_sort_ratio,
+            processor=utils.default_process,
+            score_cutoff=NEAR_DUPLICATE_SCORE,
+        )
+        if match is None:
+            return None, None
+        return match[2], round(float(match[1]), 1)
+
+    def proposal(self, proposal_id: str) -> Proposal:
+        """One proposal by id."""
+        found = self.store.get_proposal(clock.check_id(proposal_id, "proposal"))
+        if found is None:
+            raise NotFoundError(f"no proposal {proposal_id}")
+        return found
+
+    def queue(self, subject: str | None = None, proposer: str | None = None) -> list[Proposal]:
+        """Pending proposals, oldest first, optionally for one subject subtree or proposer."""
+        subject = text.normalise_subject(subject) if subject is not None else None
+        found = self.store.list_proposals("pending", subject)
+        if proposer is not None:
+            found = [p for p in found if p.proposer == proposer]
+        return found
+
+    def _pending(self, proposal_id: str) -> Proposal:
+        proposal = self.proposal(proposal_id)
+        if proposal.status != "pending":
+            raise RefusedError(f"proposal {proposal.id} is {proposal.status}, not pending")
+        return proposal
+
+    def ratify(self, proposal_id: str, *, reviewer: str, decision: str | None = None) -> Ratification:
+        """A person's act: turn a pending proposal into the current decision on its subject.
+
+        Atomically closes the window of the subject's current decision and of every
+        current decision the proposal names, and links each to the new decision.
+        ``decision`` ratifies an amended text; the amendment is recorded.
+        """
+        reviewer = text.require_text(reviewer, "reviewer", text.MAX_NAME_CHARS)
+        amended_text = (
+            text.require_text(decision, "decision", text.MAX_DECISION_CHARS) if decision is not None else None
+        )
+        pid = clock.check_id(proposal_id, "proposal")
+        with self.store.transaction():
+            proposal = self._pending(pid)
+            at = clock.now()
+            targets = list(proposal.explicit_supersedes)
+            current = self.store.current_decision(proposal.subject)
+            if current is not None and current.id not in targets:
+                targets.append(current.id)
+            final_text = amended_text or proposal.decision
+            new = Decision(
+                id=clock.new_id("dc"),
+                subject=proposal.subject,
+                decision=final_text,
+                rationale=proposal.rationale,
+                valid_from=at,
+                valid_until=None,
+                ratified_by=reviewer,
+                ratified_at=at,
+                proposal_id=proposal.id,
+                amended=final_text != proposal.decision,
+                closed_by=None,
+                close_reason=None,
+                evidence=list(proposal.evidence),
+            )
+            replaced = [self._require_decision(d) for d in targets]
+            for old in replaced:
+                if old.current:
+                    self.store.close_decision(old.id, at, "superseded", f"superseded by {new.id}")
+            self.store.insert_decision(new)
+            for old in replaced:
+                if self.store.is_ancestor(old.id, new.id):
+                    raise RefusedError(f"superseding {old.id} would make a cycle")
+                self.store.link(old.id, new.id, at)
+            self.store.resolve_proposal(proposal.id, "ratified", at, reviewer, None, new.id)
+            after: dict[str, Any] = {
+                "status": "ratified",
+                "decision_id": new.id,
+                "subject": new.subject,
+                "decision": new.decision,
+                "supersedes": [old.id for old in replaced],
+            }
+            if new.amended:
+                after["amended_from"] = proposal.decision
+            self.store.append_audit(
+                at, reviewer, "proposal.ratified", proposal.id, {"status": "pending"}, after
+            )
+            for old in replaced:
+                self.store.append_audit(
+                    at,
+                    reviewer,
+                    "decision.superseded",
+                    old.id,
+                    {"valid_until": old.valid_until},
+                    {"valid_until": old.valid_until or at, "superseded_by": new.id},
+                )
+            result = self.store.get_decision(new.id)
+        assert result is not None
+        return Ratification(proposal.id, result, [old.id for old in replaced])
+
+    def _require_decision(self, decision_id: str) -> Decision:
+        found = self.store.get_decision(decision_id)
+        if found is None:
+            raise NotFoundError(f"no decision {decision_id}")
+        return found
+
+    def reject(self, proposal_id: str, *, reviewer: str, reason: str) -> Proposal:
+        """A person's act: reject a pending proposal, keeping it and the reason for audit."""
+        reviewer = text.require_text(reviewer, "reviewer", text.MAX_NAME_CHARS)
+        reason = text.require_text(reason, "reason", text.MAX_REASON_CHARS)
+        return self._resolve(proposal_id, "rejected", reviewer, reason)
+
+    def withdraw(self, proposal_id: str, *, actor: str, reason: str | None = None) -> Proposal:
+        """Withdraw a pending proposal (its proposer changed their mind)."""
+        actor = text.require_text(actor, "actor", text.MAX_NAME_CHARS)
+        reason = text.optional_text(reason, "reason", text.MAX_REASON_CHARS)
+        return self._resolve(proposal_id, "withdrawn", actor, reason)
+
+    def _resolve(self, proposal_id: str, status: str, actor: str, note: str | None) -> Proposal:
+        pid = clock.check_id(proposal_id, "proposal")
+        with self.store.transaction():
+            self._pending(pid)
+            at = clock.now()
+            self.store.resolve_proposal(pid, status, at, actor, note, None)
+            self.store.append_audit(
+                at,
+                actor,
+                f"proposal.{status}",
+                pid,
+                {"status": "pending"},
+                {"status": status, "reason": note},
+            )
+            return self.proposal(pid)
+
+    # -- decisions ------------------------------------------------------------------------
+
+    def retire(self, subject: str, *, reviewer: str, reason: str) -> Decision:
+        """Close the current decision on a subject with no successor."""
+        subject = text.normalise_subject(subject)
+        reviewer = text.require_text(reviewer, "reviewer", text.MAX_NAME_CHARS)
+        reason = text.require_text(reason, "reason", text.MAX_REASON_CHARS)
+        with self.store.transaction():
+            current = self.store.current_decision(subject)
+            if current is None:
+                raise RefusedError(f"no current decision on {subject} to retire")
+            at = clock.now()
+            self.store.close_decision(current.id, at, "retired", reason)
+            self.store.append_audit(
+                at,
+                reviewer,
+                "decision.retired",
+                current.id,
+                {"valid_until": None},
+                {"valid_until": at, "reason": reason},
+            )
+            return self._require_decision(current.id)
+
+    def decision(self, decision_id: str) -> Decision:
+        """One decision by id."""
+        return self._require_decision(clock.check_id(decision_id, "decision"))
+
+    def decisions(
+        self, subject: str | None = None, *, as_of: str | None = None, include_closed: bool = False
+    ) -> list[Decision]:
+        """Current decisions, those valid at ``as_of``, or all of them; ``subject`` takes a subtree."""
+        subject = text.normalise_subject(subject) if subject is not None else None
+        moment = clock.parse_when(as_of) if as_of is not None else None
+        return self.store.decisions(subject, moment, include_closed)
+
+    def history(self, subject: str) -> list[Decision]:
+        """A subject's supersede chain, with the decisions on other subjects it links to, oldest first."""
+        subject = text.normalise_subject(subject)
+        chain = self.store.connected_decisions(subject)
+        if not chain:
+            raise NotFoundError(f"no decisions on {subject}")
+        return chain
+
+    def show(self, item_id: str) -> Evidence | Proposal | Decision:
+        """Any record by id."""
+        checked = clock.check_id(item_id)
+        kind = clock.ID_PREFIXES[checked[:2]]
+        if kind == "evidence":
+            return self.evidence(checked)
+        if kind == "proposal":
+            return self.proposal(checked)
+        return self.decision(checked)
+
+    # -- search and audit -----------------------------------------------------------------
+
+    def search(self, query: str, *, limit: int = 10, as_of: str | None = None) -> SearchResults:
+        """Keyword search, answered as ratified decisions and unratified evidence, never blended."""
+        if limit < 1 or limit > 1000:
+            raise UsageError("limit must be between 1 and 1000")
+        match = match_query(query)
+        if match is None:
+            raise UsageError("the query has no words to search for")
+        moment = clock.parse_when(as_of) if as_of is not None else None
+        return SearchResults(
+            query=query,
+            decisions=self.store.search_decisions(match, limit, moment),
+            evidence=self.store.search_evidence(match, limit),
+        )
+
+    def verify_audit(self) -> ChainReport:
+        """Recompute the audit chain; the report names the first bad row."""
+        return verify_chain(self.store.audit_rows())
+
+    def audit_events(self) -> list[AuditEvent]:
+        """The whole audit log, oldest first."""
+        return [AuditEvent(**row) for row in self.store.audit_rows()]
+
+    def integrity_check(self) -> str:
+        """The store's own consistency check."""
+        result = self.store.integrity_check()
+        if result != "ok":
+            raise StoreError(f"store {self.location} failed its integrity check: {result}")
+        return result
+
+
+def _proposal_summary(proposal: Proposal) -> dict[str, Any]:
+    return {
+        "subject": proposal.subject,
+        "decision": proposal.decision,
+        "rationale": proposal.rationale,
+        "evidence": proposal.evidence,
+        "supersedes": proposal.supersedes,
+        "near_duplicate_of": proposal.near_duplicate_of,
+        "session": proposal.session,
+    }

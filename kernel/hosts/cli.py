@@ -1,0 +1,506 @@
+"""The ``ctx`` command line: parses arguments, calls the facade, prints text or JSON."""
+
+from __future__ import annotations
+
+import getpass
+import json
+import os
+import sys
+from collections.abc import Callable
+from datetime import UTC, datetime
+from functools import wraps
+from pathlib import Path
+from typing import Any, NoReturn
+
+import click
+
+from kernel import paths, text
+from kernel.errors import CtxError, UsageError
+from kernel.facade import EVIDENCE_KINDS, Ctx
+from kernel.records import Decision, Evidence, Proposal
+
+MAX_JSON_INPUT_BYTES = 200_000
+
+
+def _emit_json(data: Any) -> None:
+    click.echo(json.dumps(data, indent=2, ensure_ascii=False))
+
+
+def _open(ctx: click.Context) -> Ctx:
+    return ctx.ensure_object(dict).setdefault("ctx", Ctx.open(paths.find_store(ctx.obj.get("db"))))
+
+
+def _with_store(func: Callable[..., Any]) -> Callable[..., Any]:
+    """Open the project's store for the command and close it afterwards."""
+
+    @click.pass_context
+    @wraps(func)
+    def wrapper(ctx: click.Context, *args: Any, **kwargs: Any) -> Any:
+        kernel = _open(ctx)
+        try:
+            return func(kernel, *args, **kwargs)
+        finally:
+            kernel.close()
+
+    return wrapper
+
+
+def _check_utf8(value: str, what: str) -> str:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise UsageError(f"{what} is not valid UTF-8") from None
+    return value
+
+
+def _read_stdin(limit: int, what: str) -> str:
+    data = sys.stdin.buffer.read(limit + 1)
+    if len(data) > limit:
+        raise UsageError(f"{what} is larger than {limit} bytes")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise UsageError(f"{what} is not valid UTF-8") from None
+
+
+def _age(stamp: str) -> str:
+    then = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    seconds = int((datetime.now(UTC) - then).total_seconds())
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds // size}{unit}"
+    return f"{max(seconds, 0)}s"
+
+
+def _window(decision: Decision) -> str:
+    end = decision.valid_until[:19] if decision.valid_until else "now"
+    return f"{decision.valid_from[:19]} .. {end}"
+
+
+def _decision_line(decision: Decision) -> str:
+    state = "current" if decision.current else f"{decision.closed_by}"
+    return f"{decision.id}  {decision.subject}  [{state}, {_window(decision)}]\n    {decision.decision}"
+
+
+def _proposal_line(proposal: Proposal) -> str:
+    badges = []
+    if proposal.supersedes:
+        badges.append("supersedes " + ", ".join(proposal.supersedes))
+    if proposal.near_duplicate_of:
+        badges.append(f"near-duplicate of {proposal.near_duplicate_of}")
+    tail = f"  ({'; '.join(badges)})" if badges else ""
+    return (
+        f"{proposal.id}  {proposal.subject}  by {proposal.proposer}, "
+        f"{_age(proposal.created_at)} old{tail}\n    {proposal.decision}"
+    )
+
+
+def _reviewer(given: str | None, yes: bool, action: str) -> str:
+    """A person's name for a ratification or rejection; refuse without a terminal unless explicit."""
+    interactive = sys.stdin.isatty()
+    if not interactive:
+        if not (yes and given):
+            raise UsageError(f"{action} is a person's act: without a terminal pass --yes and --reviewer NAME")
+        return given
+    name = given or paths.configured_reviewer()
+    if name is None:
+        name = click.prompt("Reviewer name", default=getpass.getuser())
+    return name
+
+
+def _confirm(question: str, yes: bool) -> None:
+    if not yes and not click.confirm(question, default=False):
+        raise click.Abort()
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.option(
+    "--db",
+    type=click.Path(dir_okay=False),
+    help="Store file to use (default: CTX_DB, else the nearest .ctx/ctx.db above the working folder).",
+)
+@click.version_option(package_name="ctx-kernel", prog_name="ctx")
+@click.pass_context
+def cli(ctx: click.Context, db: str | None) -> None:
+    """ctx: a local-first, human-ratified decision kernel for AI coding agents.
+
+    Agents log evidence and propose decisions; only a person ratifies them.
+    """
+    ctx.ensure_object(dict)["db"] = db
+
+
+@cli.command()
+@click.pass_context
+def init(ctx: click.Context) -> None:
+    """Create the store (.ctx/ctx.db in the working folder, or --db / CTX_DB)."""
+    target = paths.init_target(ctx.obj.get("db"))
+    kernel, created = Ctx.init(target)
+    kernel.close()
+    click.echo(f"{'created' if created else 'already present, schema up to date:'} {target}")
+
+
+@cli.command()
+@click.argument("body", metavar="TEXT|-")
+@click.option("--kind", type=click.Choice(EVIDENCE_KINDS), default="note", show_default=True)
+@click.option("--agent", envvar="CTX_AGENT", help="Who logged it (default: CTX_AGENT).")
+@click.option("--session", envvar="CTX_SESSION", help="Session id (default: CTX_SESSION).")
+@click.option("--tag", "tags", multiple=True, help="A tag; repeat for more.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@_with_store
+def log(
+    kernel: Ctx,
+    body: str,
+    kind: str,
+    agent: str | None,
+    session: str | None,
+    tags: tuple[str, ...],
+    as_json: bool,
+) -> None:
+    """Append raw text (or - for standard input) to the evidence vault; prints its id."""
+    if body == "-":
+        body = _read_stdin(text.MAX_EVIDENCE_BYTES, "evidence")
+    result = kernel.log(_check_utf8(body, "evidence"), kind=kind, agent=agent, session=session, tags=tags)
+    if as_json:
+        _emit_json(result.to_dict())
+    else:
+        click.echo(result.id + ("  (already in the vault)" if result.duplicate else ""))
+
+
+@cli.command()
+@click.option("--subject", help="Dotted subject, e.g. auth.tokens.")
+@click.option("--decision", help="The decision, one or two sentences.")
+@click.option("--rationale", help="Why.")
+@click.option("--evidence", "evidence", multiple=True, metavar="ID", help="Cited evidence id; repeat.")
+@click.option("--supersedes", multiple=True, metavar="ID", help="Decision id it replaces; repeat.")
+@click.option("--proposer", envvar="CTX_AGENT", help="Who proposes (default: CTX_AGENT, else the user).")
+@click.option("--session", envvar="CTX_SESSION", help="Session id (default: CTX_SESSION).")
+@click.option(
+    "--json",
+    "json_input",
+    type=click.File("rb"),
+    help="Read the proposal as JSON (schemas/propose-input.schema.json) from a file or -.",
+)
+@click.option("--json-out", "as_json", is_flag=True, help="Print the queued proposal as JSON.")
+@_with_store
+def propose(
+    kernel: Ctx,
+    subject: str | None,
+    decision: str | None,
+    rationale: str | None,
+    evidence: tuple[str, ...],
+    supersedes: tuple[str, ...],
+    proposer: str | None,
+    session: str | None,
+    json_input: Any,
+    as_json: bool,
+) -> None:
+    """Queue a decision for a person to ratify. By default it supersedes the subject's current one."""
+    fields: dict[str, Any] = {
+        "subject": subject,
+        "decision": decision,
+        "rationale": rationale,
+        "evidence": list(evidence),
+        "supersedes": list(supersedes),
+        "proposer": proposer,
+        "session": session,
+    }
+    if json_input is not None:
+        fields = _propose_document(json_input.read(MAX_JSON_INPUT_BYTES + 1))
+        fields["proposer"] = fields.get("proposer") or proposer
+        fields["session"] = fields.get("session") or session
+    if not fields.get("subject"):
+        raise UsageError("missing --subject")
+    if not fields.get("decision"):
+        raise UsageError("missing --decision")
+    for key in ("subject", "decision", "rationale"):
+        if fields.get(key) is not None:
+            _check_utf8(fields[key], key)
+    fields["proposer"] = fields.get("proposer") or f"cli:{getpass.getuser()}"
+    proposal = kernel.propose(**fields)
+    if as_json:
+        _emit_json(proposal.to_dict())
+        return
+    click.echo(proposal.id)
+    if proposal.supersedes:
+        click.echo(f"would supersede: {', '.join(proposal.supersedes)}", err=True)
+    if proposal.near_duplicate_of:
+        click.echo(
+            f"near-duplicate of pending {proposal.near_duplicate_of} "
+            f"(similarity {proposal.near_duplicate_score:.0f})",
+            err=True,
+        )
+
+
+def _propose_document(raw: bytes) -> dict[str, Any]:
+    if len(raw) > MAX_JSON_INPUT_BYTES:
+        raise UsageError(f"JSON input is larger than {MAX_JSON_INPUT_BYTES} bytes")
+    try:
+        document = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise UsageError("JSON input is not valid UTF-8") from None
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"malformed JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+    from pydantic import ValidationError  # noqa: PLC0415 - only for JSON input
+
+    from kernel.contracts import ProposeInput  # noqa: PLC0415
+
+    try:
+        return ProposeInput.model_validate(document).model_dump()
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "document"
+        raise UsageError(f"invalid proposal JSON: {where}: {first['msg']}") from None
+
+
+@cli.command()
+@click.option("--subject", help="Only this subject and its sub-subjects.")
+@click.option("--proposer", help="Only this proposer.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON (schemas/queue.schema.json).")
+@_with_store
+def queue(kernel: Ctx, subject: str | None, proposer: str | None, as_json: bool) -> None:
+    """List pending proposals, oldest first."""
+    found = kernel.queue(subject, proposer)
+    if as_json:
+        _emit_json({"proposals": [p.to_dict() for p in found]})
+        return
+    if not found:
+        click.echo("no pending proposals")
+    for proposal in found:
+        click.echo(_proposal_line(proposal))
+
+
+@cli.command()
+@click.argument("proposal_id", metavar="ID")
+@click.option("--decision", help="Ratify this amended text instead (the amendment is recorded).")
+@click.option("--reviewer", help="Your name (default: CTX_REVIEWER or config; asked on a terminal).")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation (needed without a terminal).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON (schemas/ratification.schema.json).")
+@_with_store
+def ratify(
+    kernel: Ctx,
+    proposal_id: str,
+    decision: str | None,
+    reviewer: str | None,
+    yes: bool,
+    as_json: bool,
+) -> None:
+    """Ratify a pending proposal: it becomes the current decision on its subject."""
+    proposal = kernel.proposal(proposal_id)
+    name = _reviewer(reviewer, yes, "ratifying")
+    if not yes:
+        current = kernel.decisions(proposal.subject)
+        current = [d for d in current if d.subject == proposal.subject]
+        click.echo(f"{proposal.subject}: {decision or proposal.decision}", err=True)
+        for old in current:
+            click.echo(f"  supersedes {old.id}: {old.decision}", err=True)
+        for other in proposal.explicit_supersedes:
+            click.echo(f"  supersedes {other}", err=True)
+    _confirm(f"Ratify {proposal.id} as {name}?", yes)
+    result = kernel.ratify(proposal.id, reviewer=name, decision=decision)
+    if as_json:
+        _emit_json(result.to_dict())
+        return
+    click.echo(result.decision.id)
+    for old in result.superseded:
+        click.echo(f"superseded {old}", err=True)
+
+
+@cli.command()
+@click.argument("proposal_id", metavar="ID")
+@click.option("--reason", required=True, help="Why it is rejected (kept for audit).")
+@click.option("--reviewer", help="Your name (default: CTX_REVIEWER or config; asked on a terminal).")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation (needed without a terminal).")
+@_with_store
+def reject(kernel: Ctx, proposal_id: str, reason: str, reviewer: str | None, yes: bool) -> None:
+    """Reject a pending proposal with a reason."""
+    proposal = kernel.proposal(proposal_id)
+    name = _reviewer(reviewer, yes, "rejecting")
+    _confirm(f"Reject {proposal.id} ({proposal.subject}) as {name}?", yes)
+    kernel.reject(proposal.id, reviewer=name, reason=_check_utf8(reason, "reason"))
+    click.echo(f"rejected {proposal.id}")
+
+
+@cli.command()
+@click.argument("proposal_id", metavar="ID")
+@click.option("--reason", help="Why it is withdrawn.")
+@click.option("--actor", envvar="CTX_AGENT", help="Who withdraws it (default: CTX_AGENT, else the user).")
+@_with_store
+def withdraw(kernel: Ctx, proposal_id: str, reason: str | None, actor: str | None) -> None:
+    """Withdraw a pending proposal."""
+    kernel.withdraw(proposal_id, actor=actor or f"cli:{getpass.getuser()}", reason=reason)
+    click.echo(f"withdrawn {proposal_id}")
+
+
+@cli.command()
+@click.argument("subject")
+@click.option("--reason", required=True, help="Why the decision no longer holds.")
+@click.option("--reviewer", help="Your name (default: CTX_REVIEWER or config; asked on a terminal).")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation (needed without a terminal).")
+@_with_store
+def retire(kernel: Ctx, subject: str, reason: str, reviewer: str | None, yes: bool) -> None:
+    """Close the current decision on SUBJECT with no successor."""
+    name = _reviewer(reviewer, yes, "retiring")
+    _confirm(f"Retire the current decision on {text.normalise_subject(subject)} as {name}?", yes)
+    decision = kernel.retire(subject, reviewer=name, reason=reason)
+    click.echo(f"retired {decision.id}")
+
+
+@cli.command()
+@click.option("--subject", help="Only this subject and its sub-subjects.")
+@click.option("--as-of", "as_of", metavar="DATE", help="Decisions valid at DATE (a bare date means its end).")
+@click.option("--all", "include_closed", is_flag=True, help="Include superseded and retired decisions.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON (schemas/decisions.schema.json).")
+@_with_store
+def decisions(
+    kernel: Ctx, subject: str | None, as_of: str | None, include_closed: bool, as_json: bool
+) -> None:
+    """List current decisions (or those valid at a date, or all)."""
+    found = kernel.decisions(subject, as_of=as_of, include_closed=include_closed)
+    if as_json:
+        from kernel.clock import parse_when  # noqa: PLC0415
+
+        _emit_json(
+            {
+                "as_of": parse_when(as_of) if as_of else None,
+                "decisions": [d.to_dict() for d in found],
+            }
+        )
+        return
+    if not found:
+        click.echo("no decisions")
+    for decision in found:
+        click.echo(_decision_line(decision))
+
+
+@cli.command()
+@click.argument("subject")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON (schemas/history.schema.json).")
+@_with_store
+def history(kernel: Ctx, subject: str, as_json: bool) -> None:
+    """Show SUBJECT's supersede chain with validity windows, oldest first."""
+    chain = kernel.history(subject)
+    if as_json:
+        _emit_json({"subject": text.normalise_subject(subject), "decisions": [d.to_dict() for d in chain]})
+        return
+    for decision in chain:
+        click.echo(_decision_line(decision))
+        for old in decision.supersedes:
+            click.echo(f"    supersedes {old}")
+        if decision.closed_by == "retired":
+            click.echo(f"    retired: {decision.close_reason}")
+
+
+@cli.command()
+@click.argument("item_id", metavar="ID")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON (schemas/show.schema.json).")
+@_with_store
+def show(kernel: Ctx, item_id: str, as_json: bool) -> None:
+    """Show one evidence text, proposal or decision by id."""
+    record = kernel.show(item_id)
+    kind = {Evidence: "evidence", Proposal: "proposal", Decision: "decision"}[type(record)]
+    if as_json:
+        _emit_json({"kind": kind, "record": record.to_dict()})
+        return
+    for key, value in record.to_dict().items():
+        if value not in (None, [], ""):
+            click.echo(f"{key}: {value}")
+
+
+@cli.command()
+@click.argument("query")
+@click.option("--limit", default=10, show_default=True, type=click.IntRange(1, 1000))
+@click.option("--as-of", "as_of", metavar="DATE", help="Search decisions valid at DATE.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON (schemas/search.schema.json).")
+@_with_store
+def search(kernel: Ctx, query: str, limit: int, as_of: str | None, as_json: bool) -> None:
+    """Keyword search: ratified decisions and unratified evidence, in two sections."""
+    results = kernel.search(_check_utf8(query, "query"), limit=limit, as_of=as_of)
+    if as_json:
+        _emit_json(results.to_dict())
+        return
+    click.echo("Decisions (ratified):")
+    for decision, _score in results.decisions:
+        click.echo("  " + _decision_line(decision).replace("\n", "\n  "))
+    if not results.decisions:
+        click.echo("  none")
+    click.echo("Evidence (unratified):")
+    for evidence, _score, snippet in results.evidence:
+        click.echo(f"  {evidence.id}  {evidence.kind}  {snippet}")
+    if not results.evidence:
+        click.echo("  none")
+
+
+@cli.group()
+def audit() -> None:
+    """The hash-chained audit log."""
+
+
+@audit.command("verify")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON (schemas/audit-verify.schema.json).")
+@_with_store
+def audit_verify(kernel: Ctx, as_json: bool) -> None:
+    """Recompute the audit chain; names the first bad row and exits 1 if there is one."""
+    report = kernel.verify_audit()
+    if as_json:
+        _emit_json(report.to_dict())
+    elif report.ok:
+        click.echo(f"audit chain ok: {report.rows} rows, last hash {report.last_hash}")
+    if not report.ok:
+        raise CtxError(f"audit chain broken at row {report.first_bad_seq}: {report.problem}")
+
+
+@cli.command()
+@click.option("--path", "folder", type=click.Path(file_okay=False), default="ctx-demo", show_default=True)
+def demo(folder: str) -> None:
+    """Create a demo project with realistic decisions, evidence and proposals, and show it."""
+    from kernel.demo import build_demo  # noqa: PLC0415
+
+    kernel = build_demo(Path(folder))
+    try:
+        click.echo(f"demo store: {kernel.location}\n")
+        click.echo("Current decisions:")
+        for decision in kernel.decisions():
+            click.echo("  " + _decision_line(decision).replace("\n", "\n  "))
+        click.echo("\nHistory of auth.tokens:")
+        for decision in kernel.history("auth.tokens"):
+            click.echo("  " + _decision_line(decision).replace("\n", "\n  "))
+        click.echo("\nPending proposals:")
+        for proposal in kernel.queue():
+            click.echo("  " + _proposal_line(proposal).replace("\n", "\n  "))
+        report = kernel.verify_audit()
+        click.echo(f"\naudit chain {'ok' if report.ok else 'BROKEN'}: {report.rows} rows")
+        click.echo(f"\nTry: cd {folder} && ctx queue && ctx history auth.tokens")
+    finally:
+        kernel.close()
+
+
+def _fail(message: str, code: int) -> NoReturn:
+    click.echo(f"ctx: error: {message}", err=True)
+    sys.exit(code)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: run the CLI, turning every expected failure into one line on stderr."""
+    try:
+        code = cli.main(args=argv, prog_name="ctx", standalone_mode=False)
+    except click.exceptions.Abort:
+        _fail("aborted, nothing changed", 1)
+    except click.exceptions.NoArgsIsHelpError as exc:
+        click.echo(exc.ctx.get_help() if exc.ctx else str(exc))
+        sys.exit(2)
+    except click.UsageError as exc:
+        hint = f" (see `{exc.ctx.command_path} --help`)" if exc.ctx else ""
+        _fail(exc.format_message().splitlines()[0] + hint, 2)
+    except click.ClickException as exc:
+        _fail(exc.format_message(), exc.exit_code)
+    except CtxError as exc:
+        _fail(exc.message.splitlines()[0], exc.exit_code)
+    except KeyboardInterrupt:
+        _fail("interrupted", 130)
+    except BrokenPipeError:
+        os._exit(0)
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,18 @@
+"""${message}
+
+Revision ID: ${up_revision}
+Revises: ${down_revision | comma,n}
+"""
+
+from alembic import op
+
+revision = ${repr(up_revision)}
+down_revision = ${repr(down_revision)}
+branch_labels = None
+depends_on = None
+SCHEMA_VERSION = 0  # set to the previous migration's number + 1
+
+
+def upgrade() -> None:
+    ${upgrades if upgrades else "pass"}
+    op.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")

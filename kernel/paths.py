@@ -1,0 +1,61 @@
+"""Where ctx's files live: the per-project store and the per-user config."""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from kernel.errors import StoreError, UsageError
+
+STORE_DIR = ".ctx"
+STORE_FILE = "ctx.db"
+
+
+def find_store(explicit: str | None = None, start: Path | None = None) -> Path:
+    """``--db``, then ``CTX_DB``, then the nearest ``.ctx/ctx.db`` walking up from ``start``."""
+    chosen = explicit or os.environ.get("CTX_DB")
+    if chosen:
+        return Path(chosen).expanduser()
+    here = (start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        candidate = folder / STORE_DIR / STORE_FILE
+        if candidate.is_file():
+            return candidate
+    raise StoreError(f"no ctx store in {here} or any parent folder: run `ctx init` first")
+
+
+def init_target(explicit: str | None = None, start: Path | None = None) -> Path:
+    """Where ``ctx init`` creates the store: ``--db``, ``CTX_DB``, else ``./.ctx/ctx.db``."""
+    chosen = explicit or os.environ.get("CTX_DB")
+    if chosen:
+        return Path(chosen).expanduser()
+    return (start or Path.cwd()).resolve() / STORE_DIR / STORE_FILE
+
+
+def config_dir() -> Path:
+    """The user's ctx config folder (``CTX_CONFIG_DIR`` overrides the platform default)."""
+    override = os.environ.get("CTX_CONFIG_DIR")
+    if override:
+        return Path(override).expanduser()
+    from platformdirs import user_config_dir  # noqa: PLC0415 - only read when needed
+
+    return Path(user_config_dir("ctx", appauthor=False))
+
+
+def load_config() -> dict[str, Any]:
+    """The user's ``config.toml`` as a dict (empty when there is none)."""
+    path = config_dir() / "config.toml"
+    if not path.is_file():
+        return {}
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise UsageError(f"cannot read {path}: {exc}") from exc
+
+
+def configured_reviewer() -> str | None:
+    """The reviewer's name from ``CTX_REVIEWER`` or ``reviewer`` in config.toml."""
+    name = os.environ.get("CTX_REVIEWER") or load_config().get("reviewer")
+    return str(name).strip() if name and str(name).strip() else None

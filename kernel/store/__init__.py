@@ -1,0 +1,1 @@
+"""Storage backends behind the kernel facade; all SQL lives here."""

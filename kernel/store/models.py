@@ -1,0 +1,154 @@
+"""SQLModel declarations of ctx's ordinary tables.
+
+These classes are the schema's source of truth for new migrations (``alembic revision
+--autogenerate`` compares them with a store), and a test checks that the migrated schema
+matches them exactly. FTS5 and vec0 virtual tables, triggers and partial indexes are
+written as SQL in the migrations. The runtime store does not import this module: SQLModel
+costs most of a second to import, and agents call ``ctx log`` / ``ctx propose`` on a hot path.
+"""
+
+from sqlalchemy import CheckConstraint, Column, ForeignKey, Index, Integer, Text
+from sqlalchemy import text as sql
+from sqlmodel import Field, SQLModel
+
+
+def _text(*, primary_key: bool = False, nullable: bool = True, **kwargs: object) -> Column:
+    return Column(Text, primary_key=primary_key, nullable=nullable and not primary_key, **kwargs)
+
+
+class Meta(SQLModel, table=True):
+    """Key/value facts about the store (store id, creation time, embedding model)."""
+
+    __tablename__ = "meta"
+    key: str = Field(sa_column=_text(primary_key=True))
+    value: str = Field(sa_column=_text(nullable=False))
+
+
+class Evidence(SQLModel, table=True):
+    """A raw, append-only text in the evidence vault."""
+
+    __tablename__ = "evidence"
+    id: str = Field(sa_column=_text(primary_key=True))
+    content_hash: str = Field(sa_column=_text(nullable=False, unique=True))
+    text: str = Field(sa_column=_text(nullable=False))
+    kind: str = Field(sa_column=_text(nullable=False))
+    agent: str | None = Field(default=None, sa_column=_text())
+    session: str | None = Field(default=None, sa_column=_text())
+    tags: str = Field(sa_column=_text(nullable=False, server_default=sql("'[]'")))
+    created_at: str = Field(sa_column=_text(nullable=False))
+
+
+class Proposal(SQLModel, table=True):
+    """A decision an agent or person proposed, awaiting (or past) a person's review."""
+
+    __tablename__ = "proposal"
+    __table_args__ = (
+        Index("ix_proposal_status", "status", "created_at"),
+        Index("ix_proposal_subject", "subject"),
+    )
+    id: str = Field(sa_column=_text(primary_key=True))
+    subject: str = Field(sa_column=_text(nullable=False))
+    decision: str = Field(sa_column=_text(nullable=False))
+    rationale: str | None = Field(default=None, sa_column=_text())
+    proposer: str = Field(sa_column=_text(nullable=False))
+    session: str | None = Field(default=None, sa_column=_text())
+    created_at: str = Field(sa_column=_text(nullable=False))
+    supersedes: str = Field(sa_column=_text(nullable=False, server_default=sql("'[]'")))
+    explicit_supersedes: str = Field(sa_column=_text(nullable=False, server_default=sql("'[]'")))
+    near_duplicate_of: str | None = Field(default=None, sa_column=Column(Text, ForeignKey("proposal.id")))
+    near_duplicate_score: float | None = Field(default=None)
+    status: str = Field(
+        sa_column=Column(
+            Text,
+            CheckConstraint("status IN ('pending', 'ratified', 'rejected', 'withdrawn')"),
+            nullable=False,
+            server_default=sql("'pending'"),
+        )
+    )
+    resolved_at: str | None = Field(default=None, sa_column=_text())
+    resolved_by: str | None = Field(default=None, sa_column=_text())
+    resolution_note: str | None = Field(default=None, sa_column=_text())
+    decision_id: str | None = Field(default=None, sa_column=_text())
+
+
+class ProposalEvidence(SQLModel, table=True):
+    """Evidence a proposal cites."""
+
+    __tablename__ = "proposal_evidence"
+    proposal_id: str = Field(sa_column=Column(Text, ForeignKey("proposal.id"), primary_key=True))
+    evidence_id: str = Field(sa_column=Column(Text, ForeignKey("evidence.id"), primary_key=True))
+
+
+class Decision(SQLModel, table=True):
+    """A ratified decision on a subject, valid from ``valid_from`` until ``valid_until``."""
+
+    __tablename__ = "decision"
+    __table_args__ = (
+        Index("ix_decision_subject", "subject", "valid_from"),
+        Index(
+            "ux_decision_current",
+            "subject",
+            unique=True,
+            sqlite_where=sql("valid_until IS NULL"),
+        ),
+        CheckConstraint("valid_until IS NULL OR valid_until >= valid_from"),
+        CheckConstraint("(valid_until IS NULL) = (closed_by IS NULL)"),
+    )
+    id: str = Field(sa_column=_text(primary_key=True))
+    subject: str = Field(sa_column=_text(nullable=False))
+    decision: str = Field(sa_column=_text(nullable=False))
+    rationale: str | None = Field(default=None, sa_column=_text())
+    valid_from: str = Field(sa_column=_text(nullable=False))
+    valid_until: str | None = Field(default=None, sa_column=_text())
+    ratified_by: str = Field(sa_column=_text(nullable=False))
+    ratified_at: str = Field(sa_column=_text(nullable=False))
+    proposal_id: str | None = Field(default=None, sa_column=Column(Text, ForeignKey("proposal.id")))
+    amended: int = Field(sa_column=Column(Integer, nullable=False, server_default=sql("0")))
+    closed_by: str | None = Field(
+        default=None,
+        sa_column=Column(Text, CheckConstraint("closed_by IN ('superseded', 'retired')")),
+    )
+    close_reason: str | None = Field(default=None, sa_column=_text())
+
+
+class DecisionEvidence(SQLModel, table=True):
+    """Evidence a decision cites."""
+
+    __tablename__ = "decision_evidence"
+    decision_id: str = Field(sa_column=Column(Text, ForeignKey("decision.id"), primary_key=True))
+    evidence_id: str = Field(sa_column=Column(Text, ForeignKey("evidence.id"), primary_key=True))
+
+
+class Supersession(SQLModel, table=True):
+    """A link: ``new_id`` supersedes ``old_id`` (many-to-many, possibly across subjects)."""
+
+    __tablename__ = "supersession"
+    __table_args__ = (
+        Index("ix_supersession_new", "new_id"),
+        CheckConstraint("old_id <> new_id"),
+    )
+    old_id: str = Field(sa_column=Column(Text, ForeignKey("decision.id"), primary_key=True))
+    new_id: str = Field(sa_column=Column(Text, ForeignKey("decision.id"), primary_key=True))
+    created_at: str = Field(sa_column=_text(nullable=False))
+
+
+class Audit(SQLModel, table=True):
+    """One hash-chained row of the audit log."""
+
+    __tablename__ = "audit"
+    __table_args__ = {"sqlite_autoincrement": True}
+    seq: int | None = Field(
+        default=None,
+        sa_column=Column(Integer, primary_key=True, autoincrement=True),
+    )
+    at: str = Field(sa_column=_text(nullable=False))
+    actor: str = Field(sa_column=_text(nullable=False))
+    action: str = Field(sa_column=_text(nullable=False))
+    target: str = Field(sa_column=_text(nullable=False))
+    before: str | None = Field(default=None, sa_column=_text())
+    after: str | None = Field(default=None, sa_column=_text())
+    prev_hash: str = Field(sa_column=_text(nullable=False))
+    hash: str = Field(sa_column=_text(nullable=False, unique=True))
+
+
+metadata = SQLModel.metadata

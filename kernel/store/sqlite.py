@@ -1,0 +1,485 @@
+"""The embedded SQLite backend: one file per project, WAL, every write in one transaction."""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from kernel import driver
+from kernel.audit import GENESIS_HASH, row_hash
+from kernel.errors import RefusedError, StoreError
+from kernel.records import AuditEvent, Decision, Evidence, Proposal
+from kernel.store import migrate
+
+_DECISION_COLS = (
+    "id, subject, decision, rationale, valid_from, valid_until, ratified_by, ratified_at, "
+    "proposal_id, amended, closed_by, close_reason"
+)
+_PROPOSAL_COLS = (
+    "id, subject, decision, rationale, proposer, session, created_at, status, supersedes, "
+    "explicit_supersedes, near_duplicate_of, near_duplicate_score, resolved_at, resolved_by, "
+    "resolution_note, decision_id"
+)
+_EVIDENCE_COLS = "id, text, kind, agent, session, tags, content_hash, created_at"
+
+
+def _placeholders(values: list[Any]) -> str:
+    return ",".join("?" * len(values))
+
+
+def _evidence(row: tuple[Any, ...]) -> Evidence:
+    return Evidence(*row[:5], json.loads(row[5]), *row[6:])
+
+
+class SQLiteStore:
+    """A ctx store in one SQLite file."""
+
+    def __init__(self, path: Path, conn: Any) -> None:
+        self.path = path
+        self.location = str(path)
+        self._conn = conn
+        self._in_tx = False
+
+    @classmethod
+    def create(cls, path: Path) -> SQLiteStore:
+        """Create (or upgrade) the store file at ``path`` and open it."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        migrate.upgrade(path)
+        return cls.open(path)
+
+    @classmethod
+    def open(cls, path: Path) -> SQLiteStore:
+        """Open an existing store, upgrading its schema when it is older than this ctx."""
+        if not path.is_file():
+            raise StoreError(f"no ctx store at {path}: run `ctx init` first")
+        try:
+            conn = driver.connect(path)
+            migrate.ensure_current(conn, path)
+        except driver.dbapi.DatabaseError as exc:
+            raise StoreError(f"cannot open store {path}: {exc}") from exc
+        return cls(path, conn)
+
+    def close(self) -> None:
+        """Release the connection."""
+        self._conn.close()
+
+    # -- transactions -------------------------------------------------------------------
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """BEGIN IMMEDIATE (the write lock up front, so read-then-write cannot race) ... COMMIT."""
+        if self._in_tx:
+            yield
+            return
+        self._begin()
+        self._in_tx = True
+        try:
+            yield
+            self._conn.execute("COMMIT")
+        except BaseException as exc:
+            self._conn.execute("ROLLBACK")
+            if isinstance(exc, driver.dbapi.IntegrityError):
+                # An invariant the database holds (trigger, unique index, CHECK) refused the write.
+                raise RefusedError(f"refused by the store: {exc}") from exc
+            if isinstance(exc, driver.dbapi.OperationalError):
+                raise StoreError(f"store {self.path}: {exc}") from exc
+            raise
+        finally:
+            self._in_tx = False
+
+    def _begin(self) -> None:
+        # busy_timeout already waits; SQLite's busy handler is unfair under contention,
+        # so a writer that still lost retries with jitter rather than failing an agent.
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                self._conn.execute("BEGIN IMMEDIATE")
+                return
+            except driver.dbapi.OperationalError as exc:
+                if "locked" not in str(exc) and "busy" not in str(exc):
+                    raise
+                if time.monotonic() > deadline:
+                    raise StoreError(f"store {self.path} stayed locked by another writer") from exc
+                time.sleep(random.uniform(0.005, 0.05))
+
+    def _q(self, sql: str, params: tuple[Any, ...] | list[Any] = ()) -> list[tuple[Any, ...]]:
+        return self._conn.execute(sql, params).fetchall()
+
+    def _one(self, sql: str, params: tuple[Any, ...] | list[Any] = ()) -> tuple[Any, ...] | None:
+        return self._conn.execute(sql, params).fetchone()
+
+    # -- meta -----------------------------------------------------------------------------
+
+    def get_meta(self, key: str) -> str | None:
+        """A metadata value, or None."""
+        row = self._one("SELECT value FROM meta WHERE key = ?", (key,))
+        return row[0] if row else None
+
+    def set_meta(self, key: str, value: str) -> None:
+        """Set a metadata value."""
+        self._conn.execute(
+            "INSERT INTO meta (key, value) VALUES (?, ?) "
+            "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            (key, value),
+        )
+
+    # -- evidence -------------------------------------------------------------------------
+
+    def evidence_id_for_hash(self, content_hash: str) -> str | None:
+        """The id of the evidence with this content hash, if any."""
+        row = self._one("SELECT id FROM evidence WHERE content_hash = ?", (content_hash,))
+        return row[0] if row else None
+
+    def insert_evidence(self, evidence: Evidence) -> None:
+        """Append evidence to the vault (the FTS index follows by trigger)."""
+        self._conn.execute(
+            "INSERT INTO evidence (id, content_hash, text, kind, agent, session, tags, created_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                evidence.id,
+                evidence.content_hash,
+                evidence.text,
+                evidence.kind,
+                evidence.agent,
+                evidence.session,
+                json.dumps(evidence.tags),
+                evidence.created_at,
+            ),
+        )
+
+    def get_evidence(self, evidence_id: str) -> Evidence | None:
+        """One evidence row."""
+        row = self._one(f"SELECT {_EVIDENCE_COLS} FROM evidence WHERE id = ?", (evidence_id,))
+        return _evidence(row) if row else None
+
+    def missing_evidence(self, ids: list[str]) -> list[str]:
+        """Those of ``ids`` that name no evidence."""
+        if not ids:
+            return []
+        found = {r[0] for r in self._q(f"SELECT id FROM evidence WHERE id IN ({_placeholders(ids)})", ids)}
+        return [i for i in ids if i not in found]
+
+    # -- proposals ------------------------------------------------------------------------
+
+    def insert_proposal(self, proposal: Proposal) -> None:
+        """Queue a proposal with its cited evidence."""
+        self._conn.execute(
+            f"INSERT INTO proposal ({_PROPOSAL_COLS}) VALUES ({_placeholders([0] * 16)})",
+            (
+                proposal.id,
+                proposal.subject,
+                proposal.decision,
+                proposal.rationale,
+                proposal.proposer,
+                proposal.session,
+                proposal.created_at,
+                proposal.status,
+                json.dumps(proposal.supersedes),
+                json.dumps(proposal.explicit_supersedes),
+                proposal.near_duplicate_of,
+                proposal.near_duplicate_score,
+                proposal.resolved_at,
+                proposal.resolved_by,
+                proposal.resolution_note,
+                proposal.decision_id,
+            ),
+        )
+        self._conn.executemany(
+            "INSERT INTO proposal_evidence (proposal_id, evidence_id) VALUES (?, ?)",
+            [(proposal.id, e) for e in proposal.evidence],
+        )
+
+    def _proposals(self, rows: list[tuple[Any, ...]]) -> list[Proposal]:
+        ids = [r[0] for r in rows]
+        cited: dict[str, list[str]] = {i: [] for i in ids}
+        for chunk in _chunks(ids):
+            for pid, eid in self._q(
+                "SELECT proposal_id, evidence_id FROM proposal_evidence "
+                f"WHERE proposal_id IN ({_placeholders(chunk)}) ORDER BY evidence_id",
+                chunk,
+            ):
+                cited[pid].append(eid)
+        return [
+            Proposal(
+                *r[:8],
+                supersedes=json.loads(r[8]),
+                explicit_supersedes=json.loads(r[9]),
+                near_duplicate_of=r[10],
+                near_duplicate_score=r[11],
+                resolved_at=r[12],
+                resolved_by=r[13],
+                resolution_note=r[14],
+                decision_id=r[15],
+                evidence=cited[r[0]],
+            )
+            for r in rows
+        ]
+
+    def get_proposal(self, proposal_id: str) -> Proposal | None:
+        """One proposal."""
+        rows = self._q(f"SELECT {_PROPOSAL_COLS} FROM proposal WHERE id = ?", (proposal_id,))
+        return self._proposals(rows)[0] if rows else None
+
+    def list_proposals(
+        self, status: str | None = "pending", subject: str | None = None, limit: int | None = None
+    ) -> list[Proposal]:
+        """Proposals, oldest first, optionally by status and subject subtree."""
+        where, params = [], []
+        if status is not None:
+            where.append("status = ?")
+            params.append(status)
+        if subject is not None:
+            where.append("(subject = ? OR subject LIKE ? ESCAPE '\\')")
+            params += [subject, _like_prefix(subject)]
+        sql = f"SELECT {_PROPOSAL_COLS} FROM proposal"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += " ORDER BY created_at, id"
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(limit)
+        return self._proposals(self._q(sql, params))
+
+    def pending_texts(self) -> list[tuple[str, str, str]]:
+        """``(id, subject, decision)`` of every pending proposal."""
+        return [
+            (r[0], r[1], r[2])
+            for r in self._q("SELECT id, subject, decision FROM proposal WHERE status = 'pending'")
+        ]
+
+    def resolve_proposal(
+        self,
+        proposal_id: str,
+        status: str,
+        at: str,
+        by: str,
+        note: str | None,
+        decision_id: str | None,
+    ) -> None:
+        """Move a pending proposal to ratified, rejected or withdrawn."""
+        self._conn.execute(
+            "UPDATE proposal SET status = ?, resolved_at = ?, resolved_by = ?, resolution_note = ?, "
+            "decision_id = ? WHERE id = ?",
+            (status, at, by, note, decision_id, proposal_id),
+        )
+
+    # -- decisions ------------------------------------------------------------------------
+
+    def _decisions(self, rows: list[tuple[Any, ...]]) -> list[Decision]:
+        ids = [r[0] for r in rows]
+        cited: dict[str, list[str]] = {i: [] for i in ids}
+        older: dict[str, list[str]] = {i: [] for i in ids}
+        newer: dict[str, list[str]] = {i: [] for i in ids}
+        for chunk in _chunks(ids):
+            marks = _placeholders(chunk)
+            for did, eid in self._q(
+                "SELECT decision_id, evidence_id FROM decision_evidence "
+                f"WHERE decision_id IN ({marks}) ORDER BY evidence_id",
+                chunk,
+            ):
+                cited[did].append(eid)
+            for old, new in self._q(
+                f"SELECT old_id, new_id FROM supersession WHERE old_id IN ({marks}) "
+                f"OR new_id IN ({marks}) ORDER BY old_id, new_id",
+                chunk + chunk,
+            ):
+                if new in older:
+                    older[new].append(old)
+                if old in newer:
+                    newer[old].append(new)
+        return [
+            Decision(
+                *r[:9],
+                amended=bool(r[9]),
+                closed_by=r[10],
+                close_reason=r[11],
+                evidence=cited[r[0]],
+                supersedes=older[r[0]],
+                superseded_by=newer[r[0]],
+            )
+            for r in rows
+        ]
+
+    def get_decision(self, decision_id: str) -> Decision | None:
+        """One decision with its evidence and links."""
+        rows = self._q(f"SELECT {_DECISION_COLS} FROM decision WHERE id = ?", (decision_id,))
+        return self._decisions(rows)[0] if rows else None
+
+    def current_decision(self, subject: str) -> Decision | None:
+        """The decision on ``subject`` whose window is open."""
+        rows = self._q(
+            f"SELECT {_DECISION_COLS} FROM decision WHERE subject = ? AND valid_until IS NULL",
+            (subject,),
+        )
+        return self._decisions(rows)[0] if rows else None
+
+    def decisions(
+        self, subject: str | None = None, as_of: str | None = None, include_closed: bool = False
+    ) -> list[Decision]:
+        """Decisions (current, valid at ``as_of``, or all), ``subject`` matching its whole subtree."""
+        where, params = [], []
+        if subject is not None:
+            where.append("(subject = ? OR subject LIKE ? ESCAPE '\\')")
+            params += [subject, _like_prefix(subject)]
+        if as_of is not None:
+            where.append("valid_from <= ? AND (valid_until IS NULL OR valid_until > ?)")
+            params += [as_of, as_of]
+        elif not include_closed:
+            where.append("valid_until IS NULL")
+        sql = f"SELECT {_DECISION_COLS} FROM decision"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += " ORDER BY subject, valid_from, id"
+        return self._decisions(self._q(sql, params))
+
+    def connected_decisions(self, subject: str) -> list[Decision]:
+        """The subject's decisions and all decisions linked to them by supersession, oldest first."""
+        rows = self._q(
+            f"""WITH RECURSIVE chain(id) AS (
+                  SELECT id FROM decision WHERE subject = ?
+                  UNION
+                  SELECT s.new_id FROM supersession s JOIN chain c ON s.old_id = c.id
+                  UNION
+                  SELECT s.old_id FROM supersession s JOIN chain c ON s.new_id = c.id
+                )
+                SELECT {_DECISION_COLS} FROM decision WHERE id IN (SELECT id FROM chain)
+                ORDER BY valid_from, id""",
+            (subject,),
+        )
+        return self._decisions(rows)
+
+    def insert_decision(self, decision: Decision) -> None:
+        """Add a decision with its cited evidence."""
+        self._conn.execute(
+            f"INSERT INTO decision ({_DECISION_COLS}) VALUES ({_placeholders([0] * 12)})",
+            (
+                decision.id,
+                decision.subject,
+                decision.decision,
+                decision.rationale,
+                decision.valid_from,
+                decision.valid_until,
+                decision.ratified_by,
+                decision.ratified_at,
+                decision.proposal_id,
+                int(decision.amended),
+                decision.closed_by,
+                decision.close_reason,
+            ),
+        )
+        self._conn.executemany(
+            "INSERT INTO decision_evidence (decision_id, evidence_id) VALUES (?, ?)",
+            [(decision.id, e) for e in decision.evidence],
+        )
+
+    def close_decision(self, decision_id: str, until: str, closed_by: str, reason: str | None) -> None:
+        """Close an open window, once (the database refuses a second close)."""
+        self._conn.execute(
+            "UPDATE decision SET valid_until = ?, closed_by = ?, close_reason = ? WHERE id = ?",
+            (until, closed_by, reason, decision_id),
+        )
+
+    def link(self, old_id: str, new_id: str, at: str) -> None:
+        """Record that ``new_id`` supersedes ``old_id``."""
+        self._conn.execute(
+            "INSERT INTO supersession (old_id, new_id, created_at) VALUES (?, ?, ?)",
+            (old_id, new_id, at),
+        )
+
+    def is_ancestor(self, candidate: str, decision_id: str) -> bool:
+        """True when ``candidate`` is ``decision_id`` or reachable from it through successors."""
+        row = self._one(
+            """WITH RECURSIVE later(id) AS (
+                 SELECT ? UNION SELECT s.new_id FROM supersession s JOIN later l ON s.old_id = l.id
+               ) SELECT 1 FROM later WHERE id = ?""",
+            (decision_id, candidate),
+        )
+        return row is not None
+
+    # -- audit ----------------------------------------------------------------------------
+
+    def append_audit(
+        self, at: str, actor: str, action: str, target: str, before: Any, after: Any
+    ) -> AuditEvent:
+        """Append a hash-chained audit row; must run inside :meth:`transaction`."""
+        if not self._in_tx:
+            raise RuntimeError("append_audit needs an open transaction")
+        last = self._one("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1")
+        seq, prev = (last[0] + 1, last[1]) if last else (1, GENESIS_HASH)
+        row = {
+            "seq": seq,
+            "at": at,
+            "actor": actor,
+            "action": action,
+            "target": target,
+            "before": None if before is None else json.dumps(before, sort_keys=True),
+            "after": None if after is None else json.dumps(after, sort_keys=True),
+        }
+        digest = row_hash(prev, row)
+        self._conn.execute(
+            "INSERT INTO audit (seq, at, actor, action, target, before, after, prev_hash, hash) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (*row.values(), prev, digest),
+        )
+        return AuditEvent(**row, prev_hash=prev, hash=digest)
+
+    def audit_rows(self) -> Iterator[dict[str, Any]]:
+        """Every audit row, in order."""
+        cursor = self._conn.execute(
+            "SELECT seq, at, actor, action, target, before, after, prev_hash, hash FROM audit ORDER BY seq"
+        )
+        names = [d[0] for d in cursor.description]
+        for row in cursor:
+            yield dict(zip(names, row, strict=True))
+
+    # -- search ---------------------------------------------------------------------------
+
+    def search_decisions(
+        self, match: str, limit: int, as_of: str | None = None
+    ) -> list[tuple[Decision, float]]:
+        """Decisions matching an FTS5 query, best BM25 first (current ones unless ``as_of``)."""
+        if as_of is None:
+            window, params = "d.valid_until IS NULL", [match]
+        else:
+            window = "d.valid_from <= ? AND (d.valid_until IS NULL OR d.valid_until > ?)"
+            params = [match, as_of, as_of]
+        rows = self._q(
+            f"""SELECT {", ".join("d." + c for c in _DECISION_COLS.split(", "))},
+                       bm25(decision_fts, 4.0, 1.0, 0.5) AS score
+                FROM decision_fts JOIN decision d ON d.rowid = decision_fts.rowid
+                WHERE decision_fts MATCH ? AND {window}
+                ORDER BY score LIMIT ?""",
+            [*params, limit],
+        )
+        return list(zip(self._decisions([r[:-1] for r in rows]), [r[-1] for r in rows], strict=True))
+
+    def search_evidence(self, match: str, limit: int) -> list[tuple[Evidence, float, str]]:
+        """Evidence matching an FTS5 query with a snippet, best BM25 first."""
+        rows = self._q(
+            f"""SELECT {", ".join("e." + c for c in _EVIDENCE_COLS.split(", "))},
+                       bm25(evidence_fts) AS score,
+                       snippet(evidence_fts, 0, '[', ']', '…', 16)
+                FROM evidence_fts JOIN evidence e ON e.rowid = evidence_fts.rowid
+                WHERE evidence_fts MATCH ? ORDER BY score LIMIT ?""",
+            (match, limit),
+        )
+        return [(_evidence(r[:8]), r[8], r[9]) for r in rows]
+
+    def integrity_check(self) -> str:
+        """SQLite's own consistency check ('ok' when sound)."""
+        return "; ".join(r[0] for r in self._q("PRAGMA integrity_check"))
+
+
+def _like_prefix(subject: str) -> str:
+    escaped = subject.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return escaped + ".%"
+
+
+def _chunks(ids: list[str], size: int = 500) -> Iterator[list[str]]:
+    for start in range(0, len(ids), size):
+        yield ids[start : start + size]
