@@ -1,4 +1,4 @@
-"""Errors ctx reports to people; hosts turn them into one line (CLI), a notification (TUI) or a tool error (MCP)."""
+"""Errors ctx reports to people; hosts print them as one line, a notification or a tool error."""
 
 from __future__ import annotations
 

@@ -1,0 +1,84 @@
+"""Shared fixtures: every test gets its own store and config folder, never the developer's files."""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from kernel import Ctx
+from kernel.hosts.cli import main
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(autouse=True)
+def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Point config and store lookups at the test's own folder."""
+    for name in ("CTX_DB", "CTX_REVIEWER", "CTX_AGENT", "CTX_SESSION"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("CTX_CONFIG_DIR", str(tmp_path / "config"))
+    monkeypatch.chdir(tmp_path)
+
+
+@pytest.fixture
+def store_path(tmp_path: Path) -> Path:
+    """Where this test's store lives (created by the ``kernel`` fixture or ``ctx init``)."""
+    return tmp_path / "project" / ".ctx" / "ctx.db"
+
+
+@pytest.fixture
+def kernel(store_path: Path) -> Ctx:
+    """A fresh, initialised store opened through the facade."""
+    ctx, _ = Ctx.init(store_path)
+    yield ctx
+    ctx.close()
+
+
+@dataclass
+class Result:
+    """What one CLI invocation did."""
+
+    code: int
+    out: str
+    err: str
+
+
+@pytest.fixture
+def cli(store_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch):
+    """Run ``ctx`` in-process against this test's store; ``stdin`` bytes are piped (not a terminal)."""
+
+    def run(*args: str, stdin: bytes = b"", db: bool = True) -> Result:
+        argv = (["--db", str(store_path)] if db else []) + list(args)
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(stdin), encoding="utf-8"))
+        capsys.readouterr()
+        try:
+            main(argv)
+            code = 0
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        captured = capsys.readouterr()
+        return Result(code, captured.out, captured.err)
+
+    return run
+
+
+def run_ctx_process(
+    *args: str, env: dict[str, str] | None = None, stdin: bytes = b"", cwd: Path | None = None
+):
+    """Run the installed ``ctx`` console script as a separate process."""
+    full_env = {**os.environ, **(env or {})}
+    return subprocess.run(
+        [str(Path(sys.executable).parent / "ctx"), *args],
+        input=stdin,
+        capture_output=True,
+        env=full_env,
+        cwd=cwd,
+        timeout=120,
+        check=False,
+    )
