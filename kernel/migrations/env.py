@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from alembic import context
 
-from kernel.store.models import metadata
+from kernel.store.models import include_name, metadata
 
 connection = context.config.attributes["connection"]
 context.configure(
@@ -12,6 +12,7 @@ context.configure(
     target_metadata=metadata,
     transaction_per_migration=True,
     render_as_batch=True,
+    include_name=include_name,
 )
 with context.begin_transaction():
     context.run_migrations()

@@ -7,7 +7,7 @@ written as SQL in the migrations. The runtime store does not import this module:
 costs most of a second to import, and agents call ``ctx log`` / ``ctx propose`` on a hot path.
 """
 
-from sqlalchemy import CheckConstraint, Column, ForeignKey, Index, Integer, Text
+from sqlalchemy import REAL, CheckConstraint, Column, ForeignKey, Index, Integer, Text
 from sqlalchemy import text as sql
 from sqlmodel import Field, SQLModel
 
@@ -56,7 +56,7 @@ class Proposal(SQLModel, table=True):
     supersedes: str = Field(sa_column=_text(nullable=False, server_default=sql("'[]'")))
     explicit_supersedes: str = Field(sa_column=_text(nullable=False, server_default=sql("'[]'")))
     near_duplicate_of: str | None = Field(default=None, sa_column=Column(Text, ForeignKey("proposal.id")))
-    near_duplicate_score: float | None = Field(default=None)
+    near_duplicate_score: float | None = Field(default=None, sa_column=Column(REAL))
     status: str = Field(
         sa_column=Column(
             Text,
@@ -152,3 +152,10 @@ class Audit(SQLModel, table=True):
 
 
 metadata = SQLModel.metadata
+
+
+def include_name(name: str | None, type_: str, parent_names: object) -> bool:
+    """Alembic filter: compare only tables the models declare (FTS5/vec0 tables are SQL-managed)."""
+    if type_ == "table":
+        return name in metadata.tables
+    return True

@@ -1,0 +1,30 @@
+# ctx developer recipes; `just --list` shows them.
+
+venv := ".venv/bin/"
+
+# Install ctx with its test tools into .venv.
+setup:
+    python3 -m venv .venv && {{venv}}pip install -e '.[test]'
+
+# The whole test suite (what CI runs).
+test:
+    {{venv}}python -m pytest
+
+# Lint, format check and import contracts.
+lint:
+    {{venv}}ruff check . && {{venv}}ruff format --check . && {{venv}}lint-imports
+
+# Rewrite schemas/ from kernel/contracts.py.
+schemas:
+    {{venv}}python -m kernel.contracts
+
+# Build the demo store and show it.
+demo:
+    {{venv}}ctx demo
+
+# Wall time of the agents' hot-path commands.
+bench-cli runs="15":
+    {{venv}}python bench/cli_wall.py --runs {{runs}}
+
+# Every benchmark.
+bench: bench-cli

@@ -1,0 +1,38 @@
+"""The core stays free of host frameworks, and the agents' hot path stays free of heavy imports."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _modules_after(code: str) -> set[str]:
+    out = subprocess.run(
+        [sys.executable, "-c", f"{code}\nimport sys\nprint('\\n'.join(sys.modules))"],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=REPO,
+    ).stdout
+    return set(out.split())
+
+
+def test_core_does_not_import_hosts_or_heavy_libraries():
+    loaded = _modules_after("import kernel\nfrom kernel import Ctx")
+    for heavy in ("textual", "click", "mcp", "fastembed", "onnxruntime", "sqlmodel", "sqlalchemy", "numpy"):
+        assert heavy not in loaded, heavy
+
+
+def test_cli_hot_path_does_not_import_heavy_libraries():
+    loaded = _modules_after("import kernel.hosts.cli")
+    for heavy in ("textual", "fastembed", "onnxruntime", "sqlmodel", "sqlalchemy", "numpy", "pydantic"):
+        assert heavy not in loaded, heavy
+
+
+def test_import_contracts_hold():
+    lint = Path(sys.executable).parent / "lint-imports"
+    result = subprocess.run([str(lint)], capture_output=True, text=True, cwd=REPO, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr

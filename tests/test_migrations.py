@@ -1,0 +1,121 @@
+"""The migrated schema is exactly what the models and migrations declare, from every starting version."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.migration import MigrationContext
+
+from kernel import Ctx, driver
+from kernel.store import migrate
+from kernel.store.models import include_name, metadata
+
+
+def _names(conn, kind: str) -> set[str]:
+    return {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = ?", (kind,))}
+
+
+def test_revisions_are_named_and_ordered():
+    assert migrate.revisions() == ["m001_initial", "m002_fts"]
+    assert len(migrate.revisions()) == migrate.HEAD_VERSION
+
+
+def test_migrated_schema_matches_models(kernel: Ctx, store_path: Path):
+    engine = driver.make_engine(store_path)
+    with engine.connect() as connection:
+        diffs = compare_metadata(
+            MigrationContext.configure(connection, opts={"include_name": include_name}), metadata
+        )
+    engine.dispose()
+    assert diffs == []
+
+
+def test_migrated_schema_objects(kernel: Ctx, store_path: Path):
+    conn = driver.connect(store_path)
+    tables = _names(conn, "table")
+    assert {
+        "meta",
+        "evidence",
+        "proposal",
+        "proposal_evidence",
+        "decision",
+        "decision_evidence",
+        "supersession",
+        "audit",
+        "evidence_fts",
+        "decision_fts",
+        "alembic_version",
+    } <= tables
+    assert _names(conn, "trigger") == {
+        "evidence_no_update",
+        "evidence_no_delete",
+        "evidence_fts_insert",
+        "proposal_resolve_once",
+        "proposal_no_delete",
+        "decision_no_overlap",
+        "decision_close_once",
+        "decision_no_delete",
+        "decision_fts_insert",
+        "supersession_forward_in_time",
+        "supersession_no_update",
+        "supersession_no_delete",
+        "audit_linked",
+        "audit_no_update",
+        "audit_no_delete",
+    }
+    assert {"ux_decision_current", "ix_decision_subject", "ix_proposal_status", "ix_supersession_new"} <= (
+        _names(conn, "index")
+    )
+    fts_sql = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'evidence_fts'").fetchone()[0]
+    assert "porter unicode61 remove_diacritics 2" in fts_sql
+    foreign = {(r[2], r[3]) for r in conn.execute("PRAGMA foreign_key_list(supersession)")}
+    assert foreign == {("decision", "old_id"), ("decision", "new_id")}
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == migrate.HEAD_VERSION
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
+    assert conn.execute("SELECT version_num FROM alembic_version").fetchone()[0] == "m002_fts"
+    conn.close()
+
+
+@pytest.mark.parametrize("start", migrate.revisions()[:-1])
+def test_upgrade_from_every_earlier_version(tmp_path: Path, start: str):
+    """A store left at an older version, with data in it, upgrades on open and keeps everything."""
+    path = tmp_path / "old.db"
+    migrate.upgrade(path, start)
+    conn = driver.connect(path)
+    conn.execute(
+        "INSERT INTO evidence (id, content_hash, text, kind, tags, created_at) "
+        "VALUES ('ev_01JD0000000000000000000000', ?, 'legacy note about postgres', 'note', '[]', "
+        "'2025-01-01T00:00:00.000000Z')",
+        ("a" * 64,),
+    )
+    conn.execute(
+        "INSERT INTO decision (id, subject, decision, valid_from, ratified_by, ratified_at) "
+        "VALUES ('dc_01JD0000000000000000000000', 'db.engine', 'Use PostgreSQL 16', "
+        "'2025-01-01T00:00:00.000000Z', 'alice', '2025-01-01T00:00:00.000000Z')"
+    )
+    conn.close()
+
+    with Ctx.open(path) as kernel:
+        assert [d.subject for d in kernel.decisions()] == ["db.engine"]
+        found = kernel.search("postgres postgresql")
+        assert [e.id for e, _, _ in found.evidence] == ["ev_01JD0000000000000000000000"]
+        assert [d.id for d, _ in found.decisions] == ["dc_01JD0000000000000000000000"]
+        proposal = kernel.propose("db.engine", "Use PostgreSQL 17")
+        assert proposal.supersedes == ["dc_01JD0000000000000000000000"]
+    conn = driver.connect(path)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == migrate.HEAD_VERSION
+    conn.close()
+
+
+def test_store_from_newer_ctx_is_refused(kernel: Ctx, store_path: Path):
+    kernel.close()
+    conn = driver.connect(store_path)
+    conn.execute(f"PRAGMA user_version = {migrate.HEAD_VERSION + 1}")
+    conn.close()
+    from kernel.errors import StoreError
+
+    with pytest.raises(StoreError, match="newer than this ctx"):
+        Ctx.open(store_path)

@@ -1,0 +1,1 @@
+"""ctx's review app (Textual); it talks to the kernel only through ``kernel.Ctx``."""
