@@ -218,7 +218,8 @@ class Ctx:
             found = [p for p in found if p.proposer == proposer]
         return found
 
-    def _pending(self, proposal_id: str) -> Proposal:
+    def pending(self, proposal_id: str) -> Proposal:
+        """A proposal that is still pending; refuses one that was already resolved."""
         proposal = self.proposal(proposal_id)
         if proposal.status != "pending":
             raise RefusedError(f"proposal {proposal.id} is {proposal.status}, not pending")
@@ -237,12 +238,14 @@ class Ctx:
         )
         pid = clock.check_id(proposal_id, "proposal")
         with self.store.transaction():
-            proposal = self._pending(pid)
-            at = clock.now()
+            proposal = self.pending(pid)
             targets = list(proposal.explicit_supersedes)
             current = self.store.current_decision(proposal.subject)
             if current is not None and current.id not in targets:
                 targets.append(current.id)
+            replaced = [self._require_decision(d) for d in targets]
+            # A successor never starts before what it replaces, even if the wall clock stepped back.
+            at = max([clock.now(), *(old.valid_from for old in replaced)])
             final_text = amended_text or proposal.decision
             new = Decision(
                 id=clock.new_id("dc"),
@@ -259,7 +262,6 @@ class Ctx:
                 close_reason=None,
                 evidence=list(proposal.evidence),
             )
-            replaced = [self._require_decision(d) for d in targets]
             for old in replaced:
                 if old.current:
                     self.store.close_decision(old.id, at, "superseded", f"superseded by {new.id}")
@@ -315,7 +317,7 @@ class Ctx:
     def _resolve(self, proposal_id: str, status: str, actor: str, note: str | None) -> Proposal:
         pid = clock.check_id(proposal_id, "proposal")
         with self.store.transaction():
-            self._pending(pid)
+            self.pending(pid)
             at = clock.now()
             self.store.resolve_proposal(pid, status, at, actor, note, None)
             self.store.append_audit(

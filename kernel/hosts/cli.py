@@ -285,7 +285,7 @@ def ratify(
     as_json: bool,
 ) -> None:
     """Ratify a pending proposal: it becomes the current decision on its subject."""
-    proposal = kernel.proposal(proposal_id)
+    proposal = kernel.pending(proposal_id)
     name = _reviewer(reviewer, yes, "ratifying")
     if not yes:
         current = kernel.decisions(proposal.subject)
@@ -313,7 +313,7 @@ def ratify(
 @_with_store
 def reject(kernel: Ctx, proposal_id: str, reason: str, reviewer: str | None, yes: bool) -> None:
     """Reject a pending proposal with a reason."""
-    proposal = kernel.proposal(proposal_id)
+    proposal = kernel.pending(proposal_id)
     name = _reviewer(reviewer, yes, "rejecting")
     _confirm(f"Reject {proposal.id} ({proposal.subject}) as {name}?", yes)
     kernel.reject(proposal.id, reviewer=name, reason=_check_utf8(reason, "reason"))
