@@ -39,9 +39,12 @@ def parse_when(text: str, *, end_of_day: bool = True) -> str:
         raise UsageError(f"invalid date {text!r}: use YYYY-MM-DD or an ISO 8601 time") from None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
-    if end_of_day and re.fullmatch(r"\d{4}-\d{2}-\d{2}", raw):
-        moment = moment + timedelta(days=1) - timedelta(microseconds=1)
-    return format_ts(moment)
+    try:
+        if end_of_day and re.fullmatch(r"\d{4}-\d{2}-\d{2}", raw):
+            moment = moment + timedelta(days=1) - timedelta(microseconds=1)
+        return format_ts(moment)
+    except OverflowError:
+        raise UsageError(f"date {text!r} is out of range") from None
 
 
 def new_id(prefix: str) -> str:

@@ -87,7 +87,7 @@ class Ctx:
         body = text.require_text(body.replace("\r\n", "\n"), "evidence text", text.MAX_EVIDENCE_BYTES)
         if kind not in EVIDENCE_KINDS:
             raise UsageError(f"unknown evidence kind {kind!r}: use one of {', '.join(EVIDENCE_KINDS)}")
-        tag_list = sorted({t.strip() for t in tags if t.strip()})
+        tag_list = sorted({text.require_text(t, "tag", text.MAX_NAME_CHARS) for t in tags if t.strip()})
         agent = text.optional_text(agent, "agent", text.MAX_NAME_CHARS)
         session = text.optional_text(session, "session", text.MAX_NAME_CHARS)
         digest = hashlib.sha256(body.encode("utf-8")).hexdigest()

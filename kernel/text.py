@@ -38,6 +38,11 @@ def require_text(value: str | None, field: str, limit: int) -> str:
     text = (value or "").strip()
     if not text:
         raise UsageError(f"{field} is empty")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        # Undecodable bytes from argv arrive as lone surrogates; SQLite cannot store them.
+        raise UsageError(f"{field} is not valid UTF-8") from None
     if "\x00" in text:
         raise UsageError(f"{field} contains a NUL character")
     if len(text) > limit:

@@ -26,17 +26,21 @@ def _emit_json(data: Any) -> None:
     click.echo(json.dumps(data, indent=2, ensure_ascii=False))
 
 
-def _open(ctx: click.Context) -> Ctx:
-    return ctx.ensure_object(dict).setdefault("ctx", Ctx.open(paths.find_store(ctx.obj.get("db"))))
+_DB_HELP = "Store file to use (default: CTX_DB, else the nearest .ctx/ctx.db above the working folder)."
+
+
+def _db_option(func: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option("--db", "db_here", type=click.Path(dir_okay=False), help=_DB_HELP)(func)
 
 
 def _with_store(func: Callable[..., Any]) -> Callable[..., Any]:
-    """Open the project's store for the command and close it afterwards."""
+    """Open the project's store for the command (``--db`` before or after it) and close it afterwards."""
 
+    @_db_option
     @click.pass_context
     @wraps(func)
-    def wrapper(ctx: click.Context, *args: Any, **kwargs: Any) -> Any:
-        kernel = _open(ctx)
+    def wrapper(ctx: click.Context, *args: Any, db_here: str | None, **kwargs: Any) -> Any:
+        kernel = Ctx.open(paths.find_store(db_here or ctx.find_root().obj.get("db")))
         try:
             return func(kernel, *args, **kwargs)
         finally:
@@ -114,11 +118,7 @@ def _confirm(question: str, yes: bool) -> None:
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
-@click.option(
-    "--db",
-    type=click.Path(dir_okay=False),
-    help="Store file to use (default: CTX_DB, else the nearest .ctx/ctx.db above the working folder).",
-)
+@click.option("--db", type=click.Path(dir_okay=False), help=_DB_HELP)
 @click.version_option(package_name="ctx-kernel", prog_name="ctx")
 @click.pass_context
 def cli(ctx: click.Context, db: str | None) -> None:
@@ -130,10 +130,11 @@ def cli(ctx: click.Context, db: str | None) -> None:
 
 
 @cli.command()
+@_db_option
 @click.pass_context
-def init(ctx: click.Context) -> None:
+def init(ctx: click.Context, db_here: str | None) -> None:
     """Create the store (.ctx/ctx.db in the working folder, or --db / CTX_DB)."""
-    target = paths.init_target(ctx.obj.get("db"))
+    target = paths.init_target(db_here or ctx.obj.get("db"))
     kernel, created = Ctx.init(target)
     kernel.close()
     click.echo(f"{'created' if created else 'already present, schema up to date:'} {target}")
@@ -141,7 +142,9 @@ def init(ctx: click.Context) -> None:
 
 @cli.command()
 @click.argument("body", metavar="TEXT|-")
-@click.option("--kind", type=click.Choice(EVIDENCE_KINDS), default="note", show_default=True)
+@click.option(
+    "--kind", type=click.Choice(EVIDENCE_KINDS), default="note", show_default=True, help="What the text is."
+)
 @click.option("--agent", envvar="CTX_AGENT", help="Who logged it (default: CTX_AGENT).")
 @click.option("--session", envvar="CTX_SESSION", help="Session id (default: CTX_SESSION).")
 @click.option("--tag", "tags", multiple=True, help="A tag; repeat for more.")
@@ -408,7 +411,9 @@ def show(kernel: Ctx, item_id: str, as_json: bool) -> None:
 
 @cli.command()
 @click.argument("query")
-@click.option("--limit", default=10, show_default=True, type=click.IntRange(1, 1000))
+@click.option(
+    "--limit", default=10, show_default=True, type=click.IntRange(1, 1000), help="Hits per section."
+)
 @click.option("--as-of", "as_of", metavar="DATE", help="Search decisions valid at DATE.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (schemas/search.schema.json).")
 @_with_store
@@ -450,7 +455,14 @@ def audit_verify(kernel: Ctx, as_json: bool) -> None:
 
 
 @cli.command()
-@click.option("--path", "folder", type=click.Path(file_okay=False), default="ctx-demo", show_default=True)
+@click.option(
+    "--path",
+    "folder",
+    type=click.Path(file_okay=False),
+    default="ctx-demo",
+    show_default=True,
+    help="Project folder for the demo store.",
+)
 def demo(folder: str) -> None:
     """Create a demo project with realistic decisions, evidence and proposals, and show it."""
     from kernel.demo import build_demo  # noqa: PLC0415

@@ -1,0 +1,97 @@
+"""Every command and option is documented: in ``--help`` and, for each command, in the README."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import click
+import pytest
+
+from kernel.hosts.cli import cli as ctx_cli
+
+REPO = Path(__file__).resolve().parent.parent
+README = REPO / "README.md"
+
+
+def walk(command: click.Command, path: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], click.Command]]:
+    """Every command under ``command`` (itself included) with its path of names below ``ctx``."""
+    found = [(path, command)]
+    if isinstance(command, click.Group):
+        for name, sub in sorted(command.commands.items()):
+            found += walk(sub, (*path, name))
+    return found
+
+
+COMMANDS = walk(ctx_cli)
+SUBCOMMANDS = [(path, command) for path, command in COMMANDS if path]
+OPTIONS = [
+    (path, param)
+    for path, command in COMMANDS
+    for param in command.params
+    if isinstance(param, click.Option) and param.name != "help"
+]
+TOP_LEVEL = sorted(ctx_cli.commands)
+
+
+def label(path: tuple[str, ...]) -> str:
+    return " ".join(("ctx", *path))
+
+
+def test_the_walk_finds_every_command():
+    paths = {label(path) for path, _ in COMMANDS}
+    assert {"ctx", "ctx init", "ctx log", "ctx propose", "ctx ratify", "ctx audit verify"} <= paths
+    assert len(OPTIONS) > 20
+
+
+@pytest.mark.parametrize(("path", "command"), COMMANDS, ids=[label(p) for p, _ in COMMANDS])
+def test_command_has_help(path, command):
+    assert command.help and command.help.strip(), f"`{label(path)}` has no help text"
+    summary = command.get_short_help_str(limit=200)
+    assert summary.strip(), f"`{label(path)}` has no one-line summary for `ctx --help`"
+
+
+@pytest.mark.parametrize(
+    ("path", "option"),
+    OPTIONS,
+    ids=[f"{label(p)} {o.opts[0]}" for p, o in OPTIONS],
+)
+def test_option_has_help(path, option):
+    assert option.help and option.help.strip(), f"`{label(path)} {'/'.join(option.opts)}` has no help text"
+
+
+@pytest.mark.parametrize("path", [p for p, _ in COMMANDS], ids=[label(p) for p, _ in COMMANDS])
+@pytest.mark.parametrize("flag", ["--help", "-h"])
+def test_help_runs(cli, path, flag):
+    result = cli(*path, flag, db=False)
+    assert result.code == 0, result.err
+    assert result.err == ""
+    assert result.out.startswith(f"Usage: {label(path)} ")
+    command = dict(COMMANDS)[path]
+    first_line = command.help.strip().splitlines()[0]
+    assert " ".join(first_line.split()[:4]) in " ".join(result.out.split())
+    for option in command.params:
+        if isinstance(option, click.Option) and not option.hidden:
+            assert option.opts[-1] in result.out
+
+
+def test_top_level_help_lists_every_command(cli):
+    result = cli("--help", db=False)
+    for name in TOP_LEVEL:
+        assert re.search(rf"^\s+{re.escape(name)}\s", result.out, re.MULTILINE), name
+
+
+@pytest.mark.parametrize(
+    ("path", "option"),
+    [(p, o) for p, o in OPTIONS if o.help and "schemas/" in o.help],
+    ids=[f"{label(p)} {o.opts[0]}" for p, o in OPTIONS if o.help and "schemas/" in o.help],
+)
+def test_schema_named_in_help_exists(path, option):
+    for name in re.findall(r"schemas/([\w.-]+\.schema\.json)", option.help):
+        assert (REPO / "schemas" / name).is_file(), f"`{label(path)} {option.opts[0]}` names missing {name}"
+
+
+@pytest.mark.parametrize("name", TOP_LEVEL)
+def test_readme_mentions_command(name):
+    readme = README.read_text(encoding="utf-8")
+    assert re.search(rf"\bctx {re.escape(name)}\b", readme), f"README.md never mentions `ctx {name}`"
