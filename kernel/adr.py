@@ -1,0 +1,1138 @@
+"""Read and write Architecture Decision Records: adr-tools (Nygard) and MADR Markdown files, no database."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import re
+import unicodedata
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import unquote
+
+from kernel.errors import UsageError
+
+STATUSES: tuple[str, ...] = ("accepted", "proposed", "rejected", "deprecated", "superseded")
+DEFAULT_STATUS = "accepted"
+MAX_ADR_BYTES = 2_000_000
+SUBJECT_WORDS = 4
+STOP_WORDS = frozenset(
+    {"use", "uses", "using", "the", "a", "an", "for", "of", "to", "in", "and", "with", "on", "at", "by", "as"}
+    | {"or", "our", "we", "is", "are", "be"}
+)
+RELATIONS: tuple[str, ...] = ("supersedes", "superseded_by", "amends", "amended_by")
+
+AdrRef = int | str
+"""A link to another ADR: its number, or its file name when no number can be read."""
+
+_INVERSE = {
+    "supersedes": "superseded_by",
+    "superseded_by": "supersedes",
+    "amends": "amended_by",
+    "amended_by": "amends",
+}
+_FRONT_MATTER_RELATIONS = {
+    "supersedes": "supersedes",
+    "replaces": "supersedes",
+    "superseded-by": "superseded_by",
+    "replaced-by": "superseded_by",
+    "amends": "amends",
+    "amended-by": "amended_by",
+}
+_FRONT_MATTER_USED = {"status", "date", "subject", "title", *_FRONT_MATTER_RELATIONS}
+
+
+class AdrParseError(UsageError):
+    """A Markdown file that cannot be read as an ADR: unreadable, not UTF-8, empty or without a title."""
+
+    def __init__(self, path: Path, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path = path
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class AdrRecord:
+    """One architecture decision record as read from (or written to) a Markdown file."""
+
+    number: int | None
+    title: str
+    status: str
+    date: str | None
+    context: str | None
+    decision: str
+    consequences: str | None
+    supersedes: list[AdrRef]
+    superseded_by: list[AdrRef]
+    path: str
+    subject: str
+    raw_status: str  # as written ("" when the file states none, and status is then "accepted")
+    amends: list[AdrRef] = field(default_factory=list)  # "Amends [3. X](0003-x.md)" (adr-tools link)
+    amended_by: list[AdrRef] = field(default_factory=list)
+    meta: dict[str, str] = field(default_factory=dict)  # other front matter keys, such as ctx-id
+
+
+@dataclass(frozen=True)
+class _Ref:
+    """A link as written: a number with its series prefix (None when unstated), and/or a file name."""
+
+    number: int | None
+    prefix: str | None
+    filename: str | None
+
+    @property
+    def value(self) -> AdrRef:
+        """The public form of the link: the number if one was read, else the file name."""
+        return self.number if self.number is not None else (self.filename or "")
+
+
+@dataclass(frozen=True)
+class _Parsed:
+    """A parsed file: the record, its links as written, and the file names it links to anywhere."""
+
+    record: AdrRecord
+    links: dict[str, list[_Ref]]
+    mentions: frozenset[str]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Regular expressions
+# ---------------------------------------------------------------------------------------------------------
+
+_FRONT_MATTER_RE = re.compile(r"\A---[ \t]*\n(?:(.*?)\n)?(?:---|\.\.\.)[ \t]*(?:\n|\Z)", re.S)
+_FM_KEY_RE = re.compile(r"^([A-Za-z0-9_][\w.-]*)[ \t]*:(?:[ \t]+(.*))?[ \t]*$")
+_FM_ITEM_RE = re.compile(r"^[ \t]+-[ \t]+(.*?)[ \t]*$")
+_COMMENT_RE = re.compile(r"<!--.*?-->", re.S)
+_FENCE_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_ATX_RE = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*))?$")
+_LOOSE_TITLE_RE = re.compile(r"^ {0,3}#(?![#\s])(.+)$")
+_SETEXT_H1_RE = re.compile(r"^ {0,3}=+[ \t]*$")
+_RULE_RE = re.compile(r"^[\s\-*_=~]*$")
+_QUOTE_OR_BULLET_RE = re.compile(r"^\s*(?:>\s*)*(?:[-*+]\s+|\d+[.)]\s+)?")
+
+_FILE_NUMBER_RE = re.compile(r"^(?P<prefix>[A-Za-z]{0,5})[-_ ]?(?P<num>\d{1,6})(?=[-_. ]|$)")
+_DATE_NAMED_RE = re.compile(r"^\d{4}-\d{2}-\d{2}")
+_TITLE_GENERIC_RE = re.compile(
+    r"^(?:architecture\s+decision\s+record|architectural\s+decision\s+record|decision\s+record|adr)"
+    r"\s*[:\-–—]\s+(?=\S)",
+    re.I,
+)
+_TITLE_PREFIXED_RE = re.compile(
+    r"^(?P<prefix>adr|dr|ad|ar)[\s_#-]*(?P<num>\d{1,6})(?:\s*[:)\-–—]|\.(?=\s)|\s)\s*(?P<rest>\S.*)$",
+    re.I,
+)
+_TITLE_BARE_RE = re.compile(r"^#?(?P<num>\d{1,6})(?P<sep>\s*[:)–—]|\.(?=\s)|\s+-(?=\s)|\s)\s*(?P<rest>\S.*)$")
+
+_DATE_LINE_RE = re.compile(r"^\s*(?:[-*+]\s+)?[*_]*date[*_]*(?:\s*:|\s)\s*[*_]*\s*(?P<value>.*)$", re.I)
+_STATUS_LINE_RE = re.compile(r"^\s*(?:[-*+]\s+)?[*_]*status[*_]*\s*:\s*[*_]*\s*(?P<value>.*)$", re.I)
+_MONTHS = {
+    name: index + 1
+    for index, names in enumerate(
+        [
+            ("january", "jan"),
+            ("february", "feb"),
+            ("march", "mar"),
+            ("april", "apr"),
+            ("may",),
+            ("june", "jun"),
+            ("july", "jul"),
+            ("august", "aug"),
+            ("september", "sep", "sept"),
+            ("october", "oct"),
+            ("november", "nov"),
+            ("december", "dec"),
+        ]
+    )
+    for name in names
+}
+_MONTH = r"(?P<month>" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
+_DATE_PATTERNS = (
+    ("ymd", re.compile(r"(?<!\d)(?P<y>\d{4})[-/.](?P<m>\d{1,2})[-/.](?P<d>\d{1,2})(?!\d)")),
+    ("dmy", re.compile(r"(?<!\d)(?P<a>\d{1,2})[/.](?P<b>\d{1,2})[/.](?P<y>\d{4}|\d{2})(?!\d)")),
+    (
+        "d_month_y",
+        re.compile(r"(?<!\d)(?P<d>\d{1,2})(?:st|nd|rd|th)?\s+" + _MONTH + r",?\s+(?P<y>\d{4})", re.I),
+    ),
+    ("month_d_y", re.compile(_MONTH + r"\s+(?P<d>\d{1,2})(?:st|nd|rd|th)?,?\s+(?P<y>\d{4})", re.I)),
+)
+
+_STATUS_PATTERNS = (
+    ("superseded", re.compile(r"\bsupersed(?:ed)?\b(?!\s*(?:es|ing))|\breplaced\s+by\b|\bobsoleted\s+by\b")),
+    (
+        "rejected",
+        re.compile(
+            r"\breject(?:ed)?\b|\bdeclined\b|\bwithdrawn\b|\babandoned\b|\bnot\s+accepted\b|\brefused\b"
+        ),
+    ),
+    (
+        "deprecated",
+        re.compile(r"\bdeprecated?\b|\bobsolete\b|\bretired\b|\breverted\b|\brevoked\b|\bno\s+longer\b"),
+    ),
+    (
+        "proposed",
+        re.compile(
+            r"\bpropos(?:ed|al)\b|\bpending\b|\bdraft\b|\bwip\b|\bin\s+progress\b|\bin\s+review\b"
+            r"|\bunder\s+(?:review|discussion|consideration)\b|\bincomplete\b|\bopen\b|\brfc\b|\bsuggested\b"
+        ),
+    ),
+    (
+        "accepted",
+        re.compile(
+            r"\baccept(?:ed)?\b|\bapproved?\b|\bagreed\b|\badopted\b|\bdecided\b|\bimplemented\b|\bactive\b"
+            r"|\bdone\b|\bin\s+effect\b"
+        ),
+    ),
+)
+_PARTIAL_BEFORE_RE = re.compile(r"(?:partly|partially|in\s+part|partial)\s*$")
+
+_RELATION_RE = re.compile(
+    r"\b(?P<by>superseded|replaced|obsoleted|amended)\s+(?:(?:in\s+part|partly|partially)\s+)?by\b"
+    r"|\b(?P<verb>supersedes|replaces|obsoletes|amends)\b",
+    re.I,
+)
+_SELF_RELATION_RE = re.compile(
+    r"\bthis\s+(?:adr|decision|record|document|proposal)\b[^.\n]{0,40}?\b(?:supersedes|replaces|amends)\b"
+    r"|\b(?:has|have)\s+been\s+(?:(?:partly|partially|in\s+part)\s+)?(?:superseded|replaced|amended)\s+by\b",
+    re.I,
+)
+_LINK_RE = re.compile(
+    r"\[(?P<text>(?:\\.|[^\[\]\\]|\[[^\[\]]{0,300}\]){0,1000})\]\(\s*<?(?P<target>[^)\s>]*)>?(?:\s+\"[^\"]*\")?\s*\)"
+)
+_SCHEME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
+_TOKEN_RE = re.compile(
+    r"(?<![\w/.-])(?P<prefix>adr|dr|ad|decision|record)[\s_#:-]{0,3}(?P<num>\d{1,6})\b(?![/.-]\d)", re.I
+)
+_BARE_START_RE = re.compile(r"^[\s:,\-–]*(?:#\s*)?(?P<num>\d{1,6})\b(?![/.-]\d)")
+_BARE_MORE_RE = re.compile(r"^\s*(?:,|and|&|or)\s*(?:#\s*)?(?P<num>\d{1,6})\b(?![/.-]\d)", re.I)
+
+_SECTION_NAMES = {
+    "status": {"status", "statuses", "state"},
+    "context": {
+        "context",
+        "context and problem statement",
+        "context and problem",
+        "problem statement",
+        "problem",
+        "background",
+        "motivation",
+    },
+    "decision": {
+        "decision",
+        "decisions",
+        "decision outcome",
+        "the decision",
+        "our decision",
+        "decision made",
+    },
+    "proposal": {"proposal", "what's proposed", "proposed decision", "solution", "chosen option"},
+    "consequences": {"consequences", "consequence", "implications"},
+    "positive": {"positive consequences", "good consequences", "positive", "positives", "pros"},
+    "negative": {"negative consequences", "bad consequences", "negative", "negatives", "cons"},
+    "links": {"links", "related", "related decisions", "related adrs", "see also", "more information"},
+}
+_NESTED_KINDS = {"status", "context", "consequences", "positive", "negative", "links"}
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Small helpers
+# ---------------------------------------------------------------------------------------------------------
+
+
+def _ascii_words(text: str) -> list[str]:
+    """Lower-case ASCII words of a text, apostrophes dropped (``Mobility's`` gives ``mobilitys``)."""
+    folded = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode("ascii").lower()
+    folded = re.sub(r"['`]", "", folded)
+    return re.findall(r"[a-z0-9]+", folded)
+
+
+def derive_subject(title: str, number: int | None = None) -> str:
+    """A short hyphenated subject from a title: stop-words dropped, the first four words kept."""
+    words = _ascii_words(title)
+    kept = [word for word in words if word not in STOP_WORDS] or words
+    if not kept:
+        return f"adr-{number}" if number is not None else "adr"
+    return "-".join(kept[:SUBJECT_WORDS])
+
+
+def adr_filename(number: int, title: str) -> str:
+    """The stable file name of an ADR, ``{number:04d}-{slug}.md`` as adr-tools writes it."""
+    if number < 0:
+        raise ValueError(f"ADR number must not be negative: {number}")
+    slug = "-".join(_ascii_words(title))
+    if len(slug) > 60:
+        slug = slug[:60].rsplit("-", 1)[0] if "-" in slug[:60] else slug[:60]
+    return f"{number:04d}-{slug or 'adr'}.md"
+
+
+def file_number(name: str) -> tuple[str, int] | None:
+    """The series prefix (lower-case, maybe empty) and number of an ADR file name such as ``ADR007-x.md``."""
+    stem = name.rsplit("/", 1)[-1]
+    if stem.lower().endswith(".md"):
+        stem = stem[:-3]
+    if _DATE_NAMED_RE.match(stem):
+        return None
+    match = _FILE_NUMBER_RE.match(stem)
+    if not match:
+        return None
+    return match.group("prefix").lower(), int(match.group("num"))
+
+
+def _series(prefix: str | None) -> str:
+    """The numbering series a prefix names; no prefix and ``adr`` are the same default series."""
+    text = (prefix or "").lower()
+    return "adr" if text in {"", "adr", "decision", "record"} else text
+
+
+def parse_date(text: str) -> str | None:
+    """The first date in a text as ISO ``YYYY-MM-DD``; numeric ``a/b/yyyy`` dates are read day first."""
+    found: list[tuple[int, str]] = []
+    for kind, pattern in _DATE_PATTERNS:
+        for match in pattern.finditer(text):
+            iso = _date_from_match(kind, match)
+            if iso is not None:
+                found.append((match.start(), iso))
+                break
+    return min(found)[1] if found else None
+
+
+def _date_from_match(kind: str, match: re.Match[str]) -> str | None:
+    """Turn one date-pattern match into an ISO date, or None if it names no real day."""
+    groups = match.groupdict()
+    year = int(groups["y"])
+    if year < 100:
+        year += 2000
+    if kind == "ymd":
+        month, day = int(groups["m"]), int(groups["d"])
+    elif kind == "dmy":
+        day, month = int(groups["a"]), int(groups["b"])
+        if month > 12 >= day:
+            day, month = month, day
+    else:
+        day, month = int(groups["d"]), _MONTHS[groups["month"].lower()]
+    try:
+        return dt.date(year, month, day).isoformat()
+    except ValueError:
+        return None
+
+
+def normalise_status(raw: str) -> str:
+    """Map a status as written (``✅ Accepted``, ``Superseded by [3](…)``, ``Pending``) to one of STATUSES."""
+    return _status_keyword(raw) or DEFAULT_STATUS
+
+
+def _status_keyword(raw: str) -> str | None:
+    """The status a text states (the earliest keyword wins), or None when it names none."""
+    text = _LINK_RE.sub(" ", raw).lower()
+    best: tuple[int, int, str] | None = None
+    for rank, (status, pattern) in enumerate(_STATUS_PATTERNS):
+        for match in pattern.finditer(text):
+            if status == "superseded" and _PARTIAL_BEFORE_RE.search(text[: match.start()]):
+                candidate = (match.start(), rank, DEFAULT_STATUS)
+            else:
+                candidate = (match.start(), rank, status)
+            if best is None or candidate < best:
+                best = candidate
+            break
+    return best[2] if best else None
+
+
+def _is_partial(raw: str) -> bool:
+    """Whether a status says the record is only partly superseded."""
+    return bool(re.search(r"\b(?:partly|partially|in\s+part|partial)\s+supersed", raw, re.I))
+
+
+def _unquote_scalar(value: str) -> str:
+    """A flat YAML scalar without its quotes (or trailing comment when unquoted)."""
+    value = value.strip()
+    if len(value) >= 2 and value[0] == value[-1] == '"':
+        return re.sub(r"\\(.)", r"\1", value[1:-1])
+    if len(value) >= 2 and value[0] == value[-1] == "'":
+        return value[1:-1].replace("''", "'")
+    return re.sub(r"\s+#.*$", "", value).strip()
+
+
+def _flow_items(value: str) -> list[str] | None:
+    """The items of an inline YAML list ``[a, b]``, or None if the value is not one."""
+    value = value.strip()
+    if not (value.startswith("[") and value.endswith("]")) or "](" in value:
+        return None
+    return [_unquote_scalar(item) for item in value[1:-1].split(",") if item.strip()]
+
+
+def _parse_front_matter(block: str) -> dict[str, str | list[str]]:
+    """Flat ``key: value`` lines (and simple ``- item`` lists) of a YAML front matter block."""
+    result: dict[str, str | list[str]] = {}
+    key: str | None = None
+    for line in block.splitlines():
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        item = _FM_ITEM_RE.match(line)
+        if item and key is not None:
+            current = result.get(key)
+            items = current if isinstance(current, list) else []
+            items.append(_unquote_scalar(item.group(1)))
+            result[key] = items
+            continue
+        match = _FM_KEY_RE.match(line)
+        if not match:
+            key = None
+            continue
+        key, value = match.group(1), (match.group(2) or "")
+        flow = _flow_items(value)
+        result[key] = flow if flow is not None else _unquote_scalar(value)
+    return result
+
+
+def _fm_get(front: Mapping[str, str | list[str]], name: str) -> str | list[str] | None:
+    """A front matter value by normalised key (``superseded_by`` and ``Superseded-By`` are the same)."""
+    for key, value in front.items():
+        if key.lower().replace("_", "-") == name:
+            return value
+    return None
+
+
+def _as_text(value: str | list[str] | None) -> str:
+    """A front matter value as one string."""
+    if value is None:
+        return ""
+    return ", ".join(value) if isinstance(value, list) else value
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Links
+# ---------------------------------------------------------------------------------------------------------
+
+
+def _link_ref(target: str) -> _Ref | None:
+    """The ADR a Markdown link target names, if it names a Markdown file or a numbered ADR file."""
+    if not target or target.startswith("#"):
+        return None
+    is_url = bool(_SCHEME_RE.match(target))
+    target = target.split("#", 1)[0].split("?", 1)[0].rstrip("/")
+    name = unquote(target.rsplit("/", 1)[-1])
+    is_markdown = name.lower().endswith(".md")
+    if is_url and not is_markdown:
+        return None
+    numbered = file_number(name)
+    if not is_markdown and (numbered is None or "." in name):
+        return None
+    if numbered is None:
+        return _Ref(None, None, name)
+    return _Ref(numbered[1], numbered[0], name if is_markdown else None)
+
+
+def _refs_in(segment: str, *, bare: bool) -> list[_Ref]:
+    """ADR references in the text after a relation verb: links, ``ADR-12`` tokens and leading bare numbers."""
+    refs: list[_Ref] = []
+    if bare:
+        start = _BARE_START_RE.match(segment)
+        if start:
+            refs.append(_Ref(int(start.group("num")), None, None))
+            rest = segment[start.end() :]
+            while more := _BARE_MORE_RE.match(rest):
+                refs.append(_Ref(int(more.group("num")), None, None))
+                rest = rest[more.end() :]
+    for link in _LINK_RE.finditer(segment):
+        ref = _link_ref(link.group("target"))
+        if ref is not None:
+            refs.append(ref)
+    plain = _LINK_RE.sub(" ; ", segment)
+    for token in _TOKEN_RE.finditer(plain):
+        prefix = token.group("prefix").lower()
+        refs.append(_Ref(int(token.group("num")), None if prefix in {"decision", "record"} else prefix, None))
+    return refs
+
+
+def _relations_in_line(line: str, *, bare: bool) -> list[tuple[str, _Ref]]:
+    """Every ``(relation, ref)`` a line states, such as ``Superseded by [12. X](0012-x.md)``."""
+    matches = list(_RELATION_RE.finditer(line))
+    found: list[tuple[str, _Ref]] = []
+    for index, match in enumerate(matches):
+        end = matches[index + 1].start() if index + 1 < len(matches) else len(line)
+        if match.group("by"):
+            word = match.group("by").lower()
+            kind = "amended_by" if word == "amended" else "superseded_by"
+        else:
+            kind = "amends" if match.group("verb").lower() == "amends" else "supersedes"
+        found.extend((kind, ref) for ref in _refs_in(line[match.end() : end], bare=bare))
+    return found
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Markdown structure
+# ---------------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Heading:
+    """A heading line: where it is, its level and its text."""
+
+    index: int
+    level: int
+    text: str
+    end: int = 0
+    kind: str | None = None
+    name: str = ""
+
+
+def _section_name(text: str) -> str:
+    """A heading's text reduced for matching: lower-case, no markup or trailing punctuation."""
+    name = text.replace("’", "'").lower()
+    name = re.sub(r"[*_`]", "", name)
+    name = re.sub(r"^\d+(?:\.\d+)*[.)]?\s+", "", name)
+    return re.sub(r"\s+", " ", name).strip(" :.?!")
+
+
+def _section_kind(name: str) -> str | None:
+    """Which ADR section a heading name is (``decision``, ``status``, ...), if any."""
+    for kind, names in _SECTION_NAMES.items():
+        if name in names:
+            return kind
+    if re.match(r"^status\s*:", name):
+        return "status"
+    if re.match(r"^decision\s*[:\-–—]", name):
+        return "decision"
+    return None
+
+
+def _heading_text(text: str) -> str:
+    """A heading's text without surrounding spaces or a closing run of ``#`` characters."""
+    text = text.strip()
+    bare = text.rstrip("#")
+    if bare != text and (not bare or bare[-1] in " \t"):
+        text = bare.rstrip()
+    return text
+
+
+def _code_mask(lines: Sequence[str]) -> list[bool]:
+    """For each line, whether it lies inside (or opens/closes) a fenced code block."""
+    mask: list[bool] = []
+    fence: str | None = None
+    for line in lines:
+        match = _FENCE_RE.match(line)
+        if fence is None:
+            if match:
+                fence = match.group(1)
+                mask.append(True)
+                continue
+            mask.append(False)
+        else:
+            mask.append(True)
+            if match and match.group(1)[0] == fence[0] and len(match.group(1)) >= len(fence):
+                fence = None
+    return mask
+
+
+def _headings(lines: Sequence[str], code: Sequence[bool]) -> list[_Heading]:
+    """ATX headings and ``===`` underlined level-one headings, outside code blocks."""
+    found: list[_Heading] = []
+    for index, line in enumerate(lines):
+        if code[index]:
+            continue
+        match = _ATX_RE.match(line)
+        text = _heading_text(match.group(2) or "") if match else ""
+        if match and text:
+            found.append(_Heading(index, len(match.group(1)), text))
+        elif (
+            index + 1 < len(lines)
+            and line.strip()
+            and not code[index + 1]
+            and _SETEXT_H1_RE.match(lines[index + 1])
+            and not _ATX_RE.match(line)
+        ):
+            found.append(_Heading(index, 1, line.strip()))
+    return found
+
+
+def _clean_title(text: str, filename_number: int | None) -> tuple[str, int | None]:
+    """A title without its ``7.`` / ``ADR-007:`` number prefix, and that number if one was written."""
+    text = re.sub(r"^[*_]{1,3}(.*?)[*_]{1,3}$", r"\1", text.strip()).strip()
+    text = _TITLE_GENERIC_RE.sub("", text)
+    prefixed = _TITLE_PREFIXED_RE.match(text)
+    if prefixed:
+        return prefixed.group("rest").strip(), int(prefixed.group("num"))
+    bare = _TITLE_BARE_RE.match(text)
+    if bare:
+        number = int(bare.group("num"))
+        weak = not bare.group("sep").strip()
+        if not weak or number == filename_number:
+            return bare.group("rest").strip(), number
+    return text, None
+
+
+def _section_text(lines: Sequence[str], heading: _Heading, headings: Sequence[_Heading]) -> str | None:
+    """A section's text without nested sections that are themselves ADR sections (MADR's consequences)."""
+    kept: list[str] = []
+    skip_until = -1
+    nested = {h.index: h for h in headings if heading.index < h.index < heading.end}
+    for index in range(heading.index + 1, heading.end):
+        if index < skip_until:
+            continue
+        inner = nested.get(index)
+        if inner is not None and inner.kind in _NESTED_KINDS and inner.kind != heading.kind:
+            skip_until = inner.end
+            continue
+        kept.append(lines[index])
+    return _strip_block(kept)
+
+
+def _strip_block(lines: Iterable[str]) -> str | None:
+    """Lines joined, trailing spaces and surrounding blank lines removed; None when nothing is left."""
+    return "\n".join(line.rstrip() for line in lines).strip() or None
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Parsing
+# ---------------------------------------------------------------------------------------------------------
+
+
+def _read_text(path: Path) -> str:
+    """The file's text as UTF-8 with normalised newlines, or AdrParseError."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise AdrParseError(path, f"cannot read the file ({exc.strerror or exc})") from exc
+    if len(data) > MAX_ADR_BYTES:
+        raise AdrParseError(path, f"larger than {MAX_ADR_BYTES} bytes")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise AdrParseError(path, f"not UTF-8 (byte {exc.start})") from exc
+    if "\x00" in text:
+        raise AdrParseError(path, "contains NUL bytes; not a text file")
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def parse_adr(path: Path, root: Path) -> AdrRecord:
+    """Read one ADR Markdown file; its ``path`` is recorded relative to ``root``."""
+    return _parse(path, root).record
+
+
+def _relative(path: Path, root: Path) -> str:
+    """The path relative to root in POSIX form, or the bare file name if it is not under root."""
+    try:
+        return path.relative_to(root).as_posix()
+    except ValueError:
+        return path.name
+
+
+def _parse(path: Path, root: Path) -> _Parsed:
+    """Parse a file into a record and the links as written (for the folder reader to resolve)."""
+    text = _read_text(path)
+    if not text.strip():
+        raise AdrParseError(path, "empty file")
+    return _parse_text(text, path, _relative(path, root))
+
+
+def _parse_text(text: str, path: Path, rel: str) -> _Parsed:
+    """Parse ADR Markdown text; see :func:`parse_adr`."""
+    front: dict[str, str | list[str]] = {}
+    fm_match = _FRONT_MATTER_RE.match(text)
+    if fm_match:
+        front = _parse_front_matter(fm_match.group(1) or "")
+        text = text[fm_match.end() :]
+    text = _COMMENT_RE.sub("", text)
+    lines = text.split("\n")
+    code = _code_mask(lines)
+    headings = _headings(lines, code)
+    name = path.name
+    numbered = file_number(name)
+    filename_number = numbered[1] if numbered else None
+    own_prefix = numbered[0] if numbered else ""
+
+    title_heading = _find_title(lines, code, headings)
+    if title_heading is not None:
+        raw_title = title_heading.text
+    elif _as_text(_fm_get(front, "title")).strip():
+        raw_title = _as_text(_fm_get(front, "title")).strip()
+    else:
+        raise AdrParseError(path, "no title heading (a line starting with '# ')")
+    title, title_number = _clean_title(raw_title, filename_number)
+    if not title:
+        raise AdrParseError(path, "the title heading is empty")
+    number = filename_number if filename_number is not None else title_number
+
+    body_start = title_heading.index + 1 if title_heading is not None else 0
+    sections = [h for h in headings if h.index >= body_start]
+    open_sections: list[_Heading] = []
+    for heading in sections:
+        heading.name = _section_name(heading.text)
+        heading.kind = _section_kind(heading.name)
+        heading.end = len(lines)
+        while open_sections and open_sections[-1].level >= heading.level:
+            open_sections.pop().end = heading.index
+        open_sections.append(heading)
+    preamble_end = sections[0].index if sections else len(lines)
+    preamble = [i for i in range(body_start, preamble_end) if not code[i]]
+
+    def first(*kinds: str) -> _Heading | None:
+        return next((h for kind in kinds for h in sections if h.kind == kind), None)
+
+    status_heading = first("status")
+    status_lines = (
+        [i for i in range(status_heading.index + 1, status_heading.end) if not code[i]]
+        if status_heading
+        else []
+    )
+    link_lines = [i for h in sections if h.kind == "links" for i in range(h.index + 1, h.end) if not code[i]]
+
+    # Status as written.
+    fm_status = _as_text(_fm_get(front, "status")).strip()
+    raw_status, from_front = "", False
+    if fm_status:
+        raw_status, from_front = fm_status, True
+    elif status_heading is not None and ":" in status_heading.text:
+        raw_status = status_heading.text.split(":", 1)[1].strip(" *_")
+    if not raw_status:
+        raw_status = _status_from_lines(lines, preamble, bullets_only=True)
+    if not raw_status and status_heading is not None:
+        raw_status = _status_from_lines(lines, status_lines, bullets_only=False)
+    if not raw_status:
+        raw_status = next(
+            (_unmark(lines[i]) for i in preamble if re.search(r"\bsuperseded\s+by\b", lines[i], re.I)), ""
+        )
+    status = normalise_status(raw_status)
+
+    # Links.
+    links: dict[str, list[_Ref]] = {kind: [] for kind in RELATIONS}
+    for key, kind in _FRONT_MATTER_RELATIONS.items():
+        value = _fm_get(front, key)
+        items = value if isinstance(value, list) else [value] if value else []
+        for item in items:
+            links[kind].extend(_refs_in(item, bare=True) or _fallback_refs(item))
+    region_lines = [fm_status] if fm_status else []
+    region_lines += [lines[i] for i in (*preamble, *status_lines, *link_lines)]
+    for line in region_lines:
+        for kind, ref in _relations_in_line(line, bare=True):
+            links[kind].append(ref)
+    region_superseded = bool(links["superseded_by"])
+    for index, line in enumerate(lines):
+        if not code[index] and _SELF_RELATION_RE.search(line):
+            for kind, ref in _relations_in_line(line, bare=False):
+                links[kind].append(ref)
+    for kind in RELATIONS:
+        links[kind] = _dedupe_refs(links[kind], name, number, own_prefix)
+    if (
+        region_superseded
+        and links["superseded_by"]
+        and not from_front
+        and status in {"accepted", "proposed"}
+        and not _is_partial(raw_status)
+    ):
+        status = "superseded"
+
+    # Sections.
+    context_heading = first("context")
+    context = _section_text(lines, context_heading, sections) if context_heading else None
+    decision_heading = first("decision", "proposal")
+    if decision_heading is not None:
+        decision = _section_text(lines, decision_heading, sections) or ""
+        summary = re.match(r"^decision\s*[:\-–—]\s*(.+)$", decision_heading.text.strip(), re.I)
+        if summary:
+            decision = f"{summary.group(1).strip()}\n\n{decision}".strip()
+    else:
+        decision = _body_text(lines, code, body_start, status_heading)
+    consequences_heading = first("consequences")
+    if consequences_heading is not None:
+        consequences = _section_text(lines, consequences_heading, sections)
+    else:
+        parts = [
+            f"{h.text}\n\n{body}"
+            for h in sections
+            if h.kind in {"positive", "negative"} and (body := _section_text(lines, h, sections))
+        ]
+        consequences = "\n\n".join(parts) or None
+
+    # Date, subject, meta.
+    date = parse_date(_as_text(_fm_get(front, "date")))
+    if date is None:
+        date = _date_from_lines(lines, [*preamble, *status_lines]) or _date_from_lines(
+            lines, [i for i in range(len(lines)) if not code[i]]
+        )
+    subject = _as_text(_fm_get(front, "subject")).strip() or derive_subject(title, number)
+    meta = {
+        key: _as_text(value)
+        for key, value in front.items()
+        if key.lower().replace("_", "-") not in _FRONT_MATTER_USED
+    }
+    record = AdrRecord(
+        number=number,
+        title=title,
+        status=status,
+        date=date,
+        context=context,
+        decision=decision,
+        consequences=consequences,
+        supersedes=[ref.value for ref in links["supersedes"]],
+        superseded_by=[ref.value for ref in links["superseded_by"]],
+        path=rel,
+        subject=subject,
+        raw_status=raw_status,
+        amends=[ref.value for ref in links["amends"]],
+        amended_by=[ref.value for ref in links["amended_by"]],
+        meta=meta,
+    )
+    mentions = {
+        ref.filename.lower()
+        for index, line in enumerate(lines)
+        if not code[index]
+        for link in _LINK_RE.finditer(line)
+        if (ref := _link_ref(link.group("target"))) is not None and ref.filename is not None
+    }
+    return _Parsed(record, links, frozenset(mentions))
+
+
+def _find_title(lines: Sequence[str], code: Sequence[bool], headings: Sequence[_Heading]) -> _Heading | None:
+    """The title heading: the first line if it is a heading of any level, else the first level-one heading."""
+    first_line = next((i for i, line in enumerate(lines) if line.strip()), None)
+    if first_line is None:
+        return None
+    for heading in headings:
+        if heading.index == first_line and _section_kind(_section_name(heading.text)) is None:
+            return heading
+    if not code[first_line]:
+        loose = _LOOSE_TITLE_RE.match(lines[first_line])
+        if loose and not _ATX_RE.match(lines[first_line]):
+            return _Heading(first_line, 1, _heading_text(loose.group(1)))
+    return next((h for h in headings if h.level == 1), None)
+
+
+def _unmark(line: str) -> str:
+    """A line without blockquote markers, list bullets and surrounding emphasis."""
+    text = _QUOTE_OR_BULLET_RE.sub("", line, count=1).strip()
+    return re.sub(r"^[*_`]{1,3}(.*?)[*_`]{1,3}$", r"\1", text).strip()
+
+
+def _status_from_lines(lines: Sequence[str], indexes: Iterable[int], *, bullets_only: bool) -> str:
+    """The status written in these lines: a ``Status: X`` line, else (in a Status section) the first line
+    naming a status, else its first meaningful line."""
+    meaningful: list[str] = []
+    for index in indexes:
+        line = lines[index]
+        labelled = _STATUS_LINE_RE.match(_QUOTE_OR_BULLET_RE.sub("", line, count=1))
+        value = labelled.group("value").strip().rstrip("*_ \t") if labelled else ""
+        if value:
+            return value
+        if bullets_only:
+            continue
+        text = _unmark(line)
+        if not text or _RULE_RE.match(text) or _DATE_LINE_RE.match(text):
+            continue
+        meaningful.append(text)
+    if bullets_only or not meaningful:
+        return ""
+    return next((text for text in meaningful if _status_keyword(text)), meaningful[0])
+
+
+def _date_from_lines(lines: Sequence[str], indexes: Iterable[int]) -> str | None:
+    """The first ``Date: ...`` line among these lines that holds a readable date."""
+    for index in indexes:
+        match = _DATE_LINE_RE.match(_QUOTE_OR_BULLET_RE.sub("", lines[index], count=1))
+        if match:
+            date = parse_date(match.group("value"))
+            if date is not None:
+                return date
+    return None
+
+
+def _body_text(lines: Sequence[str], code: Sequence[bool], start: int, status: _Heading | None) -> str:
+    """The text after the title without the Status section or date/status label lines."""
+    kept = []
+    for index in range(start, len(lines)):
+        if status is not None and status.index <= index < status.end:
+            continue
+        line = lines[index]
+        if not code[index]:
+            bare = _QUOTE_OR_BULLET_RE.sub("", line, count=1)
+            if (_DATE_LINE_RE.match(bare) and parse_date(bare)) or _STATUS_LINE_RE.match(bare):
+                continue
+        kept.append(line)
+    return _strip_block(kept) or ""
+
+
+def _fallback_refs(item: str) -> list[_Ref]:
+    """A front matter link value that is neither a number nor a link: a file name, if it is one."""
+    item = item.strip()
+    if not item:
+        return []
+    numbered = file_number(item)
+    filename = item if item.lower().endswith(".md") else None
+    if numbered is not None:
+        return [_Ref(numbered[1], numbered[0], filename)]
+    return [_Ref(None, None, filename)] if filename else []
+
+
+def _dedupe_refs(refs: Iterable[_Ref], name: str, number: int | None, prefix: str) -> list[_Ref]:
+    """Links without repeats or links to the record itself."""
+    seen: set[AdrRef] = set()
+    kept: list[_Ref] = []
+    for ref in refs:
+        if ref.filename is not None and ref.filename.lower() == name.lower():
+            continue
+        if (
+            ref.filename is None
+            and ref.number is not None
+            and ref.number == number
+            and (ref.prefix is None or _series(ref.prefix) == _series(prefix))
+        ):
+            continue
+        key = ref.value
+        if key in seen:
+            continue
+        seen.add(key)
+        kept.append(ref)
+    return kept
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Folders
+# ---------------------------------------------------------------------------------------------------------
+
+
+_TEMPLATE_WORDS = {"template", "adr", "madr", "architecture", "decision", "record", "example", "md"}
+
+
+def _is_adr_file(path: Path) -> bool:
+    """Whether a file in an ADR folder is an ADR (not a README, index or template such as
+    ``template.md`` or ``0000-adr-template.md``; ``0014-project-templates.md`` is an ADR)."""
+    lowered = path.name.lower()
+    if not path.is_file() or not lowered.endswith(".md") or lowered.startswith("."):
+        return False
+    if lowered in {"readme.md", "index.md"}:
+        return False
+    if "template" in lowered:
+        words = {word for word in _ascii_words(lowered[:-3]) if not word.isdigit()}
+        if file_number(lowered) is None or words <= _TEMPLATE_WORDS:
+            return False
+    return True
+
+
+def read_adr_folder(
+    folder: Path, *, recursive: bool = False
+) -> tuple[list[AdrRecord], list[AdrParseError], list[str]]:
+    """Read every ADR in a folder: records by number then path, parse errors, and warnings about links.
+
+    Links are resolved inside the folder and made two-way (if 4 says it supersedes 1, 1 is superseded by
+    4). A link stays a number when that number names one file in the folder, else it becomes that file's
+    path. Links that name nothing in the folder are kept as written and reported in the warnings.
+    """
+    if not folder.is_dir():
+        raise UsageError(f"{folder} is not a folder")
+    pattern = "**/*" if recursive else "*"
+    files = sorted((p for p in folder.glob(pattern) if _is_adr_file(p)), key=lambda p: p.as_posix())
+    parsed: list[_Parsed] = []
+    errors: list[AdrParseError] = []
+    for path in files:
+        try:
+            parsed.append(_parse(path, folder))
+        except AdrParseError as exc:
+            errors.append(exc)
+    records = [item.record for item in parsed]
+    warnings: list[str] = []
+
+    by_name: dict[str, int] = {}
+    by_number: dict[int, list[int]] = {}
+    for index, record in enumerate(records):
+        by_name.setdefault(Path(record.path).name.lower(), index)
+        if record.number is not None:
+            by_number.setdefault(record.number, []).append(index)
+    for number, indexes in sorted(by_number.items()):
+        if len(indexes) > 1:
+            names = ", ".join(records[i].path for i in indexes)
+            warnings.append(f"number {number} is used by more than one file: {names}")
+
+    def value_of(index: int) -> AdrRef:
+        record = records[index]
+        if record.number is not None and len(by_number[record.number]) == 1:
+            return record.number
+        return record.path
+
+    edges: dict[int, dict[str, list[AdrRef]]] = {
+        i: {kind: [] for kind in RELATIONS} for i in range(len(records))
+    }
+    for source, item in enumerate(parsed):
+        record = item.record
+        for kind in RELATIONS:
+            for ref in item.links[kind]:
+                target, note = _resolve(ref, source, parsed, by_name, by_number)
+                label = kind.replace("_", " ")
+                if note:
+                    warnings.append(f"{record.path}: {label} {_describe(ref)}: {note}")
+                if target is None:
+                    edges[source][kind].append(ref.value)
+                    continue
+                edges[source][kind].append(value_of(target))
+                edges[target][_INVERSE[kind]].append(value_of(source))
+
+    resolved = []
+    for index, record in enumerate(records):
+        lists = {kind: list(dict.fromkeys(edges[index][kind])) for kind in RELATIONS}
+        resolved.append(dataclasses.replace(record, **lists))
+    resolved.sort(key=lambda r: (r.number is None, r.number if r.number is not None else 0, r.path))
+    return resolved, errors, warnings
+
+
+def _describe(ref: _Ref) -> str:
+    """A link as a person would name it in a warning."""
+    if ref.filename:
+        return ref.filename
+    prefix = (ref.prefix or "").upper()
+    return f"{prefix}{ref.number}" if prefix else f"ADR {ref.number}"
+
+
+def _resolve(
+    ref: _Ref,
+    source: int,
+    parsed: Sequence[_Parsed],
+    by_name: Mapping[str, int],
+    by_number: Mapping[int, list[int]],
+) -> tuple[int | None, str | None]:
+    """The index of the record a link names, and a note for the warnings when something is off."""
+    if ref.filename is not None and ref.filename.lower() in by_name:
+        return by_name[ref.filename.lower()], None
+    missing_file = f"{ref.filename} is not in the folder" if ref.filename else None
+    if ref.number is None:
+        return None, missing_file
+    candidates = [i for i in by_number.get(ref.number, []) if i != source]
+    if not candidates:
+        return None, missing_file or f"no ADR numbered {ref.number} in the folder"
+    source_record = parsed[source].record
+    source_prefix = (file_number(Path(source_record.path).name) or ("", 0))[0]
+    wanted = ref.prefix if ref.prefix is not None else source_prefix
+    for series in (_series(wanted), _series(source_prefix)):
+        narrowed = [i for i in candidates if _series(_prefix_of(parsed[i].record)) == series]
+        if narrowed:
+            candidates = narrowed
+            break
+    if len(candidates) > 1:
+        linking_back = [i for i in candidates if _links_to(parsed[i].links, source_record)]
+        source_name = Path(source_record.path).name.lower()
+        mentioning = [i for i in candidates if source_name in parsed[i].mentions]
+        for narrowed in (linking_back, mentioning):
+            if len(narrowed) == 1:
+                candidates = narrowed
+                break
+    if len(candidates) > 1:
+        names = ", ".join(parsed[i].record.path for i in candidates)
+        return None, f"ambiguous, could be any of {names}"
+    target = candidates[0]
+    if missing_file:
+        return target, f"{missing_file}; resolved by number to {parsed[target].record.path}"
+    return target, None
+
+
+def _prefix_of(record: AdrRecord) -> str:
+    """The series prefix of a record's file name (``adr`` for ``ADR007-x.md``, empty for ``0007-x.md``)."""
+    numbered = file_number(Path(record.path).name)
+    return numbered[0] if numbered else ""
+
+
+def _links_to(links: Mapping[str, list[_Ref]], record: AdrRecord) -> bool:
+    """Whether any of these links names the record by file name or number."""
+    name = Path(record.path).name.lower()
+    return any(
+        (ref.filename is not None and ref.filename.lower() == name)
+        or (ref.filename is None and ref.number is not None and ref.number == record.number)
+        for refs in links.values()
+        for ref in refs
+    )
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Writing
+# ---------------------------------------------------------------------------------------------------------
+
+AdrLinkTarget = int | str | tuple[int, str] | AdrRecord
+"""What :func:`render_adr` accepts as a link: a number, a file name, ``(number, title)`` or a record."""
+
+_SAFE_SCALAR_RE = re.compile(r"^[A-Za-z0-9_.@/+()][^:#\n\"']*$")
+_KEY_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+
+
+def _yaml_scalar(value: str) -> str:
+    """A string as a flat YAML scalar, double-quoted unless it is plainly safe."""
+    if "\n" in value or "\r" in value:
+        raise ValueError(f"front matter values must be one line: {value!r}")
+    if _SAFE_SCALAR_RE.match(value) and value == value.strip():
+        return value
+    escaped = value.replace("\\", "\\\\").replace('"', '\\"')
+    return f'"{escaped}"'
+
+
+def _render_link(target: AdrLinkTarget) -> str:
+    """One link as Markdown: ``[N. Title](file.md)``, or ``ADR-NNNN`` when only the number is known."""
+    if isinstance(target, AdrRecord):
+        text = f"{target.number}. {target.title}" if target.number is not None else target.title
+        return f"[{_escape_link_text(text)}]({target.path})"
+    if isinstance(target, tuple):
+        number, title = target
+        return f"[{_escape_link_text(f'{number}. {title}')}]({adr_filename(number, title)})"
+    if isinstance(target, bool):
+        raise TypeError("an ADR link cannot be a bool")
+    if isinstance(target, int):
+        return f"ADR-{target:04d}"
+    return f"[{_escape_link_text(target)}]({target})"
+
+
+def _escape_link_text(text: str) -> str:
+    """Link text with backslashes and brackets escaped, so no title can end the link early."""
+    return text.replace("\\", "\\\\").replace("[", "\\[").replace("]", "\\]")
+
+
+def render_adr(
+    number: int,
+    title: str,
+    decision: str,
+    *,
+    status: str = DEFAULT_STATUS,
+    date: str | None = None,
+    context: str | None = None,
+    consequences: str | None = None,
+    subject: str | None = None,
+    supersedes: Sequence[AdrLinkTarget] = (),
+    superseded_by: Sequence[AdrLinkTarget] = (),
+    amends: Sequence[AdrLinkTarget] = (),
+    amended_by: Sequence[AdrLinkTarget] = (),
+    extra: Mapping[str, str] | None = None,
+) -> str:
+    """MADR-style Markdown for one ADR that :func:`parse_adr` reads back to the same fields.
+
+    Section texts are written as given (stripped); they should not contain level-one or level-two
+    headings, which would start a new section when the file is read back. A link given as a file name
+    that starts with a number (``0012-x.md``) reads back as that number.
+    """
+    if status not in STATUSES:
+        raise ValueError(f"status must be one of {', '.join(STATUSES)}, not {status!r}")
+    if number < 0:
+        raise ValueError(f"ADR number must not be negative: {number}")
+    title = title.strip()
+    if not title or "\n" in title:
+        raise ValueError("the title must be one non-empty line")
+    if date is not None:
+        try:
+            date = dt.date.fromisoformat(date).isoformat()
+        except ValueError as exc:
+            raise ValueError(f"date must be ISO YYYY-MM-DD, not {date!r}") from exc
+    front: dict[str, str] = {"status": status}
+    if date is not None:
+        front["date"] = date
+    front["subject"] = (subject or derive_subject(title, number)).strip()
+    for key, value in (extra or {}).items():
+        if not _KEY_RE.match(key) or key.lower().replace("_", "-") in _FRONT_MATTER_USED:
+            raise ValueError(f"invalid or reserved front matter key {key!r}")
+        front[key] = str(value)
+
+    out = ["---", *(f"{key}: {_yaml_scalar(value)}" for key, value in front.items()), "---", ""]
+    out += [f"# {number}. {title}", "", "## Status", "", status.capitalize(), ""]
+    for label, targets in (
+        ("Supersedes", supersedes),
+        ("Superseded by", superseded_by),
+        ("Amends", amends),
+        ("Amended by", amended_by),
+    ):
+        out += [line for target in targets for line in (f"{label} {_render_link(target)}", "")]
+    for heading, body in (("Context", context), ("Decision", decision), ("Consequences", consequences)):
+        if heading == "Decision" or (body and body.strip()):
+            out += [f"## {heading}", "", (body or "").strip(), ""]
+    return "\n".join(out).rstrip("\n") + "\n"
