@@ -72,6 +72,8 @@ class DecisionOut(_Strict):
     evidence: list[EvidenceId]
     supersedes: list[DecisionId]
     superseded_by: list[DecisionId]
+    source: str | None
+    adr_number: int | None
 
 
 class ProposalOut(_Strict):
@@ -94,6 +96,8 @@ class ProposalOut(_Strict):
     resolution_note: str | None
     decision_id: DecisionId | None
     evidence: list[EvidenceId]
+    source: str | None
+    adr_number: int | None
 
 
 class LogOut(_Strict):

@@ -20,6 +20,7 @@ from kernel.records import (
     Ratification,
     SearchResults,
 )
+from kernel.sharing import ImportReport, export_adrs, import_adrs
 from kernel.store.base import Store
 from kernel.store.sqlite import SQLiteStore
 
@@ -382,6 +383,16 @@ class Ctx:
         if kind == "proposal":
             return self.proposal(checked)
         return self.decision(checked)
+
+    # -- sharing --------------------------------------------------------------------------
+
+    def import_adrs(self, folder: Path, *, reviewer: str) -> ImportReport:
+        """Import a folder of ADR Markdown files; each record is one audit event; re-import is a no-op."""
+        return import_adrs(self, folder, reviewer)
+
+    def export_adrs(self, folder: Path) -> list[Path]:
+        """Write every decision as a MADR-style Markdown file under ``folder``."""
+        return export_adrs(self, folder)
 
     # -- search and audit -----------------------------------------------------------------
 

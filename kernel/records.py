@@ -43,6 +43,8 @@ class Decision:
     evidence: list[str] = field(default_factory=list)
     supersedes: list[str] = field(default_factory=list)
     superseded_by: list[str] = field(default_factory=list)
+    source: str | None = None
+    adr_number: int | None = None
 
     @property
     def current(self) -> bool:
@@ -81,6 +83,8 @@ class Proposal:
     resolution_note: str | None
     decision_id: str | None
     evidence: list[str] = field(default_factory=list)
+    source: str | None = None
+    adr_number: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready form (``schemas/proposal.schema.json``)."""

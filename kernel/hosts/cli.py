@@ -454,6 +454,49 @@ def audit_verify(kernel: Ctx, as_json: bool) -> None:
         raise CtxError(f"audit chain broken at row {report.first_bad_seq}: {report.problem}")
 
 
+@cli.group("import")
+def import_group() -> None:
+    """Bring decisions in from other formats."""
+
+
+@import_group.command("adr")
+@click.argument("folder", type=click.Path(exists=True, file_okay=False))
+@click.option("--reviewer", help="Who ratifies the import (needed with --yes without a terminal).")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation (needed without a terminal).")
+@click.option("--json", "as_json", is_flag=True, help="Print what was imported as JSON.")
+@_with_store
+def import_adr(kernel: Ctx, folder: str, reviewer: str | None, yes: bool, as_json: bool) -> None:
+    """Import a folder of ADR Markdown files (adr-tools/Nygard or MADR); re-import is a no-op."""
+    name = _reviewer(reviewer, yes, "importing decisions")
+    _confirm(f"Import the ADRs in {folder} as decisions ratified by {name}?", yes)
+    report = kernel.import_adrs(Path(folder), reviewer=name)
+    if as_json:
+        _emit_json(report.to_dict())
+        return
+    click.echo(
+        f"imported {len(report.decisions)} decisions and {len(report.proposals)} proposals; "
+        f"{len(report.unchanged)} already imported"
+    )
+    for line in report.skipped:
+        click.echo(f"skipped {line}", err=True)
+    for line in report.warnings:
+        click.echo(f"warning: {line}", err=True)
+
+
+@cli.group("export")
+def export_group() -> None:
+    """Write decisions out in other formats."""
+
+
+@export_group.command("adr")
+@click.argument("folder", type=click.Path(file_okay=False))
+@_with_store
+def export_adr(kernel: Ctx, folder: str) -> None:
+    """Write every decision as a MADR-style Markdown file in FOLDER (stable names, links both ways)."""
+    written = kernel.export_adrs(Path(folder))
+    click.echo(f"wrote {len(written)} files to {folder}")
+
+
 @cli.command()
 @click.option(
     "--path",

@@ -24,6 +24,9 @@ class Store(Protocol):
     def transaction(self) -> AbstractContextManager[None]:
         """A write transaction that holds the store's write lock until it commits or rolls back."""
 
+    def savepoint(self) -> AbstractContextManager[None]:
+        """A nested step inside a transaction that can fail alone."""
+
     def get_meta(self, key: str) -> str | None:
         """A metadata value, or None."""
 
@@ -66,6 +69,9 @@ class Store(Protocol):
         decision_id: str | None,
     ) -> None:
         """Move a pending proposal to ratified, rejected or withdrawn."""
+
+    def find_source(self, source: str) -> str | None:
+        """The id of the decision or proposal imported from ``source``, if any."""
 
     def get_decision(self, decision_id: str) -> Decision | None:
         """One decision with its evidence and links."""

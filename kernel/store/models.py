@@ -45,6 +45,7 @@ class Proposal(SQLModel, table=True):
     __table_args__ = (
         Index("ix_proposal_status", "status", "created_at"),
         Index("ix_proposal_subject", "subject"),
+        Index("ix_proposal_source", "source"),
     )
     id: str = Field(sa_column=_text(primary_key=True))
     subject: str = Field(sa_column=_text(nullable=False))
@@ -69,6 +70,8 @@ class Proposal(SQLModel, table=True):
     resolved_by: str | None = Field(default=None, sa_column=_text())
     resolution_note: str | None = Field(default=None, sa_column=_text())
     decision_id: str | None = Field(default=None, sa_column=_text())
+    source: str | None = Field(default=None, sa_column=_text())
+    adr_number: int | None = Field(default=None, sa_column=Column(Integer))
 
 
 class ProposalEvidence(SQLModel, table=True):
@@ -85,6 +88,7 @@ class Decision(SQLModel, table=True):
     __tablename__ = "decision"
     __table_args__ = (
         Index("ix_decision_subject", "subject", "valid_from"),
+        Index("ix_decision_source", "source"),
         Index(
             "ux_decision_current",
             "subject",
@@ -109,6 +113,8 @@ class Decision(SQLModel, table=True):
         sa_column=Column(Text, CheckConstraint("closed_by IN ('superseded', 'retired')")),
     )
     close_reason: str | None = Field(default=None, sa_column=_text())
+    source: str | None = Field(default=None, sa_column=_text())
+    adr_number: int | None = Field(default=None, sa_column=Column(Integer))
 
 
 class DecisionEvidence(SQLModel, table=True):

@@ -18,12 +18,12 @@ from kernel.store import migrate
 
 _DECISION_COLS = (
     "id, subject, decision, rationale, valid_from, valid_until, ratified_by, ratified_at, "
-    "proposal_id, amended, closed_by, close_reason"
+    "proposal_id, amended, closed_by, close_reason, source, adr_number"
 )
 _PROPOSAL_COLS = (
     "id, subject, decision, rationale, proposer, session, created_at, status, supersedes, "
     "explicit_supersedes, near_duplicate_of, near_duplicate_score, resolved_at, resolved_by, "
-    "resolution_note, decision_id"
+    "resolution_note, decision_id, source, adr_number"
 )
 _EVIDENCE_COLS = "id, text, kind, agent, session, tags, content_hash, created_at"
 
@@ -91,6 +91,20 @@ class SQLiteStore:
             raise
         finally:
             self._in_tx = False
+
+    @contextmanager
+    def savepoint(self) -> Iterator[None]:
+        """A nested step inside a transaction that can fail alone."""
+        self._conn.execute("SAVEPOINT step")
+        try:
+            yield
+        except BaseException as exc:
+            self._conn.execute("ROLLBACK TO step")
+            self._conn.execute("RELEASE step")
+            if isinstance(exc, driver.dbapi.IntegrityError):
+                raise RefusedError(f"refused by the store: {exc}") from exc
+            raise
+        self._conn.execute("RELEASE step")
 
     def _begin(self) -> None:
         # busy_timeout already waits; SQLite's busy handler is unfair under contention,
@@ -169,7 +183,7 @@ class SQLiteStore:
     def insert_proposal(self, proposal: Proposal) -> None:
         """Queue a proposal with its cited evidence."""
         self._conn.execute(
-            f"INSERT INTO proposal ({_PROPOSAL_COLS}) VALUES ({_placeholders([0] * 16)})",
+            f"INSERT INTO proposal ({_PROPOSAL_COLS}) VALUES ({_placeholders([0] * 18)})",
             (
                 proposal.id,
                 proposal.subject,
@@ -187,6 +201,8 @@ class SQLiteStore:
                 proposal.resolved_by,
                 proposal.resolution_note,
                 proposal.decision_id,
+                proposal.source,
+                proposal.adr_number,
             ),
         )
         self._conn.executemany(
@@ -216,6 +232,8 @@ class SQLiteStore:
                 resolution_note=r[14],
                 decision_id=r[15],
                 evidence=cited[r[0]],
+                source=r[16],
+                adr_number=r[17],
             )
             for r in rows
         ]
@@ -268,6 +286,15 @@ class SQLiteStore:
             (status, at, by, note, decision_id, proposal_id),
         )
 
+    def find_source(self, source: str) -> str | None:
+        """The id of the decision or proposal imported from ``source``, if any."""
+        row = self._one(
+            "SELECT id FROM decision WHERE source = ? UNION ALL SELECT id FROM proposal WHERE source = ? "
+            "LIMIT 1",
+            (source, source),
+        )
+        return row[0] if row else None
+
     # -- decisions ------------------------------------------------------------------------
 
     def _decisions(self, rows: list[tuple[Any, ...]]) -> list[Decision]:
@@ -301,6 +328,8 @@ class SQLiteStore:
                 evidence=cited[r[0]],
                 supersedes=older[r[0]],
                 superseded_by=newer[r[0]],
+                source=r[12],
+                adr_number=r[13],
             )
             for r in rows
         ]
@@ -356,7 +385,7 @@ class SQLiteStore:
     def insert_decision(self, decision: Decision) -> None:
         """Add a decision with its cited evidence."""
         self._conn.execute(
-            f"INSERT INTO decision ({_DECISION_COLS}) VALUES ({_placeholders([0] * 12)})",
+            f"INSERT INTO decision ({_DECISION_COLS}) VALUES ({_placeholders([0] * 14)})",
             (
                 decision.id,
                 decision.subject,
@@ -370,6 +399,8 @@ class SQLiteStore:
                 int(decision.amended),
                 decision.closed_by,
                 decision.close_reason,
+                decision.source,
+                decision.adr_number,
             ),
         )
         self._conn.executemany(
