@@ -95,6 +95,11 @@ def import_adrs(kernel: Ctx, folder: Path, reviewer: str) -> ImportReport:
         for record in ordered:
             source = record.path
             existing = kernel.store.find_source(source)
+            exported_id = record.meta.get(KEY_ID)
+            if existing is None and exported_id and clock.ID_RE.match(exported_id):
+                # A file ctx exported from this very store: the decision is already here.
+                found = kernel.store.get_decision(exported_id)
+                existing = found.id if found is not None else None
             if existing is not None:
                 ids[record.path] = existing
                 report.unchanged.append(source)

@@ -93,6 +93,9 @@ def test_export_then_import_reproduces_the_kernel(kernel: Ctx, tmp_path: Path, c
     first = sorted(p.name for p in out.iterdir())
     kernel.export_adrs(out)
     assert sorted(p.name for p in out.iterdir()) == first  # stable names
+    before = _kernel_view(kernel)
+    assert kernel.import_adrs(out, reviewer="carol").decisions == []  # its own export: nothing new
+    assert _kernel_view(kernel) == before
     other, _ = Ctx.init(tmp_path / "other.db")
     report = other.import_adrs(out, reviewer="carol")
     assert report.skipped == []
