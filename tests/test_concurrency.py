@@ -217,6 +217,7 @@ def test_concurrent_writers_and_reviewer(tmp_path: Path) -> None:
             assert d.decision == r["text"] and d.amended == (r["amended"] is not None)
             assert d.ratified_by == REVIEWER
             assert sorted(d.supersedes) == sorted(r["superseded"])
+            assert d.evidence == proposals[r["proposal"]].evidence
         _check_windows(list(decisions.values()))
         links = conn.execute("SELECT old_id, new_id FROM supersession").fetchall()
         assert len(links) == sum(len(r["superseded"]) for r in ratified.values())
