@@ -123,7 +123,7 @@ def import_adrs(kernel: Ctx, folder: Path, reviewer: str) -> ImportReport:
             report.decisions.append(decision.id)
             pending_links += [(record, s) for s in successors(record)]
         for old, new in pending_links:
-            if old.path in ids and new.path in ids and new.path in {r.path for r in records}:
+            if old.path in ids and new.path in ids:
                 old_id, new_id = ids[old.path], ids[new.path]
                 if new_id.startswith("dc_") and not kernel.store.is_ancestor(old_id, new_id):
                     kernel.store.link(old_id, new_id, start[new.path])
