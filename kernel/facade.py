@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
-from collections.abc import Iterable, Sequence
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kernel import clock, text
+from kernel import clock, embed, entities, inject, recall, text
 from kernel.audit import ChainReport, verify_chain
+from kernel.embed import Embedder
 from kernel.errors import NotFoundError, RefusedError, StoreError, UsageError
 from kernel.fts import match_query
+from kernel.inject import Injection
 from kernel.records import (
     AuditEvent,
     Decision,
@@ -27,19 +32,42 @@ from kernel.store.sqlite import SQLiteStore
 # token_sort_ratio of "subject decision" against each pending proposal; 82 flags rewordings
 # and reorderings of the same sentence but not a different choice on the same subject.
 NEAR_DUPLICATE_SCORE = 82.0
+# The configured embedding model (see kernel.embed.resolve).
+AUTO = "auto"
+# Rows recall embeds before it answers; the rest waits for `ctx reindex` (a bound on latency).
+BACKFILL_ON_RECALL = 128
+MAX_QUERY_CHARS = 2000
+DEFAULT_BUDGET = 2000
+MIN_BUDGET = 200
+MAX_BUDGET = 1_000_000
 EVIDENCE_KINDS = ("note", "conversation", "log", "doc", "code", "other")
+
+
+@dataclass(frozen=True)
+class ReindexReport:
+    """What ``ctx reindex`` embedded."""
+
+    model: str
+    dim: int
+    previous_model: str | None
+    decisions: int
+    evidence: int
+    seconds: float
 
 
 class Ctx:
     """A project's ctx store: evidence vault, proposal queue and decision kernel."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, *, embedder: Embedder | str | None = AUTO) -> None:
         self.store = store
+        self._embedder_choice = embedder
+        self._resolution: embed.Resolution | None = None
+        self._entity_index = recall.EntityIndex()
 
     # -- lifecycle ------------------------------------------------------------------------
 
     @classmethod
-    def init(cls, path: Path) -> tuple[Ctx, bool]:
+    def init(cls, path: Path, *, embedder: Embedder | str | None = AUTO) -> tuple[Ctx, bool]:
         """Create the store at ``path`` (or open it if it exists); True when it was created."""
         created = not path.exists()
         if path.exists() and not path.is_file():
@@ -49,12 +77,12 @@ class Ctx:
             with store.transaction():
                 store.set_meta("store_id", clock.new_id("ev")[3:])
                 store.set_meta("created_at", clock.now())
-        return cls(store), created
+        return cls(store, embedder=embedder), created
 
     @classmethod
-    def open(cls, path: Path) -> Ctx:
-        """Open an existing store."""
-        return cls(SQLiteStore.open(path))
+    def open(cls, path: Path, *, embedder: Embedder | str | None = AUTO) -> Ctx:
+        """Open an existing store; ``embedder`` is AUTO (the configured model), an embedder, or None."""
+        return cls(SQLiteStore.open(path), embedder=embedder)
 
     def close(self) -> None:
         """Release the store."""
@@ -107,6 +135,7 @@ class Ctx:
                 created_at=clock.now(),
             )
             self.store.insert_evidence(evidence)
+            self.store.add_mentions(evidence.id, entities.extract(evidence.text))
             self.store.append_audit(
                 evidence.created_at,
                 agent or "unknown",
@@ -267,6 +296,7 @@ class Ctx:
                 if old.current:
                     self.store.close_decision(old.id, at, "superseded", f"superseded by {new.id}")
             self.store.insert_decision(new)
+            self.store.add_mentions(new.id, entities.for_decision(new.subject, new.decision, new.rationale))
             for old in replaced:
                 if self.store.is_ancestor(old.id, new.id):
                     raise RefusedError(f"superseding {old.id} would make a cycle")
@@ -408,6 +438,165 @@ class Ctx:
             query=query,
             decisions=self.store.search_decisions(match, limit, moment),
             evidence=self.store.search_evidence(match, limit),
+        )
+
+    def recall(
+        self,
+        query: str,
+        *,
+        k: int = 10,
+        as_of: str | None = None,
+        mode: str = "hybrid",
+        rrf_k: int = recall.DEFAULT_RRF_K,
+    ) -> recall.Recall:
+        """Decisions that hold (with what contradicts them) and unratified evidence matching ``query``."""
+        query = text.require_text(query, "query", MAX_QUERY_CHARS)
+        if match_query(query) is None:
+            raise UsageError("the query has no words to search for")
+        if mode not in recall.MODES:
+            raise UsageError(f"unknown mode {mode!r}: use one of {', '.join(recall.MODES)}")
+        if not 1 <= k <= 100:
+            raise UsageError("k must be between 1 and 100")
+        if not 1 <= rrf_k <= 10_000:
+            raise UsageError("rrf-k must be between 1 and 10000")
+        moment = clock.parse_when(as_of) if as_of is not None else None
+        if mode in ("hybrid", "vector"):
+            embedder, status = self.prepare_vectors(BACKFILL_ON_RECALL)
+            if embedder is None and mode == "vector":
+                raise RefusedError(f"vector mode needs vectors, and they are off: {status.note}")
+        else:
+            embedder, status = None, recall.VectorStatus("unused", None, 0, f"not used in {mode} mode")
+        recaller = recall.Recaller(self.store, self._entity_index, embedder, status)
+        decisions, closed = recaller.decisions(query, mode, k, rrf_k, moment)
+        return recall.Recall(
+            query=query,
+            mode=mode,
+            as_of=moment,
+            k=k,
+            rrf_k=rrf_k,
+            vectors=status,
+            decisions=decisions,
+            closed=closed,
+            evidence=recaller.evidence(query, mode, k, rrf_k),
+        )
+
+    def inject(self, query: str | None = None, *, budget: int = DEFAULT_BUDGET) -> Injection:
+        """The session-start block: current decisions, superseded ones, conflicts, proposals, evidence."""
+        if not MIN_BUDGET <= budget <= MAX_BUDGET:
+            raise UsageError(f"budget must be between {MIN_BUDGET} and {MAX_BUDGET} tokens")
+        if query is not None:
+            query = text.require_text(query, "query", MAX_QUERY_CHARS)
+            if match_query(query) is None:
+                raise UsageError("the query has no words to search for")
+        return inject.build(self, query, budget)
+
+    def conflicts(self, decisions: Sequence[Decision]) -> list[tuple[Decision, recall.Related]]:
+        """Pairs of current decisions on different subjects that take opposite stances (each pair once)."""
+        recaller = recall.Recaller(
+            self.store, self._entity_index, None, recall.VectorStatus("unused", None, 0, None)
+        )
+        seen: set[str] = set()
+        out = []
+        for decision in decisions:
+            chain = set(self.store.chain_ids(decision.id))
+            for related in recaller.conflicts_of(decision, None, chain):
+                pair = "|".join(sorted((decision.id, related.id)))
+                if pair not in seen:
+                    seen.add(pair)
+                    out.append((decision, related))
+        return out
+
+    def recent_evidence(self, limit: int = 5) -> list[Evidence]:
+        """The newest evidence texts, newest first."""
+        ids = self.store.recent_evidence_ids(limit)
+        found = self.store.evidence_by_ids(ids)
+        return [found[i] for i in ids if i in found]
+
+    def embedding(self) -> embed.Resolution:
+        """The embedding model this store uses (resolved once), or why vectors are off."""
+        if self._resolution is None:
+            if self._embedder_choice == AUTO:
+                self._resolution = embed.resolve()
+            elif self._embedder_choice is None:
+                self._resolution = embed.Resolution(None, "disabled", "vectors are disabled")
+            else:
+                assert not isinstance(self._embedder_choice, str)
+                self._resolution = embed.Resolution(self._embedder_choice, "given")
+        return self._resolution
+
+    def prepare_vectors(self, backfill: int = 0) -> tuple[Embedder | None, recall.VectorStatus]:
+        """The embedder to query with (None when vectors are off), after embedding up to ``backfill`` rows."""
+        resolution = self.embedding()
+        embedder = resolution.embedder
+        if embedder is None:
+            pending = recall.pending_total(self.store)
+            return None, recall.VectorStatus("off", None, pending, f"vectors are off: {resolution.reason}")
+        stored = self.store.get_meta("vector_model")
+        if stored is None or not self.store.vector_tables_exist():
+            with self.store.transaction():
+                if self.store.get_meta("vector_model") is None:
+                    self.store.set_meta("vector_model", embedder.model_id)
+                    self.store.set_meta("vector_dim", str(embedder.dim))
+                stored = self.store.get_meta("vector_model")
+                if stored == embedder.model_id:
+                    self.store.create_vector_tables(embedder.dim)
+        if stored != embedder.model_id or self.store.get_meta("vector_dim") != str(embedder.dim):
+            pending = recall.pending_total(self.store)
+            note = (
+                f"vectors are off: this store was embedded with {stored}, and the configured model is "
+                f"{embedder.model_id}; run `ctx reindex` to re-embed"
+            )
+            return None, recall.VectorStatus("off", stored, pending, note)
+        if backfill:
+            # A read-only or busy store still answers; its rows wait for `ctx reindex`.
+            with contextlib.suppress(StoreError):
+                recall.backfill(self.store, embedder, backfill)
+        pending = recall.pending_total(self.store)
+        if pending:
+            note = (
+                f"{pending} records have no vector yet (found by keyword and entity only): run `ctx reindex`"
+            )
+            return embedder, recall.VectorStatus("partial", embedder.model_id, pending, note)
+        return embedder, recall.VectorStatus("on", embedder.model_id, 0, None)
+
+    def reindex(
+        self,
+        *,
+        download: bool = False,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> ReindexReport:
+        """Embed every decision and evidence text again with the configured model."""
+        resolution = embed.resolve(download=download) if self._embedder_choice == AUTO else self.embedding()
+        embedder = resolution.embedder
+        if embedder is None:
+            raise RefusedError(f"cannot embed: {resolution.reason}")
+        self._resolution = resolution
+        started = time.perf_counter()
+        with self.store.transaction():
+            previous = self.store.get_meta("vector_model")
+            self.store.drop_vectors()
+            self.store.set_meta("vector_model", embedder.model_id)
+            self.store.set_meta("vector_dim", str(embedder.dim))
+            self.store.create_vector_tables(embedder.dim)
+        total = recall.pending_total(self.store)
+        done = 0
+
+        def step(count: int) -> None:
+            nonlocal done
+            done += count
+            if progress is not None:
+                progress(done, total)
+
+        if progress is not None:
+            progress(0, total)
+        recall.backfill(self.store, embedder, total, step)
+        return ReindexReport(
+            model=embedder.model_id,
+            dim=embedder.dim,
+            previous_model=previous,
+            decisions=self.store.item_count("decision"),
+            evidence=self.store.item_count("evidence"),
+            seconds=round(time.perf_counter() - started, 2),
         )
 
     def verify_audit(self) -> ChainReport:

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kernel import adr, clock, text
+from kernel import adr, clock, entities, text
 from kernel.errors import RefusedError, UsageError
 from kernel.records import Decision, Proposal
 
@@ -179,6 +179,9 @@ def _import_decision(
     try:
         with kernel.store.savepoint():
             kernel.store.insert_decision(decision)
+            kernel.store.add_mentions(
+                decision.id, entities.for_decision(decision.subject, decision.decision, decision.rationale)
+            )
     except RefusedError:  # an overlap the renaming could not avoid: report it, import the rest
         return None
     kernel.store.append_audit(

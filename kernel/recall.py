@@ -1,0 +1,604 @@
+"""Recall: keyword, entity and vector rankers fused by reciprocal rank fusion.
+
+Each store (kernel decisions, vault evidence) is ranked on its own; the two answers are
+never blended. Decision hits are then expanded with what contradicts them: their
+supersede chain, conflicting decisions on related subjects, and pending proposals that
+would replace them. A decision is presented as holding only when its validity window
+contains the moment asked about.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from kernel import conflicts, entities, fts
+from kernel.embed import Embedder, chunks
+from kernel.records import Decision, Evidence, Proposal
+from kernel.store.base import Store
+from kernel.store.sqlite_index import CHUNK_SLOTS
+
+MODES = ("hybrid", "keyword", "entity", "vector")
+RANKERS = ("keyword", "entity", "vector")
+DEFAULT_RRF_K = 60
+# Every ranker fetches this many candidates (or 5 * k) before fusion.
+OVERFETCH = 50
+# Binary-quantised KNN candidates rescored exactly per query; sqlite-vec's cost grows with
+# this number, and 2x the fetch keeps the exact top 50 on real sentence embeddings.
+VECTOR_CANDIDATES = 100
+# all-MiniLM-L6-v2 puts unrelated English texts at cosine 0.0-0.2; below this a
+# "nearest" neighbour is noise and would only dilute the fused list.
+MIN_SIMILARITY = 0.25
+# fuzz.ratio between a query phrase and an entity name ("authn" vs "auth" scores 89).
+ENTITY_CUTOFF = 85.0
+ENTITY_ITEMS = 200
+# Related subjects: token_set_ratio of the subjects' words ("cache.sessions" ~ "auth.sessions").
+SUBJECT_SIMILARITY = 75.0
+SUPERSEDED_WARNING = "superseded: do not apply"
+
+
+@dataclass(frozen=True)
+class RankerScore:
+    """One ranker's view of a hit: its raw score (higher is better) and its rank (1 is best)."""
+
+    rank: int
+    score: float
+    detail: str | None = None
+
+
+@dataclass(frozen=True)
+class Related:
+    """A decision or proposal surfaced next to a hit, and why."""
+
+    relation: str  # superseded | later | conflict | pending
+    id: str
+    subject: str
+    text: str
+    current: bool
+    valid_from: str | None
+    valid_until: str | None
+    why: str
+    warning: str | None = None
+    matched: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready form."""
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class DecisionHit:
+    """A decision that holds at the moment asked about, with what contradicts it."""
+
+    decision: Decision
+    rank: int
+    rrf: float
+    scores: dict[str, RankerScore | None]
+    via: str | None = None
+    superseded: list[Related] = field(default_factory=list)
+    conflicts: list[Related] = field(default_factory=list)
+    pending: list[Related] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready form (an item of ``decisions`` in ``schemas/recall.schema.json``)."""
+        d = self.decision
+        return {
+            "id": d.id,
+            "subject": d.subject,
+            "decision": d.decision,
+            "rationale": d.rationale,
+            "current": d.current,
+            "valid_from": d.valid_from,
+            "valid_until": d.valid_until,
+            "source": _decision_source(d),
+            "ratified_by": d.ratified_by,
+            "rank": self.rank,
+            "rrf": self.rrf,
+            "scores": _scores_dict(self.scores),
+            "via": self.via,
+            "superseded": [r.to_dict() for r in self.superseded],
+            "conflicts": [r.to_dict() for r in self.conflicts],
+            "pending": [r.to_dict() for r in self.pending],
+        }
+
+
+@dataclass(frozen=True)
+class ClosedHit:
+    """A matching decision that no longer holds and has no successor in force."""
+
+    decision: Decision
+    scores: dict[str, RankerScore | None]
+    why: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready form (an item of ``closed``)."""
+        d = self.decision
+        return {
+            "id": d.id,
+            "subject": d.subject,
+            "decision": d.decision,
+            "current": False,
+            "valid_from": d.valid_from,
+            "valid_until": d.valid_until,
+            "source": _decision_source(d),
+            "scores": _scores_dict(self.scores),
+            "why": self.why,
+            "warning": SUPERSEDED_WARNING
+            if d.closed_by == "superseded"
+            else "no longer in force: do not apply",
+        }
+
+
+@dataclass(frozen=True)
+class EvidenceHit:
+    """An unratified evidence text that matches."""
+
+    evidence: Evidence
+    rank: int
+    rrf: float
+    scores: dict[str, RankerScore | None]
+    snippet: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready form (an item of ``evidence``): labelled unratified, with no window of its own."""
+        e = self.evidence
+        return {
+            "id": e.id,
+            "label": "unratified",
+            "ratified": False,
+            "current": None,
+            "valid_from": e.created_at,
+            "valid_until": None,
+            "source": {"kind": e.kind, "agent": e.agent, "session": e.session, "tags": e.tags},
+            "created_at": e.created_at,
+            "snippet": self.snippet,
+            "rank": self.rank,
+            "rrf": self.rrf,
+            "scores": _scores_dict(self.scores),
+        }
+
+
+@dataclass(frozen=True)
+class VectorStatus:
+    """Whether the vector ranker took part, with which model, and what is still unembedded."""
+
+    state: str  # on | partial | off
+    model: str | None
+    pending: int
+    note: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready form."""
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Recall:
+    """The answer to a recall query: decisions and evidence, never blended."""
+
+    query: str
+    mode: str
+    as_of: str | None
+    k: int
+    rrf_k: int
+    vectors: VectorStatus
+    decisions: list[DecisionHit]
+    closed: list[ClosedHit]
+    evidence: list[EvidenceHit]
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready form (``schemas/recall.schema.json``)."""
+        return {
+            "query": self.query,
+            "mode": self.mode,
+            "as_of": self.as_of,
+            "k": self.k,
+            "rrf_k": self.rrf_k,
+            "vectors": self.vectors.to_dict(),
+            "decisions": [h.to_dict() for h in self.decisions],
+            "closed": [h.to_dict() for h in self.closed],
+            "evidence": [h.to_dict() for h in self.evidence],
+        }
+
+
+def _decision_source(decision: Decision) -> dict[str, Any]:
+    return {
+        "kind": "adr" if decision.source else "proposal",
+        "path": decision.source,
+        "proposal_id": decision.proposal_id,
+        "adr_number": decision.adr_number,
+    }
+
+
+def _scores_dict(scores: dict[str, RankerScore | None]) -> dict[str, Any]:
+    return {name: (asdict(score) if score is not None else None) for name, score in scores.items()}
+
+
+Ranked = list[tuple[str, float, str | None]]
+
+
+def fuse(lists: dict[str, Ranked], rrf_k: int) -> list[tuple[str, float, dict[str, RankerScore | None]]]:
+    """Reciprocal rank fusion: sum of 1 / (rrf_k + rank); ties broken by id for determinism."""
+    fused: dict[str, float] = {}
+    scores: dict[str, dict[str, RankerScore | None]] = {}
+    for ranker, ranked in lists.items():
+        for rank, (item, score, detail) in enumerate(ranked, start=1):
+            fused[item] = fused.get(item, 0.0) + 1.0 / (rrf_k + rank)
+            scores.setdefault(item, dict.fromkeys(RANKERS))[ranker] = RankerScore(
+                rank, round(score, 6), detail
+            )
+    order = sorted(fused, key=lambda item: (-fused[item], item))
+    return [(item, fused[item], scores[item]) for item in order]
+
+
+def valid_at(decision: Decision, moment: str | None) -> bool:
+    """True when ``decision`` holds at ``moment`` (now when None)."""
+    if moment is None:
+        return decision.valid_until is None
+    return decision.valid_from <= moment and (decision.valid_until is None or decision.valid_until > moment)
+
+
+class EntityIndex:
+    """The distinct entity names, kept in memory and refreshed when new ones appear."""
+
+    def __init__(self) -> None:
+        self._version = -1
+        self._ids: list[int] = []
+        self._names: list[str] = []
+        self._display: list[str] = []
+        self._known: set[str] = set()
+
+    def refresh(self, store: Store) -> None:
+        """Reload the names when the store has new ones."""
+        version = store.entity_version()
+        if version != self._version:
+            pairs = store.entity_names()
+            self._ids = [p[0] for p in pairs]
+            self._names = [entities.normalise(p[1]) for p in pairs]
+            self._display = [p[1] for p in pairs]
+            self._known = set(self._display)
+            self._version = version
+
+    def known(self, store: Store, words: list[str]) -> list[str]:
+        """Those of ``words`` that some record names as an entity."""
+        self.refresh(store)
+        return [w for w in words if w in self._known]
+
+    def match(self, store: Store, query: str) -> list[tuple[int, str, float]]:
+        """``(entity id, name, best fuzz.ratio)`` of entities a phrase of ``query`` names."""
+        self.refresh(store)
+        phrases = query_phrases(query)
+        if not phrases or not self._names:
+            return []
+        from rapidfuzz import fuzz, process  # noqa: PLC0415 - only recall needs it
+
+        best: dict[int, float] = {}
+        for phrase in phrases:
+            for _, score, index in process.extract(
+                phrase, self._names, scorer=fuzz.ratio, score_cutoff=ENTITY_CUTOFF, limit=50
+            ):
+                best[index] = max(best.get(index, 0.0), float(score))
+        return [(self._ids[i], self._display[i], score) for i, score in best.items()]
+
+
+def query_phrases(query: str) -> list[str]:
+    """The content words of ``query`` with their pairs and triples, plus identifiers it names."""
+    words = [w for w in entities.normalise(query).split() if w not in fts.STOPWORDS]
+    phrases = dict.fromkeys(words)
+    for size in (2, 3):
+        for start in range(len(words) - size + 1):
+            phrases[" ".join(words[start : start + size])] = None
+    for name in entities.extract(query):
+        phrases[entities.normalise(name)] = None
+    return [p for p in phrases if len(p) >= 2][:40]
+
+
+class Recaller:
+    """Runs one recall against a store."""
+
+    def __init__(
+        self,
+        store: Store,
+        entity_index: EntityIndex,
+        embedder: Embedder | None,
+        vectors: VectorStatus,
+    ) -> None:
+        self.store = store
+        self.entity_index = entity_index
+        self.embedder = embedder
+        self.vectors = vectors
+        self._query_vector: bytes | None = None
+
+    # -- rankers --------------------------------------------------------------------------
+
+    def _keyword(self, query: str, kind: str, fetch: int) -> tuple[Ranked, dict[str, str]]:
+        match = fts.match_query(query, drop_stopwords=True)
+        if match is None:
+            return [], {}
+        if kind == "decision":
+            return [(i, -s, None) for i, s in self.store.fts_decision_ids(match, fetch)], {}
+        found = self.store.fts_evidence_ids(match, fetch)
+        return [(i, -s, None) for i, s, _ in found], {i: snip for i, _, snip in found}
+
+    def _entity(self, query: str, kind: str, fetch: int, matched: list[tuple[int, str, float]]) -> Ranked:
+        if not matched:
+            return []
+        prefix = "dc_" if kind == "decision" else "ev_"
+        ids = [m[0] for m in matched]
+        counts = self.store.entity_counts(ids, prefix)
+        total = max(self.store.item_count(kind), 1)
+        items = self.store.entity_items(ids, prefix, ENTITY_ITEMS)
+        scores: dict[str, float] = {}
+        names: dict[str, list[str]] = {}
+        for entity_id, name, ratio in matched:
+            df = counts.get(entity_id, 0)
+            if not df:
+                continue
+            # Rare names say more than common ones (idf), and exact names more than near ones.
+            weight = (ratio / 100.0) ** 2 * math.log(1.0 + total / df)
+            for item in items.get(entity_id, []):
+                scores[item] = scores.get(item, 0.0) + weight
+                names.setdefault(item, []).append(name)
+        order = sorted(scores, key=lambda i: (-scores[i], i))[:fetch]
+        return [(i, scores[i], ", ".join(sorted(set(names[i]))[:5])) for i in order]
+
+    def _vector(self, query: str, kind: str, fetch: int) -> Ranked:
+        if self.embedder is None:
+            return []
+        if self._query_vector is None:
+            self._query_vector = self.embedder.embed_query(query)
+        nearest = self.store.nearest(kind, self._query_vector, max(VECTOR_CANDIDATES, 2 * fetch), fetch)
+        nearest = [(rowid, sim) for rowid, sim in nearest if sim >= MIN_SIMILARITY]
+        ids = self.store.ids_for_rowids(kind, [r for r, _ in nearest])
+        return [(ids[r], sim, None) for r, sim in nearest if r in ids]
+
+    def rank(self, query: str, kind: str, mode: str, fetch: int) -> tuple[dict[str, Ranked], dict[str, str]]:
+        """Each requested ranker's list for one store, and FTS snippets for evidence."""
+        lists: dict[str, Ranked] = {}
+        snippets: dict[str, str] = {}
+        if mode in ("hybrid", "keyword"):
+            lists["keyword"], snippets = self._keyword(query, kind, fetch)
+        if mode in ("hybrid", "entity"):
+            matched = self.entity_index.match(self.store, query)
+            lists["entity"] = self._entity(query, kind, fetch, matched)
+        if mode in ("hybrid", "vector") and self.embedder is not None:
+            lists["vector"] = self._vector(query, kind, fetch)
+        return lists, snippets
+
+    # -- decisions ------------------------------------------------------------------------
+
+    def decisions(
+        self, query: str, mode: str, k: int, rrf_k: int, moment: str | None
+    ) -> tuple[list[DecisionHit], list[ClosedHit]]:
+        """Decision hits that hold at ``moment``; matching ones that no longer hold are mapped
+        to their successors in force, or reported as closed."""
+        fetch = max(OVERFETCH, 5 * k)
+        lists, _ = self.rank(query, "decision", mode, fetch)
+        fused = fuse(lists, rrf_k)
+        records = self.store.decisions_by_ids([item for item, _, _ in fused])
+        hits: list[DecisionHit] = []
+        seen: set[str] = set()
+        closed: list[ClosedHit] = []
+        matched_ids = {item for item, _, _ in fused}
+        own_scores = {item: scores for item, _, scores in fused}
+        for item, score, scores in fused:
+            if len(hits) >= k:
+                break
+            decision = records.get(item)
+            if decision is None:
+                continue
+            if valid_at(decision, moment):
+                if item not in seen:
+                    seen.add(item)
+                    hits.append(DecisionHit(decision, len(hits) + 1, score, scores))
+                continue
+            in_force = self._in_force(decision, moment)
+            if not in_force:
+                if len(closed) < k and decision.valid_from <= (moment or "9999"):
+                    closed.append(ClosedHit(decision, scores, _closed_why(decision)))
+                continue
+            for successor in in_force:
+                if successor.id not in seen and len(hits) < k:
+                    seen.add(successor.id)
+                    # Placed by its predecessor's match; its own scores, if it matched too.
+                    own = own_scores.get(successor.id, dict.fromkeys(RANKERS))
+                    hits.append(DecisionHit(successor, len(hits) + 1, score, own, via=decision.id))
+        pending = self.store.list_proposals("pending")
+        return [self._expand(hit, moment, matched_ids, pending) for hit in hits], closed
+
+    def _in_force(self, decision: Decision, moment: str | None) -> list[Decision]:
+        chain = self.store.decisions_by_ids(self.store.chain_ids(decision.id))
+        return sorted((d for d in chain.values() if valid_at(d, moment)), key=lambda d: (d.valid_from, d.id))
+
+    def _expand(
+        self, hit: DecisionHit, moment: str | None, matched: set[str], pending: list[Proposal]
+    ) -> DecisionHit:
+        chain = self.store.decisions_by_ids(self.store.chain_ids(hit.decision.id))
+        chain.pop(hit.decision.id, None)
+        superseded = [
+            _chain_item(d, hit.decision, d.id in matched)
+            for d in sorted(chain.values(), key=lambda d: d.valid_from)
+        ]
+        return DecisionHit(
+            hit.decision,
+            hit.rank,
+            hit.rrf,
+            hit.scores,
+            hit.via,
+            superseded,
+            self.conflicts_of(hit.decision, moment, set(chain)),
+            [
+                Related(
+                    "pending",
+                    p.id,
+                    p.subject,
+                    p.decision,
+                    False,
+                    None,
+                    None,
+                    f"pending proposal by {p.proposer} (since {p.created_at[:10]}) would supersede it",
+                    "not ratified: awaiting review",
+                )
+                for p in pending
+                if hit.decision.id in p.supersedes or p.subject == hit.decision.subject
+            ],
+        )
+
+    def conflicts_of(self, decision: Decision, moment: str | None, chain: set[str]) -> list[Related]:
+        """Decisions in force at ``moment`` on other subjects that take the opposite stance."""
+        text = f"{decision.decision}\n{decision.rationale or ''}"
+        # Its own entities, and plain words that other records name as entities ("redis" vs `redis`).
+        words = [w for w in fts.words(text) if len(w) >= 3 and w not in fts.STOPWORDS]
+        found = dict.fromkeys([*entities.extract(text), *self.entity_index.known(self.store, words)])
+        names = [n for n in found if len(entities.normalise(n)) >= 3][:16]
+        # Decisions naming the same entities...
+        candidates: dict[str, bool] = {}
+        phrases = [entities.normalise(n) for n in names]
+        if phrases:
+            match = " OR ".join(f'"{p}"' for p in dict.fromkeys(phrases))
+            for other_id, _ in self.store.fts_decision_ids(match, OVERFETCH):
+                candidates[other_id] = False
+        # ...and decisions on fuzzy-similar subjects, compared on their shared content words.
+        for subject in self._similar_subjects(decision.subject):
+            for other in self.store.decisions(subject, moment, False):
+                if other.subject == subject:
+                    candidates[other.id] = True
+        for excluded in (decision.id, *chain):
+            candidates.pop(excluded, None)
+        others = self.store.decisions_by_ids(sorted(candidates))
+        out: list[Related] = []
+        mine = conflicts.content_words(text)
+        for other_id in sorted(candidates):
+            other = others.get(other_id)
+            if other is None or other.subject == decision.subject or not valid_at(other, moment):
+                continue
+            other_text = f"{other.decision}\n{other.rationale or ''}"
+            haystack = f" {entities.normalise(other_text)} "
+            terms = {n for n, p in zip(names, phrases, strict=True) if f" {p} " in haystack}
+            if candidates[other_id]:
+                terms |= mine & conflicts.content_words(other_text)
+            found = conflicts.find_conflict(text, other_text, terms)
+            if found is None:
+                continue
+            out.append(
+                Related(
+                    "conflict",
+                    other.id,
+                    other.subject,
+                    other.decision,
+                    other.valid_until is None,
+                    other.valid_from,
+                    other.valid_until,
+                    f"opposite stance on {found.term!r}: {_clip(found.clause)!r} here, "
+                    f"{_clip(found.other_clause)!r} in {other.subject}",
+                    "conflict: needs a person to reconcile",
+                )
+            )
+        return out
+
+    def _similar_subjects(self, subject: str) -> list[str]:
+        from rapidfuzz import fuzz, process  # noqa: PLC0415
+
+        subjects = [s for s in self.store.current_subjects() if s != subject]
+        leaf = subject.rsplit(".", 1)[-1]
+        similar = {s for s in subjects if s.rsplit(".", 1)[-1] == leaf}
+        similar.update(
+            s
+            for s, _, _ in process.extract(
+                entities.normalise(subject),
+                {s: entities.normalise(s) for s in subjects},
+                scorer=fuzz.token_set_ratio,
+                score_cutoff=SUBJECT_SIMILARITY,
+                limit=20,
+            )
+        )
+        return sorted(similar)
+
+    # -- evidence -------------------------------------------------------------------------
+
+    def evidence(self, query: str, mode: str, k: int, rrf_k: int) -> list[EvidenceHit]:
+        """Evidence hits, best first."""
+        fetch = max(OVERFETCH, 5 * k)
+        lists, snippets = self.rank(query, "evidence", mode, fetch)
+        fused = fuse(lists, rrf_k)[:k]
+        records = self.store.evidence_by_ids([item for item, _, _ in fused])
+        return [
+            EvidenceHit(records[item], rank, score, scores, snippets.get(item) or _lead(records[item].text))
+            for rank, (item, score, scores) in enumerate(
+                ((i, s, sc) for i, s, sc in fused if i in records), 1
+            )
+        ]
+
+
+def _chain_item(item: Decision, hit: Decision, matched: bool) -> Related:
+    later = item.valid_from > hit.valid_from
+    if later:
+        why = f"replaced it on {item.valid_from[:10]}, after the moment asked about"
+        return Related(
+            "later", item.id, item.subject, item.decision, item.valid_until is None,
+            item.valid_from, item.valid_until, why, None, matched,
+        )  # fmt: skip
+    until = item.valid_until[:10] if item.valid_until else "?"
+    successors = ", ".join(item.superseded_by) or "a later decision"
+    why = f"held {item.valid_from[:10]} to {until}; superseded by {successors}"
+    if item.closed_by == "retired":
+        why = f"held {item.valid_from[:10]} to {until}; retired: {item.close_reason or ''}".rstrip(": ")
+    return Related(
+        "superseded", item.id, item.subject, item.decision, False,
+        item.valid_from, item.valid_until, why, SUPERSEDED_WARNING, matched,
+    )  # fmt: skip
+
+
+def _closed_why(decision: Decision) -> str:
+    until = decision.valid_until[:10] if decision.valid_until else "?"
+    if decision.closed_by == "retired":
+        return f"retired on {until} ({decision.close_reason or 'no reason given'}): do not apply"
+    return f"closed on {until} with no successor in force: do not apply"
+
+
+def _clip(text: str, limit: int = 80) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _lead(text: str, limit: int = 240) -> str:
+    return _clip(text, limit)
+
+
+def backfill(
+    store: Store,
+    embedder: Embedder,
+    limit: int,
+    progress: Callable[[int], None] | None = None,
+    batch: int = 64,
+) -> int:
+    """Embed up to ``limit`` rows that have no vector yet (decisions first); returns how many."""
+    done = 0
+    for kind in ("decision", "evidence"):
+        while done < limit:
+            rows = store.pending_vectors(kind, min(batch, limit - done))
+            if not rows:
+                break
+            pieces = [(rowid, i, piece) for rowid, text in rows for i, piece in enumerate(chunks(text))]
+            vectors = embedder.embed_documents([p for _, _, p in pieces])
+            with store.transaction():
+                if store.get_meta("vector_model") != embedder.model_id:
+                    return done  # the model changed under us (ctx reindex in another process)
+                store.insert_vectors(
+                    kind,
+                    [
+                        (rowid * CHUNK_SLOTS + i, rowid, vector)
+                        for (rowid, i, _), vector in zip(pieces, vectors, strict=True)
+                    ],
+                )
+            done += len(rows)
+            if progress is not None:
+                progress(len(rows))
+    return done
+
+
+def pending_total(store: Store) -> int:
+    """Rows of both stores that still wait for a vector."""
+    return store.pending_vector_count("decision") + store.pending_vector_count("evidence")

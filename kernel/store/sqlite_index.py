@@ -1,0 +1,265 @@
+"""The SQLite side of recall: entity mentions, vectors, and look-ups by the recall rankers.
+
+Vector layout (chosen from measurements on a 2-core machine, see bench/): each store
+(decisions, evidence) has a sqlite-vec ``vec0`` table holding one *binary-quantised*
+vector per chunk and a plain table holding the exact float32 vector. KNN runs over the
+bits (Hamming distance; ~10x less to scan than float32), then the candidates are
+rescored exactly with cosine similarity by primary-key look-ups, which cost well under
+a millisecond. Sentence embeddings keep their neighbourhoods under sign quantisation far
+better than random vectors do, and rescoring restores the exact order.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from kernel.records import Evidence
+
+KINDS = ("decision", "evidence")
+CHUNK_SLOTS = 16  # chunk_id = owner rowid * CHUNK_SLOTS + chunk number
+
+
+def _marks(values: Sequence[Any]) -> str:
+    return ",".join("?" * len(values))
+
+
+class IndexQueries:
+    """Mixed into the SQLite store: every query the recall and index code needs."""
+
+    _conn: Any
+
+    def _q(self, sql: str, params: tuple[Any, ...] | list[Any] = ()) -> list[tuple[Any, ...]]:
+        raise NotImplementedError
+
+    def _one(self, sql: str, params: tuple[Any, ...] | list[Any] = ()) -> tuple[Any, ...] | None:
+        raise NotImplementedError
+
+    # -- entities -------------------------------------------------------------------------
+
+    def add_mentions(self, item: str, names: Iterable[str]) -> None:
+        """Record that record ``item`` mentions each entity in ``names``."""
+        rows = [(name,) for name in names]
+        if not rows:
+            return
+        self._conn.executemany("INSERT OR IGNORE INTO entity (name) VALUES (?)", rows)
+        self._conn.executemany(
+            "INSERT OR IGNORE INTO entity_mention (entity_id, item) SELECT id, ? FROM entity WHERE name = ?",
+            [(item, name) for (name,) in rows],
+        )
+
+    def entity_version(self) -> int:
+        """Grows whenever an entity is added (for caches of :meth:`entity_names`)."""
+        row = self._one("SELECT coalesce(max(id), 0) FROM entity")
+        return int(row[0]) if row else 0
+
+    def entity_names(self) -> list[tuple[int, str]]:
+        """Every ``(id, name)`` in the entity table."""
+        return [(r[0], r[1]) for r in self._q("SELECT id, name FROM entity ORDER BY id")]
+
+    def entity_items(self, entity_ids: Sequence[int], prefix: str, limit: int) -> dict[int, list[str]]:
+        """Up to ``limit`` newest items with id prefix ``prefix`` mentioning each entity."""
+        out: dict[int, list[str]] = {}
+        for entity_id in entity_ids:
+            out[entity_id] = [
+                r[0]
+                for r in self._q(
+                    "SELECT item FROM entity_mention WHERE entity_id = ? AND item >= ? AND item < ? "
+                    "ORDER BY item DESC LIMIT ?",
+                    (entity_id, prefix, prefix + "~", limit),
+                )
+            ]
+        return out
+
+    def entity_counts(self, entity_ids: Sequence[int], prefix: str) -> dict[int, int]:
+        """How many items with id prefix ``prefix`` mention each entity."""
+        if not entity_ids:
+            return {}
+        rows = self._q(
+            f"SELECT entity_id, count(*) FROM entity_mention WHERE entity_id IN ({_marks(entity_ids)}) "
+            "AND item >= ? AND item < ? GROUP BY entity_id",
+            [*entity_ids, prefix, prefix + "~"],
+        )
+        return {r[0]: r[1] for r in rows}
+
+    def item_count(self, kind: str) -> int:
+        """How many decisions or evidence texts the store holds."""
+        table = _table(kind)
+        row = self._one(f"SELECT count(*) FROM {table}")
+        return int(row[0]) if row else 0
+
+    def items_mentioning(self, names: Sequence[str], prefix: str) -> dict[str, set[str]]:
+        """Items (by id prefix) mentioning any of ``names``, with the names each mentions."""
+        if not names:
+            return {}
+        out: dict[str, set[str]] = {}
+        for item, name in self._q(
+            "SELECT m.item, e.name FROM entity e JOIN entity_mention m ON m.entity_id = e.id "
+            f"WHERE e.name IN ({_marks(names)}) AND m.item >= ? AND m.item < ?",
+            [*names, prefix, prefix + "~"],
+        ):
+            out.setdefault(item, set()).add(name)
+        return out
+
+    # -- keyword --------------------------------------------------------------------------
+
+    def fts_decision_ids(self, match: str, limit: int) -> list[tuple[str, float]]:
+        """Ids of decisions (any window) matching an FTS5 query, with BM25 (lower is better)."""
+        return [
+            (r[0], r[1])
+            for r in self._q(
+                """SELECT d.id, bm25(decision_fts, 4.0, 1.0, 0.5) AS score
+                   FROM decision_fts JOIN decision d ON d.rowid = decision_fts.rowid
+                   WHERE decision_fts MATCH ? ORDER BY score LIMIT ?""",
+                (match, limit),
+            )
+        ]
+
+    def fts_evidence_ids(self, match: str, limit: int) -> list[tuple[str, float, str]]:
+        """Ids of evidence matching an FTS5 query, with BM25 and a snippet."""
+        return [
+            (r[0], r[1], r[2])
+            for r in self._q(
+                """SELECT e.id, bm25(evidence_fts) AS score,
+                          snippet(evidence_fts, 0, '[', ']', '…', 24)
+                   FROM evidence_fts JOIN evidence e ON e.rowid = evidence_fts.rowid
+                   WHERE evidence_fts MATCH ? ORDER BY score LIMIT ?""",
+                (match, limit),
+            )
+        ]
+
+    # -- records by id --------------------------------------------------------------------
+
+    def evidence_by_ids(self, ids: Sequence[str]) -> dict[str, Evidence]:
+        """Evidence rows by id."""
+        if not ids:
+            return {}
+        rows = self._q(
+            "SELECT id, text, kind, agent, session, tags, content_hash, created_at FROM evidence "
+            f"WHERE id IN ({_marks(ids)})",
+            list(ids),
+        )
+        return {r[0]: Evidence(*r[:5], json.loads(r[5]), *r[6:]) for r in rows}
+
+    def recent_evidence_ids(self, limit: int) -> list[str]:
+        """Ids of the newest evidence texts, newest first."""
+        return [r[0] for r in self._q("SELECT id FROM evidence ORDER BY rowid DESC LIMIT ?", (limit,))]
+
+    def ids_for_rowids(self, kind: str, rowids: Sequence[int]) -> dict[int, str]:
+        """Record ids of decision or evidence rowids."""
+        if not rowids:
+            return {}
+        table = _table(kind)
+        rows = self._q(f"SELECT rowid, id FROM {table} WHERE rowid IN ({_marks(rowids)})", list(rowids))
+        return {r[0]: r[1] for r in rows}
+
+    def chain_ids(self, decision_id: str) -> list[str]:
+        """Every decision linked to ``decision_id`` through supersession, in either direction."""
+        return [
+            r[0]
+            for r in self._q(
+                """WITH RECURSIVE chain(id) AS (
+                     SELECT ?
+                     UNION SELECT s.new_id FROM supersession s JOIN chain c ON s.old_id = c.id
+                     UNION SELECT s.old_id FROM supersession s JOIN chain c ON s.new_id = c.id
+                   ) SELECT id FROM chain""",
+                (decision_id,),
+            )
+        ]
+
+    def current_subjects(self) -> list[str]:
+        """Subjects that have a current decision."""
+        return [
+            r[0] for r in self._q("SELECT subject FROM decision WHERE valid_until IS NULL ORDER BY subject")
+        ]
+
+    # -- vectors --------------------------------------------------------------------------
+
+    def vector_tables_exist(self) -> bool:
+        """True when the KNN tables have been created (for the stored model's dimension)."""
+        row = self._one("SELECT 1 FROM sqlite_master WHERE name = 'vec_decision'")
+        return row is not None
+
+    def create_vector_tables(self, dim: int) -> None:
+        """Create the binary-quantised KNN tables for vectors of ``dim`` dimensions."""
+        for kind in KINDS:
+            self._conn.execute(
+                f"CREATE VIRTUAL TABLE IF NOT EXISTS vec_{kind} USING vec0("
+                f"chunk_id INTEGER PRIMARY KEY, bits bit[{int(dim)}])"
+            )
+
+    def drop_vectors(self) -> None:
+        """Forget every vector (the model changed)."""
+        for kind in KINDS:
+            self._conn.execute(f"DROP TABLE IF EXISTS vec_{kind}")
+            self._conn.execute(f"DELETE FROM {kind}_vector")
+
+    def pending_vectors(self, kind: str, limit: int) -> list[tuple[int, str]]:
+        """``(rowid, text)`` of the oldest rows that have no vector yet.
+
+        Rows are embedded in rowid order and never change, so the newest embedded rowid
+        is a high-water mark.
+        """
+        table = _table(kind)
+        column = (
+            "subject || ': ' || decision || coalesce('\n' || rationale, '')" if kind == "decision" else "text"
+        )
+        return [
+            (r[0], r[1])
+            for r in self._q(
+                f"SELECT rowid, {column} FROM {table} "
+                f"WHERE rowid > (SELECT coalesce(max(owner_rowid), 0) FROM {kind}_vector) "
+                "ORDER BY rowid LIMIT ?",
+                (limit,),
+            )
+        ]
+
+    def pending_vector_count(self, kind: str) -> int:
+        """How many rows still wait for a vector."""
+        table = _table(kind)
+        row = self._one(
+            f"SELECT count(*) FROM {table} "
+            f"WHERE rowid > (SELECT coalesce(max(owner_rowid), 0) FROM {kind}_vector)"
+        )
+        return int(row[0]) if row else 0
+
+    def insert_vectors(self, kind: str, rows: Sequence[tuple[int, int, bytes]]) -> int:
+        """Store ``(chunk_id, owner_rowid, float32 bytes)``; chunks another process stored are skipped."""
+        table = _table(kind)
+        added = 0
+        for chunk_id, owner, emb in rows:
+            cursor = self._conn.execute(
+                f"INSERT OR IGNORE INTO {table}_vector (chunk_id, owner_rowid, emb) VALUES (?, ?, ?)",
+                (chunk_id, owner, emb),
+            )
+            if cursor.rowcount:
+                self._conn.execute(
+                    f"INSERT INTO vec_{table} (chunk_id, bits) VALUES (?, vec_quantize_binary(?))",
+                    (chunk_id, emb),
+                )
+                added += 1
+        return added
+
+    def nearest(self, kind: str, query: bytes, candidates: int, limit: int) -> list[tuple[int, float]]:
+        """``(owner rowid, cosine similarity)``: Hamming KNN over bits, then exact rescoring."""
+        table = _table(kind)
+        rows = self._q(
+            f"""SELECT v.owner_rowid, 1.0 - vec_distance_cosine(v.emb, ?) AS similarity
+                FROM {table}_vector v
+                WHERE v.chunk_id IN (
+                  SELECT chunk_id FROM vec_{table} WHERE bits MATCH vec_quantize_binary(?) AND k = ?)
+                ORDER BY similarity DESC""",
+            (query, query, candidates),
+        )
+        best: dict[int, float] = {}
+        for owner, similarity in rows:
+            if owner not in best:
+                best[owner] = float(similarity)
+        return list(best.items())[:limit]
+
+
+def _table(kind: str) -> str:
+    if kind not in KINDS:
+        raise ValueError(f"unknown index kind {kind!r}")
+    return kind
