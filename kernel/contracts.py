@@ -174,6 +174,221 @@ class AuditVerifyOut(_Strict):
     problem: str | None
 
 
+class RankerScoreOut(_Strict):
+    """One ranker's view of a hit: raw score (higher is better; BM25 negated) and rank (1 is best)."""
+
+    rank: Annotated[int, Field(ge=1)]
+    score: float
+    detail: str | None
+
+
+class ScoresOut(_Strict):
+    """Each ranker's score, or null when that ranker did not return the hit."""
+
+    keyword: RankerScoreOut | None
+    entity: RankerScoreOut | None
+    vector: RankerScoreOut | None
+
+
+class DecisionSourceOut(_Strict):
+    """Where a decision came from: a ratified proposal or an imported ADR file."""
+
+    kind: Literal["proposal", "adr"]
+    path: str | None
+    proposal_id: ProposalId | None
+    adr_number: int | None
+
+
+class RelatedOut(_Strict):
+    """A record surfaced next to a decision hit, and why."""
+
+    relation: Literal["superseded", "later", "conflict", "pending"]
+    id: Annotated[str, StringConstraints(pattern=r"^(pr|dc)_[0-9A-HJKMNP-TV-Z]{26}$")]
+    subject: str
+    text: str
+    current: bool
+    valid_from: Timestamp | None
+    valid_until: Timestamp | None
+    why: str
+    warning: str | None
+    matched: bool
+
+
+class RecallDecisionOut(_Strict):
+    """A decision in force at the moment asked about, with what contradicts it."""
+
+    id: DecisionId
+    subject: str
+    decision: str
+    rationale: str | None
+    current: bool
+    valid_from: Timestamp
+    valid_until: Timestamp | None
+    source: DecisionSourceOut
+    ratified_by: str
+    rank: Annotated[int, Field(ge=1)]
+    rrf: float
+    scores: ScoresOut
+    via: DecisionId | None
+    superseded: list[RelatedOut]
+    conflicts: list[RelatedOut]
+    pending: list[RelatedOut]
+
+
+class RecallClosedOut(_Strict):
+    """A matching decision that no longer holds and has no successor in force."""
+
+    id: DecisionId
+    subject: str
+    decision: str
+    current: Literal[False]
+    valid_from: Timestamp
+    valid_until: Timestamp | None
+    source: DecisionSourceOut
+    scores: ScoresOut
+    why: str
+    warning: str
+
+
+class EvidenceSourceOut(_Strict):
+    """Who logged an evidence text, and how."""
+
+    kind: str
+    agent: str | None
+    session: str | None
+    tags: list[str]
+
+
+class RecallEvidenceOut(_Strict):
+    """An evidence text: unratified, never current or superseded (its window starts when it was logged)."""
+
+    id: EvidenceId
+    label: Literal["unratified"]
+    ratified: Literal[False]
+    current: None
+    valid_from: Timestamp
+    valid_until: None
+    source: EvidenceSourceOut
+    created_at: Timestamp
+    snippet: str
+    rank: Annotated[int, Field(ge=1)]
+    rrf: float
+    scores: ScoresOut
+
+
+class VectorStatusOut(_Strict):
+    """Whether the vector ranker took part."""
+
+    state: Literal["on", "partial", "off", "unused"]
+    model: str | None
+    pending: Annotated[int, Field(ge=0)]
+    note: str | None
+
+
+class RecallOut(_Strict):
+    """``ctx recall``: kernel decisions and vault evidence, never blended."""
+
+    query: str
+    mode: Literal["hybrid", "keyword", "entity", "vector"]
+    as_of: Timestamp | None
+    k: int
+    rrf_k: int
+    vectors: VectorStatusOut
+    decisions: list[RecallDecisionOut]
+    closed: list[RecallClosedOut]
+    evidence: list[RecallEvidenceOut]
+
+
+class InjectDecisionOut(_Strict):
+    """A current decision in the session block."""
+
+    id: DecisionId
+    subject: str
+    decision: str
+    valid_from: Timestamp
+
+
+class InjectSupersededOut(_Strict):
+    """A superseded decision: listed so an agent does not apply it."""
+
+    id: DecisionId
+    subject: str
+    decision: str
+    valid_from: Timestamp | None
+    valid_until: Timestamp | None
+    replaced_by: DecisionId
+    warning: Literal["superseded: do not apply"]
+
+
+class InjectConflictOut(_Strict):
+    """Two current decisions that take opposite stances."""
+
+    id: DecisionId
+    subject: str
+    other_id: DecisionId
+    other_subject: str
+    why: str
+
+
+class InjectProposalOut(_Strict):
+    """A pending proposal: not in force."""
+
+    id: ProposalId
+    subject: str
+    decision: str
+    proposer: str
+    created_at: Timestamp
+    supersedes: list[DecisionId]
+
+
+class InjectEvidenceOut(_Strict):
+    """An evidence snippet: unratified."""
+
+    id: EvidenceId
+    kind: str
+    created_at: Timestamp
+    snippet: str
+    ratified: Literal[False]
+
+
+class InjectOmittedOut(_Strict):
+    """How many items of each section did not fit the budget."""
+
+    decisions: int
+    superseded: int
+    conflicts: int
+    proposals: int
+    evidence: int
+
+
+class InjectOut(_Strict):
+    """``ctx inject --format json``: the session-start block and the items in it."""
+
+    query: str | None
+    budget: int
+    tokens: Annotated[int, Field(ge=0, description="Estimated tokens of `markdown`; never above `budget`.")]
+    token_counting: str
+    decisions: list[InjectDecisionOut]
+    superseded: list[InjectSupersededOut]
+    conflicts: list[InjectConflictOut]
+    proposals: list[InjectProposalOut]
+    evidence: list[InjectEvidenceOut]
+    omitted: InjectOmittedOut
+    vectors: VectorStatusOut | None
+    markdown: str
+
+
+class ReindexOut(_Strict):
+    """``ctx reindex --json``: what was embedded."""
+
+    model: str
+    dim: Annotated[int, Field(ge=1)]
+    previous_model: str | None
+    decisions: int
+    evidence: int
+    seconds: float
+
+
 SCHEMAS: dict[str, type[BaseModel]] = {
     "propose-input": ProposeInput,
     "log": LogOut,
@@ -187,6 +402,9 @@ SCHEMAS: dict[str, type[BaseModel]] = {
     "show": ShowOut,
     "search": SearchOut,
     "audit-verify": AuditVerifyOut,
+    "recall": RecallOut,
+    "inject": InjectOut,
+    "reindex": ReindexOut,
 }
 
 SCHEMA_DIR = Path(__file__).resolve().parent.parent / "schemas"

@@ -6,7 +6,7 @@ import contextlib
 import hashlib
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +53,10 @@ class ReindexReport:
     decisions: int
     evidence: int
     seconds: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready form (``schemas/reindex.schema.json``)."""
+        return asdict(self)
 
 
 class Ctx:

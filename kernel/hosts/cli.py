@@ -435,6 +435,138 @@ def search(kernel: Ctx, query: str, limit: int, as_of: str | None, as_json: bool
         click.echo("  none")
 
 
+def _explain(scores: dict[str, Any], rrf: float | None = None) -> str:
+    parts = []
+    labels = {"keyword": "bm25", "entity": "entity", "vector": "cosine"}
+    for name, score in scores.items():
+        if score is None:
+            continue
+        detail = f": {score.detail}" if score.detail else ""
+        parts.append(f"{name} #{score.rank} ({labels[name]} {score.score:.4g}{detail})")
+    if rrf is not None:
+        parts.append(f"rrf {rrf:.4f}")
+    return " · ".join(parts) or "no ranker matched it directly"
+
+
+@cli.command()
+@click.argument("query")
+@click.option(
+    "--k", "k", default=10, show_default=True, type=click.IntRange(1, 100), help="Hits per section."
+)
+@click.option("--as-of", "as_of", metavar="DATE", help="Answer with the decisions valid at DATE.")
+@click.option(
+    "--mode",
+    type=click.Choice(["hybrid", "keyword", "entity", "vector"]),
+    default="hybrid",
+    show_default=True,
+    help="Which rankers to use; hybrid fuses all three.",
+)
+@click.option(
+    "--rrf-k",
+    "rrf_k",
+    default=60,
+    show_default=True,
+    type=click.IntRange(1, 10_000),
+    help="Reciprocal rank fusion constant.",
+)
+@click.option("--explain", is_flag=True, help="Show each ranker's raw score and rank per hit.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON (schemas/recall.schema.json).")
+@_with_store
+def recall(
+    kernel: Ctx, query: str, k: int, as_of: str | None, mode: str, rrf_k: int, explain: bool, as_json: bool
+) -> None:
+    """Decisions in force (with what contradicts them) and unratified evidence, in two sections."""
+    found = kernel.recall(_check_utf8(query, "query"), k=k, as_of=as_of, mode=mode, rrf_k=rrf_k)
+    if found.vectors.note and found.vectors.state in ("off", "partial"):
+        click.echo(f"ctx: note: {found.vectors.note}", err=True)
+    if as_json:
+        _emit_json(found.to_dict())
+        return
+    moment = f"at {found.as_of[:19]}" if found.as_of else "now"
+    click.echo(f"Decisions (ratified, in force {moment}):")
+    for hit in found.decisions:
+        d = hit.decision
+        click.echo(f"  {hit.rank}. {d.id}  {d.subject}  [since {d.valid_from[:10]}]")
+        click.echo(f"     {d.decision}")
+        if hit.via:
+            click.echo(f"     (its superseded predecessor {hit.via} matched the query)")
+        for related in [*hit.superseded, *hit.conflicts, *hit.pending]:
+            flag = f"{related.warning}: " if related.warning else ""
+            click.echo(f"     ! {flag}{related.id} {related.subject}: {related.text}")
+            click.echo(f"       why: {related.why}")
+        if explain:
+            click.echo(f"     explain: {_explain(hit.scores, hit.rrf)}")
+    if not found.decisions:
+        click.echo("  none")
+    if found.closed:
+        click.echo("No longer in force (do not apply):")
+        for closed in found.closed:
+            click.echo(f"  {closed.decision.id}  {closed.decision.subject}: {closed.decision.decision}")
+            click.echo(f"     why: {closed.why}")
+    click.echo("Evidence (unratified, not decisions):")
+    for ev in found.evidence:
+        click.echo(
+            f"  {ev.rank}. {ev.evidence.id}  {ev.evidence.kind}  {ev.evidence.created_at[:10]}  {ev.snippet}"
+        )
+        if explain:
+            click.echo(f"     explain: {_explain(ev.scores, ev.rrf)}")
+    if not found.evidence:
+        click.echo("  none")
+
+
+@cli.command()
+@click.option("--query", "-q", help="What the session is about (default: every current decision).")
+@click.option(
+    "--budget",
+    default=2000,
+    show_default=True,
+    type=click.IntRange(200, 1_000_000),
+    help="Token budget (1 token ~ 4 characters).",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["markdown", "json"]),
+    default="markdown",
+    show_default=True,
+    help="Markdown for an agent's context, or JSON (schemas/inject.schema.json).",
+)
+@_with_store
+def inject(kernel: Ctx, query: str | None, budget: int, fmt: str) -> None:
+    """Print the context block an agent reads at session start, within a token budget."""
+    block = kernel.inject(_check_utf8(query, "query") if query is not None else None, budget=budget)
+    if fmt == "json":
+        _emit_json(block.to_dict())
+    else:
+        click.echo(block.markdown, nl=False)
+
+
+@cli.command()
+@click.option("--download", is_flag=True, help="Let fastembed download the model if no local copy exists.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON (schemas/reindex.schema.json).")
+@_with_store
+def reindex(kernel: Ctx, download: bool, as_json: bool) -> None:
+    """Embed every decision and evidence text again with the configured model."""
+    if as_json or not sys.stderr.isatty():
+        report = kernel.reindex(download=download)
+    else:
+        with click.progressbar(length=1, label="embedding", file=sys.stderr) as bar:
+
+            def progress(done: int, total: int) -> None:
+                bar.length = max(total, 1)
+                bar.update(done - bar.pos)
+
+            report = kernel.reindex(download=download, progress=progress)
+    if as_json:
+        _emit_json(report.to_dict())
+        return
+    changed = f" (was {report.previous_model})" if report.previous_model not in (None, report.model) else ""
+    click.echo(
+        f"embedded {report.decisions} decisions and {report.evidence} evidence texts with "
+        f"{report.model}{changed}, {report.dim} dimensions, in {report.seconds:.1f} s"
+    )
+
+
 @cli.group()
 def audit() -> None:
     """The hash-chained audit log."""

@@ -1,0 +1,313 @@
+"""Recall through the facade and the CLI: rankers, fusion, windows, contradiction expansion, vectors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from embedders import HashEmbedder
+from test_json_schemas import assert_valid
+
+from kernel import Ctx
+from kernel.recall import SUPERSEDED_WARNING, fuse
+
+
+def decide(kernel: Ctx, subject: str, text: str, rationale: str | None = None):
+    proposal = kernel.propose(subject, text, rationale=rationale, proposer="agent")
+    return kernel.ratify(proposal.id, reviewer="ann").decision
+
+
+@pytest.fixture
+def hashed(store_path: Path) -> Ctx:
+    """A store whose vectors come from the deterministic test embedder."""
+    ctx, _ = Ctx.init(store_path, embedder=HashEmbedder())
+    yield ctx
+    ctx.close()
+
+
+@pytest.fixture
+def world(hashed: Ctx) -> dict[str, object]:
+    old = decide(hashed, "auth.session-tokens", "Store opaque session ids in Redis.")
+    new = decide(hashed, "auth.session-tokens", "Issue JWT access tokens with refresh rotation; drop Redis sessions.")
+    cache = decide(hashed, "cache.backend", "Use `redis` for the HTTP response cache.")
+    infra = decide(hashed, "infra.datastores", "Never use redis in production; remove it from the stack.")
+    db = decide(hashed, "db.primary", "PostgreSQL 16 is the primary database; SQLite only in unit tests.")
+    build = decide(hashed, "build.tool", "Use make for builds.")
+    hashed.retire("build.tool", reviewer="ann", reason="moved to just")
+    pending = hashed.propose("auth.session-tokens", "Use PASETO v4 tokens instead of JWT.", proposer="gemini")
+    note = hashed.log("user: logins expire after five minutes\nagent: the refresh_token_ttl is 300 s").id
+    return {
+        "old": old,
+        "new": new,
+        "cache": cache,
+        "infra": infra,
+        "db": db,
+        "build": build,
+        "pending": pending,
+        "note": note,
+    }
+
+
+# -- fusion -------------------------------------------------------------------------------------
+
+
+def test_rrf_orders_by_summed_reciprocal_ranks_and_keeps_raw_scores():
+    fused = fuse(
+        {
+            "keyword": [("a", 9.0, None), ("b", 5.0, None)],
+            "vector": [("b", 0.9, None), ("c", 0.8, None)],
+        },
+        60,
+    )
+    assert [item for item, _, _ in fused] == ["b", "a", "c"]
+    b_scores = fused[0][2]
+    assert b_scores["keyword"].rank == 2 and b_scores["keyword"].score == 5.0
+    assert b_scores["vector"].rank == 1 and b_scores["entity"] is None
+    assert fused[0][1] == pytest.approx(1 / 62 + 1 / 61)
+
+
+def test_rrf_ties_break_by_id_so_answers_are_deterministic():
+    fused = fuse({"keyword": [("z", 1.0, None)], "entity": [("a", 1.0, None)]}, 60)
+    assert [item for item, _, _ in fused] == ["a", "z"]
+
+
+# -- the answer's shape -------------------------------------------------------------------------
+
+
+def test_decisions_and_evidence_stay_separate(world, hashed):
+    found = hashed.recall("refresh tokens")
+    assert all(hit.decision.id.startswith("dc_") for hit in found.decisions)
+    assert all(hit.evidence.id.startswith("ev_") for hit in found.evidence)
+    assert world["note"] in [hit.evidence.id for hit in found.evidence]
+    data = found.to_dict()
+    assert set(data) >= {"decisions", "evidence"}
+    assert all(item["label"] == "unratified" and item["ratified"] is False for item in data["evidence"])
+
+
+def test_recall_json_validates_and_carries_windows_and_sources(cli, world, store_path):
+    result = cli("recall", "redis sessions", "--json")
+    assert result.code == 0, result.err
+    document = json.loads(result.out)
+    assert_valid("recall", document)
+    top = document["decisions"][0]
+    assert {"id", "current", "valid_from", "valid_until", "source"} <= set(top)
+    assert top["source"]["kind"] == "proposal"
+    assert all(e["source"]["kind"] == "note" for e in document["evidence"])
+
+
+# -- superseded decisions -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "keyword", "entity", "vector"])
+def test_a_superseded_decision_is_never_presented_as_current(world, hashed, mode):
+    found = hashed.recall("opaque session ids stored in Redis", mode=mode)
+    ids = [hit.decision.id for hit in found.decisions]
+    assert world["old"].id not in ids
+    assert all(hit.decision.current for hit in found.decisions)
+    successor = next(hit for hit in found.decisions if hit.decision.id == world["new"].id)
+    chain = {r.id: r for r in successor.superseded}
+    assert chain[world["old"].id].warning == SUPERSEDED_WARNING
+    assert chain[world["old"].id].current is False
+    assert world["new"].id in chain[world["old"].id].why
+
+
+def test_a_match_on_an_old_decision_surfaces_its_successor(world, hashed):
+    found = hashed.recall("opaque session ids", mode="keyword")
+    top = found.decisions[0]
+    assert top.decision.id == world["new"].id
+    assert top.via == world["old"].id
+    assert top.superseded[0].matched is True
+
+
+def test_a_retired_decision_is_reported_closed_not_current(world, hashed):
+    found = hashed.recall("make builds", mode="keyword")
+    assert world["build"].id not in [hit.decision.id for hit in found.decisions]
+    closed = {c.decision.id: c for c in found.closed}
+    assert "retired" in closed[world["build"].id].why
+    assert "do not apply" in closed[world["build"].id].why
+
+
+def test_as_of_answers_with_the_decision_valid_then(world, hashed):
+    found = hashed.recall("session tokens", as_of=world["old"].valid_from, mode="keyword")
+    hit = next(h for h in found.decisions if h.decision.subject == "auth.session-tokens")
+    assert hit.decision.id == world["old"].id
+    later = {r.id: r for r in hit.superseded}
+    assert later[world["new"].id].relation == "later"
+
+
+def test_as_of_before_anything_was_decided_finds_no_decision(world, hashed):
+    found = hashed.recall("redis", as_of="2001-01-01", mode="keyword")
+    assert found.decisions == []
+
+
+# -- contradictions ----------------------------------------------------------------------------
+
+
+def test_conflicting_current_decisions_on_related_subjects_are_surfaced_both_ways(world, hashed):
+    found = hashed.recall("redis", mode="keyword")
+    by_id = {hit.decision.id: hit for hit in found.decisions}
+    cache = by_id[world["cache"].id]
+    assert world["infra"].id in {r.id for r in cache.conflicts}
+    reason = next(r.why for r in cache.conflicts if r.id == world["infra"].id)
+    assert "redis" in reason and "Never use redis" in reason
+    infra = by_id[world["infra"].id]
+    assert world["cache"].id in {r.id for r in infra.conflicts}
+
+
+def test_agreeing_decisions_are_not_conflicts(hashed):
+    a = decide(hashed, "cache.backend", "Use `redis` for the response cache.")
+    b = decide(hashed, "queue.broker", "Use redis streams as the job queue.")
+    found = hashed.recall("redis", mode="keyword")
+    for hit in found.decisions:
+        assert hit.conflicts == [], (a, b)
+
+
+@pytest.mark.parametrize(
+    ("mine", "theirs"),
+    [
+        ("Enable sticky sessions on the load balancer.", "Disable sticky sessions everywhere."),
+        ("Allow anonymous reads of `public_docs`.", "Deny anonymous reads of `public_docs`."),
+        ("Tests must run against `postgres`.", "Tests never touch `postgres`; use fakes."),
+        ("Require `mypy` in CI.", "Forbid `mypy` in CI, it is too slow."),
+        ("Include `vendor/` in the wheel.", "Exclude `vendor/` from the wheel."),
+        ("Add `orjson` to the dependencies.", "Remove `orjson` from the dependencies."),
+        ("Use `celery` for background jobs.", "Do not use `celery` for background jobs."),
+    ],
+)
+def test_opposing_polarity_pairs_conflict(hashed, mine, theirs):
+    first = decide(hashed, "team.alpha.policy", mine)
+    second = decide(hashed, "team.beta.policy", theirs)
+    found = hashed.recall(mine, mode="keyword")
+    hit = next(h for h in found.decisions if h.decision.id == first.id)
+    assert [r.id for r in hit.conflicts] == [second.id]
+
+
+def test_pending_proposals_that_would_supersede_a_hit_are_surfaced(world, hashed):
+    found = hashed.recall("JWT refresh rotation", mode="keyword")
+    hit = next(h for h in found.decisions if h.decision.id == world["new"].id)
+    assert [p.id for p in hit.pending] == [world["pending"].id]
+    assert "gemini" in hit.pending[0].why and hit.pending[0].current is False
+
+
+# -- rankers --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("query", ["session tokens", "authn", "sesion-tokens", "auth tokens"])
+def test_entity_ranker_finds_a_subject_named_loosely(world, hashed, query):
+    found = hashed.recall(query, mode="entity")
+    assert found.decisions and found.decisions[0].decision.subject == "auth.session-tokens"
+    assert found.decisions[0].scores["entity"] is not None or found.decisions[0].via
+
+
+def test_entity_ranker_finds_identifiers_in_evidence(world, hashed):
+    found = hashed.recall("refresh token ttl", mode="entity")
+    assert [h.evidence.id for h in found.evidence] == [world["note"]]
+    assert "refresh_token_ttl" in found.evidence[0].scores["entity"].detail
+
+
+@pytest.mark.parametrize(
+    "query", ['"auth NOT', "NEAR(x", "x*", "redis AND OR", "col:value", "^start", "a - b", "'; DROP TABLE"]
+)
+def test_any_text_is_a_valid_query(world, hashed, query):
+    hashed.recall(query)
+
+
+def test_every_hit_explains_itself(cli, world):
+    result = cli("recall", "redis", "--explain", "--mode", "keyword")
+    assert result.code == 0, result.err
+    explained = [line for line in result.out.splitlines() if "explain:" in line]
+    assert explained and all("keyword #" in line and "(bm25 " in line for line in explained)
+    assert "explain: keyword #1 (bm25" in result.out or "matched the query" in result.out
+
+
+# -- vectors --------------------------------------------------------------------------------------
+
+
+def test_rows_are_embedded_later_and_found_by_keyword_meanwhile(store_path):
+    ctx, _ = Ctx.init(store_path, embedder=None)
+    ev = ctx.log("the deploy pipeline caches wheels between runs").id
+    found = ctx.recall("deploy wheels")
+    assert found.vectors.state == "off" and found.vectors.pending == 1
+    assert [h.evidence.id for h in found.evidence] == [ev]
+    ctx.close()
+    embedder = HashEmbedder()
+    ctx = Ctx.open(store_path, embedder=embedder)
+    found = ctx.recall("deploy wheels", mode="vector")
+    assert found.vectors.state == "on" and embedder.calls == 1
+    assert [h.evidence.id for h in found.evidence] == [ev]
+    ctx.close()
+
+
+def test_logging_does_not_embed(hashed):
+    embedder = hashed.embedding().embedder
+    hashed.log("a note")
+    hashed.propose("x.y", "z")
+    assert embedder.calls == 0
+
+
+def test_changing_the_model_turns_vectors_off_until_reindex(store_path):
+    ctx, _ = Ctx.init(store_path, embedder=HashEmbedder())
+    ctx.log("kafka topics are partitioned by tenant id")
+    assert ctx.recall("kafka").vectors.state == "on"
+    ctx.close()
+    other = HashEmbedder(dim=32, model_id="test/hash-32")
+    ctx = Ctx.open(store_path, embedder=other)
+    status = ctx.recall("kafka").vectors
+    assert status.state == "off" and "ctx reindex" in status.note and "test/hash-64" in status.note
+    with pytest.raises(Exception, match="vectors"):
+        ctx.recall("kafka", mode="vector")
+    seen: list[tuple[int, int]] = []
+    report = ctx.reindex(progress=lambda done, total: seen.append((done, total)))
+    assert report.previous_model == "test/hash-64" and report.model == "test/hash-32"
+    assert seen[-1] == (1, 1)
+    assert ctx.recall("kafka", mode="vector").vectors.state == "on"
+    ctx.close()
+
+
+def test_vectors_off_is_said_once_and_recall_still_answers(cli, world, monkeypatch):
+    monkeypatch.setenv("CTX_VECTORS", "off")
+    result = cli("recall", "redis")
+    assert result.code == 0
+    assert result.err.count("vectors are off") == 1
+    assert "cache.backend" in result.out
+
+
+def test_vector_mode_without_vectors_is_refused(cli, world, monkeypatch):
+    monkeypatch.setenv("CTX_VECTORS", "off")
+    result = cli("recall", "redis", "--mode", "vector")
+    assert result.code == 1 and result.out == ""
+    assert result.err.startswith("ctx: error: vector mode needs vectors")
+
+
+def test_a_missing_model_directory_is_explained(cli, world, monkeypatch, tmp_path):
+    monkeypatch.setenv("CTX_MODEL_DIR", str(tmp_path / "nowhere"))
+    result = cli("recall", "redis")
+    assert result.code == 0
+    assert "has no model.onnx" in result.err
+
+
+# -- bad input ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["recall", ""], "query"),
+        (["recall", "   "], "query"),
+        (["recall", "!!!"], "no words"),
+        (["recall", "x", "--k", "0"], "--k"),
+        (["recall", "x", "--mode", "magic"], "--mode"),
+        (["recall", "x", "--as-of", "yesterday-ish"], "date"),
+        (["recall", "x", "--rrf-k", "0"], "--rrf-k"),
+        (["inject", "--budget", "10"], "--budget"),
+        (["inject", "--format", "xml"], "--format"),
+        (["inject", "--query", ""], "query"),
+    ],
+)
+def test_bad_recall_input_is_one_line_and_exit_2(cli, world, args, message):
+    result = cli(*args)
+    assert result.code == 2, result
+    assert result.out == ""
+    assert len(result.err.strip().splitlines()) == 1
+    assert result.err.startswith("ctx: error:") and message in result.err
