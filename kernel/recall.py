@@ -37,6 +37,12 @@ ENTITY_ITEMS = 200
 # Related subjects: token_set_ratio of the subjects' words ("cache.sessions" ~ "auth.sessions").
 SUBJECT_SIMILARITY = 75.0
 SUPERSEDED_WARNING = "superseded: do not apply"
+# Hybrid fusion settings, chosen on the labelled set in tests/data/recall (`just quality`):
+# results were flat for vector weights 1.5-2 and a vector floor of 0.7-0.8. Sentence
+# similarity is the strongest single signal on paraphrased questions, so it weighs most,
+# and each list drops its weak tail before fusion.
+WEIGHTS: dict[str, float] = {"keyword": 1.0, "entity": 0.5, "vector": 1.5}
+RELATIVE_FLOOR: dict[str, float] = {"keyword": 0.3, "entity": 0.5, "vector": 0.8}
 
 
 @dataclass(frozen=True)
@@ -219,13 +225,16 @@ def _scores_dict(scores: dict[str, RankerScore | None]) -> dict[str, Any]:
 Ranked = list[tuple[str, float, str | None]]
 
 
-def fuse(lists: dict[str, Ranked], rrf_k: int) -> list[tuple[str, float, dict[str, RankerScore | None]]]:
-    """Reciprocal rank fusion: sum of 1 / (rrf_k + rank); ties broken by id for determinism."""
+def fuse(
+    lists: dict[str, Ranked], rrf_k: int, weights: dict[str, float] | None = None
+) -> list[tuple[str, float, dict[str, RankerScore | None]]]:
+    """Reciprocal rank fusion: sum of weight / (rrf_k + rank); ties broken by id for determinism."""
     fused: dict[str, float] = {}
     scores: dict[str, dict[str, RankerScore | None]] = {}
     for ranker, ranked in lists.items():
+        weight = (weights or {}).get(ranker, 1.0)
         for rank, (item, score, detail) in enumerate(ranked, start=1):
-            fused[item] = fused.get(item, 0.0) + 1.0 / (rrf_k + rank)
+            fused[item] = fused.get(item, 0.0) + weight / (rrf_k + rank)
             scores.setdefault(item, dict.fromkeys(RANKERS))[ranker] = RankerScore(
                 rank, round(score, 6), detail
             )
@@ -355,7 +364,22 @@ class Recaller:
         return [(ids[r], sim, None) for r, sim in nearest if r in ids]
 
     def rank(self, query: str, kind: str, mode: str, fetch: int) -> tuple[dict[str, Ranked], dict[str, str]]:
-        """Each requested ranker's list for one store, and FTS snippets for evidence."""
+        """Each requested ranker's list for one store, and FTS snippets for evidence.
+
+        In hybrid mode a list keeps only the items scoring at least a share of its best
+        item's raw score: RRF rewards agreement, and a ranker's weak tail would otherwise
+        outvote another ranker's confident first hit.
+        """
+        lists, snippets = self._rank(query, kind, mode, fetch)
+        if mode == "hybrid":
+            for name, ranked in lists.items():
+                floor = RELATIVE_FLOOR.get(name, 0.0)
+                if ranked and floor:
+                    best = ranked[0][1]
+                    lists[name] = [r for r in ranked if r[1] >= floor * best]
+        return lists, snippets
+
+    def _rank(self, query: str, kind: str, mode: str, fetch: int) -> tuple[dict[str, Ranked], dict[str, str]]:
         lists: dict[str, Ranked] = {}
         snippets: dict[str, str] = {}
         if mode in ("hybrid", "keyword"):
@@ -376,7 +400,7 @@ class Recaller:
         to their successors in force, or reported as closed."""
         fetch = max(OVERFETCH, 5 * k)
         lists, _ = self.rank(query, "decision", mode, fetch)
-        fused = fuse(lists, rrf_k)
+        fused = fuse(lists, rrf_k, WEIGHTS)
         records = self.store.decisions_by_ids([item for item, _, _ in fused])
         hits: list[DecisionHit] = []
         seen: set[str] = set()
@@ -522,7 +546,7 @@ class Recaller:
         """Evidence hits, best first."""
         fetch = max(OVERFETCH, 5 * k)
         lists, snippets = self.rank(query, "evidence", mode, fetch)
-        fused = fuse(lists, rrf_k)[:k]
+        fused = fuse(lists, rrf_k, WEIGHTS)[:k]
         records = self.store.evidence_by_ids([item for item, _, _ in fused])
         return [
             EvidenceHit(records[item], rank, score, scores, snippets.get(item) or _lead(records[item].text))
