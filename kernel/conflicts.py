@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from kernel.entities import normalise
 from kernel.fts import STOPWORDS
 
+# Bump when the rules below change: stores then detect their conflicts again.
+RULES_VERSION = "1"
 POSITIVE = frozenset(
     "use uses using used adopt adopts adopted prefer prefers preferred enable enables enabled allow "
     "allows allowed permit permits permitted must always require requires required mandatory include "

@@ -75,11 +75,15 @@ class FastEmbedder:
         self.model_id = model_id
         self.dim = len(self._vectors(["dimension probe"])[0])
 
-    def _vectors(self, texts: Sequence[str]) -> list[Any]:
+    def _vectors(self, texts: Sequence[str], *, query: bool = False) -> list[Any]:
         import numpy as np  # noqa: PLC0415
 
         out = []
-        for vector in self._model.embed(list(texts), batch_size=32):
+        if query:
+            produced = self._model.query_embed(texts[0])
+        else:
+            produced = self._model.embed(list(texts), batch_size=32)
+        for vector in produced:
             array = np.asarray(vector, dtype=np.float32)
             norm = float(np.linalg.norm(array))
             out.append(array / norm if norm > 0 else array)
@@ -91,7 +95,7 @@ class FastEmbedder:
 
     def embed_query(self, text: str) -> bytes:
         """The normalised vector of a query."""
-        return self._vectors([text])[0].astype("<f4").tobytes()
+        return self._vectors([text], query=True)[0].astype("<f4").tobytes()
 
 
 def chunks(text: str) -> list[str]:

@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from kernel import clock, embed, entities, inject, recall, text
+from kernel import clock, conflicts, embed, entities, inject, recall, text
 from kernel.audit import ChainReport, verify_chain
 from kernel.embed import Embedder
 from kernel.errors import NotFoundError, RefusedError, StoreError, UsageError
@@ -81,6 +81,7 @@ class Ctx:
             with store.transaction():
                 store.set_meta("store_id", clock.new_id("ev")[3:])
                 store.set_meta("created_at", clock.now())
+                store.set_meta("conflict_rules", conflicts.RULES_VERSION)
         return cls(store, embedder=embedder), created
 
     @classmethod
@@ -305,6 +306,7 @@ class Ctx:
                 if self.store.is_ancestor(old.id, new.id):
                     raise RefusedError(f"superseding {old.id} would make a cycle")
                 self.store.link(old.id, new.id, at)
+            self.record_conflicts([new.id])
             self.store.resolve_proposal(proposal.id, "ratified", at, reviewer, None, new.id)
             after: dict[str, Any] = {
                 "status": "ratified",
@@ -464,6 +466,7 @@ class Ctx:
         if not 1 <= rrf_k <= 10_000:
             raise UsageError("rrf-k must be between 1 and 10000")
         moment = clock.parse_when(as_of) if as_of is not None else None
+        self.ensure_conflicts()
         if mode in ("hybrid", "vector"):
             embedder, status = self.prepare_vectors(BACKFILL_ON_RECALL)
             if embedder is None and mode == "vector":
@@ -494,21 +497,45 @@ class Ctx:
                 raise UsageError("the query has no words to search for")
         return inject.build(self, query, budget)
 
-    def conflicts(self, decisions: Sequence[Decision]) -> list[tuple[Decision, recall.Related]]:
-        """Pairs of current decisions on different subjects that take opposite stances (each pair once)."""
-        recaller = recall.Recaller(
-            self.store, self._entity_index, None, recall.VectorStatus("unused", None, 0, None)
-        )
-        seen: set[str] = set()
+    def conflicts(self) -> list[tuple[Decision, recall.Related]]:
+        """Pairs of current decisions on different subjects that take opposite stances, newest first."""
+        self.ensure_conflicts()
+        pairs = self.store.current_conflict_pairs()
+        found = self.store.decisions_by_ids(sorted({i for p in pairs for i in p[:2]}))
         out = []
-        for decision in decisions:
-            chain = set(self.store.chain_ids(decision.id))
-            for related in recaller.conflicts_of(decision, None, chain):
-                pair = "|".join(sorted((decision.id, related.id)))
-                if pair not in seen:
-                    seen.add(pair)
-                    out.append((decision, related))
+        for decision_id, other_id, term, clause, other_clause in pairs:
+            mine, other = found[decision_id], found[other_id]
+            why = f"opposite stance on {term!r}: {clause!r} here, {other_clause!r} in {other.subject}"
+            related = recall.Related(
+                "conflict", other.id, other.subject, other.decision, True,
+                other.valid_from, other.valid_until, why, "conflict: needs a person to reconcile",
+            )  # fmt: skip
+            out.append((mine, related))
         return out
+
+    def record_conflicts(self, decision_ids: Sequence[str]) -> int:
+        """Detect and record the conflicts of newly ratified or imported current decisions."""
+        detector = recall.ConflictDetector(self.store, self._entity_index)
+        found = 0
+        with self.store.transaction():
+            for decision in self.store.decisions_by_ids(list(decision_ids)).values():
+                if not decision.current:
+                    continue
+                for other, conflict in detector.find(decision):
+                    self.store.add_conflict(
+                        decision.id, other.id, conflict.term, conflict.clause, conflict.other_clause
+                    )
+                    found += 1
+        return found
+
+    def ensure_conflicts(self, *, force: bool = False) -> None:
+        """Detect conflicts among all current decisions if this store was not scanned by these rules."""
+        if not force and self.store.get_meta("conflict_rules") == conflicts.RULES_VERSION:
+            return
+        with self.store.transaction():
+            self.store.clear_conflicts()
+            self.record_conflicts([d.id for d in self.store.decisions()])
+            self.store.set_meta("conflict_rules", conflicts.RULES_VERSION)
 
     def recent_evidence(self, limit: int = 5) -> list[Evidence]:
         """The newest evidence texts, newest first."""
@@ -594,6 +621,7 @@ class Ctx:
         if progress is not None:
             progress(0, total)
         recall.backfill(self.store, embedder, total, step)
+        self.ensure_conflicts(force=True)
         return ReindexReport(
             model=embedder.model_id,
             dim=embedder.dim,

@@ -155,17 +155,10 @@ def _candidates_without_query(kernel: Ctx) -> dict[str, list[tuple[dict[str, Any
                     old.valid_from, old.valid_until, "", SUPERSEDED_WARNING,
                 )  # fmt: skip
                 out["superseded"].append(_superseded_item(related, d.id))
-    out["conflicts"] = [
-        _conflict_item(d, r) for d, r in kernel.conflicts(current[: kernel_conflict_scan_limit(len(current))])
-    ]
+    out["conflicts"] = [_conflict_item(d, r) for d, r in kernel.conflicts()]
     out["proposals"] = [_proposal_item(p) for p in kernel.queue()]
     out["evidence"] = [_evidence_item(e, e.text) for e in kernel.recent_evidence(MAX_EVIDENCE)]
     return out
-
-
-def kernel_conflict_scan_limit(count: int) -> int:
-    """How many current decisions a query-less block checks for conflicts (each check is a query)."""
-    return min(count, 200)
 
 
 def build(kernel: Ctx, query: str | None, budget: int) -> Injection:

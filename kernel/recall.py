@@ -34,6 +34,8 @@ MIN_SIMILARITY = 0.25
 # fuzz.ratio between a query phrase and an entity name ("authn" vs "auth" scores 89).
 ENTITY_CUTOFF = 85.0
 ENTITY_ITEMS = 200
+# Decisions naming a hit's entities that are checked for an opposite stance.
+CONFLICT_CANDIDATES = 20
 # Related subjects: token_set_ratio of the subjects' words ("cache.sessions" ~ "auth.sessions").
 SUBJECT_SIMILARITY = 75.0
 SUPERSEDED_WARNING = "superseded: do not apply"
@@ -262,12 +264,15 @@ class EntityIndex:
     def refresh(self, store: Store) -> None:
         """Reload the names when the store has new ones."""
         version = store.entity_version()
+        if version < self._version:  # a rolled-back write or another store: start again
+            self.__init__()  # type: ignore[misc]
         if version != self._version:
-            pairs = store.entity_names()
-            self._ids = [p[0] for p in pairs]
-            self._names = [entities.normalise(p[1]) for p in pairs]
-            self._display = [p[1] for p in pairs]
-            self._known = set(self._display)
+            # Entity ids only grow (rows are never deleted), so only the new names are read.
+            pairs = store.entity_names(self._ids[-1] if self._ids else 0)
+            self._ids += [p[0] for p in pairs]
+            self._names += [entities.normalise(p[1]) for p in pairs]
+            self._display += [p[1] for p in pairs]
+            self._known.update(p[1] for p in pairs)
             self._version = version
 
     def known(self, store: Store, words: list[str]) -> list[str]:
@@ -319,6 +324,7 @@ class Recaller:
         self.embedder = embedder
         self.vectors = vectors
         self._query_vector: bytes | None = None
+        self._chains: dict[str, dict[str, Decision]] = {}
 
     # -- rankers --------------------------------------------------------------------------
 
@@ -328,8 +334,7 @@ class Recaller:
             return [], {}
         if kind == "decision":
             return [(i, -s, None) for i, s in self.store.fts_decision_ids(match, fetch)], {}
-        found = self.store.fts_evidence_ids(match, fetch)
-        return [(i, -s, None) for i, s, _ in found], {i: snip for i, _, snip in found}
+        return [(i, -s, None) for i, s in self.store.fts_evidence_ids(match, fetch)], {}
 
     def _entity(self, query: str, kind: str, fetch: int, matched: list[tuple[int, str, float]]) -> Ranked:
         if not matched:
@@ -432,14 +437,22 @@ class Recaller:
         pending = self.store.list_proposals("pending")
         return [self._expand(hit, moment, matched_ids, pending) for hit in hits], closed
 
+    def _chain(self, decision_id: str) -> dict[str, Decision]:
+        """Every decision linked to ``decision_id`` by supersession (itself included), cached per recall."""
+        if decision_id not in self._chains:
+            chain = self.store.decisions_by_ids(self.store.chain_ids(decision_id))
+            for member in chain:
+                self._chains[member] = chain
+        return dict(self._chains[decision_id])
+
     def _in_force(self, decision: Decision, moment: str | None) -> list[Decision]:
-        chain = self.store.decisions_by_ids(self.store.chain_ids(decision.id))
+        chain = self._chain(decision.id)
         return sorted((d for d in chain.values() if valid_at(d, moment)), key=lambda d: (d.valid_from, d.id))
 
     def _expand(
         self, hit: DecisionHit, moment: str | None, matched: set[str], pending: list[Proposal]
     ) -> DecisionHit:
-        chain = self.store.decisions_by_ids(self.store.chain_ids(hit.decision.id))
+        chain = self._chain(hit.decision.id)
         chain.pop(hit.decision.id, None)
         superseded = [
             _chain_item(d, hit.decision, d.id in matched)
@@ -452,7 +465,7 @@ class Recaller:
             hit.scores,
             hit.via,
             superseded,
-            self.conflicts_of(hit.decision, moment, set(chain)),
+            self.stored_conflicts(hit.decision, moment),
             [
                 Related(
                     "pending",
@@ -470,41 +483,14 @@ class Recaller:
             ],
         )
 
-    def conflicts_of(self, decision: Decision, moment: str | None, chain: set[str]) -> list[Related]:
-        """Decisions in force at ``moment`` on other subjects that take the opposite stance."""
-        text = f"{decision.decision}\n{decision.rationale or ''}"
-        # Its own entities, and plain words that other records name as entities ("redis" vs `redis`).
-        words = [w for w in fts.words(text) if len(w) >= 3 and w not in fts.STOPWORDS]
-        found = dict.fromkeys([*entities.extract(text), *self.entity_index.known(self.store, words)])
-        names = [n for n in found if len(entities.normalise(n)) >= 3][:16]
-        # Decisions naming the same entities...
-        candidates: dict[str, bool] = {}
-        phrases = [entities.normalise(n) for n in names]
-        if phrases:
-            match = " OR ".join(f'"{p}"' for p in dict.fromkeys(phrases))
-            for other_id, _ in self.store.fts_decision_ids(match, OVERFETCH):
-                candidates[other_id] = False
-        # ...and decisions on fuzzy-similar subjects, compared on their shared content words.
-        for subject in self._similar_subjects(decision.subject):
-            for other in self.store.decisions(subject, moment, False):
-                if other.subject == subject:
-                    candidates[other.id] = True
-        for excluded in (decision.id, *chain):
-            candidates.pop(excluded, None)
-        others = self.store.decisions_by_ids(sorted(candidates))
-        out: list[Related] = []
-        mine = conflicts.content_words(text)
-        for other_id in sorted(candidates):
+    def stored_conflicts(self, decision: Decision, moment: str | None) -> list[Related]:
+        """The recorded conflicts of ``decision`` with decisions that hold at ``moment``."""
+        found = self.store.conflicts_for(decision.id)
+        others = self.store.decisions_by_ids([row[0] for row in found])
+        out = []
+        for other_id, term, clause, other_clause in found:
             other = others.get(other_id)
-            if other is None or other.subject == decision.subject or not valid_at(other, moment):
-                continue
-            other_text = f"{other.decision}\n{other.rationale or ''}"
-            haystack = f" {entities.normalise(other_text)} "
-            terms = {n for n, p in zip(names, phrases, strict=True) if f" {p} " in haystack}
-            if candidates[other_id]:
-                terms |= mine & conflicts.content_words(other_text)
-            found = conflicts.find_conflict(text, other_text, terms)
-            if found is None:
+            if other is None or not valid_at(other, moment):
                 continue
             out.append(
                 Related(
@@ -515,30 +501,12 @@ class Recaller:
                     other.valid_until is None,
                     other.valid_from,
                     other.valid_until,
-                    f"opposite stance on {found.term!r}: {_clip(found.clause)!r} here, "
-                    f"{_clip(found.other_clause)!r} in {other.subject}",
+                    f"opposite stance on {term!r}: {_clip(clause)!r} here, "
+                    f"{_clip(other_clause)!r} in {other.subject}",
                     "conflict: needs a person to reconcile",
                 )
             )
         return out
-
-    def _similar_subjects(self, subject: str) -> list[str]:
-        from rapidfuzz import fuzz, process  # noqa: PLC0415
-
-        subjects = [s for s in self.store.current_subjects() if s != subject]
-        leaf = subject.rsplit(".", 1)[-1]
-        similar = {s for s in subjects if s.rsplit(".", 1)[-1] == leaf}
-        similar.update(
-            s
-            for s, _, _ in process.extract(
-                entities.normalise(subject),
-                {s: entities.normalise(s) for s in subjects},
-                scorer=fuzz.token_set_ratio,
-                score_cutoff=SUBJECT_SIMILARITY,
-                limit=20,
-            )
-        )
-        return sorted(similar)
 
     # -- evidence -------------------------------------------------------------------------
 
@@ -548,12 +516,82 @@ class Recaller:
         lists, snippets = self.rank(query, "evidence", mode, fetch)
         fused = fuse(lists, rrf_k, WEIGHTS)[:k]
         records = self.store.evidence_by_ids([item for item, _, _ in fused])
+        match = fts.match_query(query, drop_stopwords=True)
+        snippets = self.store.evidence_snippets(match, [item for item, _, _ in fused]) if match else {}
         return [
             EvidenceHit(records[item], rank, score, scores, snippets.get(item) or _lead(records[item].text))
             for rank, (item, score, scores) in enumerate(
                 ((i, s, sc) for i, s, sc in fused if i in records), 1
             )
         ]
+
+
+class ConflictDetector:
+    """Finds current decisions that contradict a decision; run when a decision is ratified."""
+
+    def __init__(self, store: Store, entity_index: EntityIndex) -> None:
+        self.store = store
+        self.entity_index = entity_index
+        self._subjects: dict[str, str] | None = None
+
+    def find(self, decision: Decision) -> list[tuple[Decision, conflicts.Conflict]]:
+        """Current decisions on other subjects that take the opposite stance to ``decision``."""
+        chain = set(self.store.chain_ids(decision.id))
+        text = f"{decision.decision}\n{decision.rationale or ''}"
+        # Its own entities, and plain words that other records name as entities ("redis" vs `redis`).
+        words = [w for w in fts.words(text) if len(w) >= 3 and w not in fts.STOPWORDS]
+        named = dict.fromkeys([*entities.extract(text), *self.entity_index.known(self.store, words)])
+        names = [n for n in named if len(entities.normalise(n)) >= 3][:16]
+        # Decisions naming the same entities...
+        candidates: dict[str, bool] = {}
+        phrases = [entities.normalise(n) for n in names]
+        if phrases:
+            match = " OR ".join(f'"{p}"' for p in dict.fromkeys(phrases))
+            for other_id, _ in self.store.fts_decision_ids(match, CONFLICT_CANDIDATES, current_only=True):
+                candidates[other_id] = False
+        # ...and decisions on fuzzy-similar subjects, compared on their shared content words.
+        candidates.update(
+            dict.fromkeys(self.store.current_ids(self._similar_subjects(decision.subject)), True)
+        )
+        for excluded in (decision.id, *chain):
+            candidates.pop(excluded, None)
+        others = self.store.decisions_by_ids(sorted(candidates))
+        out: list[tuple[Decision, conflicts.Conflict]] = []
+        mine = conflicts.content_words(text)
+        for other_id in sorted(candidates):
+            other = others.get(other_id)
+            if other is None or other.subject == decision.subject or not other.current:
+                continue
+            other_text = f"{other.decision}\n{other.rationale or ''}"
+            haystack = f" {entities.normalise(other_text)} "
+            terms = {n for n, p in zip(names, phrases, strict=True) if f" {p} " in haystack}
+            if candidates[other_id]:
+                terms |= mine & conflicts.content_words(other_text)
+            found = conflicts.find_conflict(text, other_text, terms)
+            if found is None:
+                continue
+            out.append((other, found))
+        return out
+
+    def _similar_subjects(self, subject: str) -> list[str]:
+        from rapidfuzz import fuzz, process  # noqa: PLC0415
+
+        if self._subjects is None:
+            self._subjects = {s: entities.normalise(s) for s in self.store.current_subjects()}
+        leaf = subject.rsplit(".", 1)[-1]
+        similar = {s for s in self._subjects if s.rsplit(".", 1)[-1] == leaf}
+        similar.update(
+            s
+            for s, _, _ in process.extract(
+                entities.normalise(subject),
+                self._subjects,
+                scorer=fuzz.token_set_ratio,
+                score_cutoff=SUBJECT_SIMILARITY,
+                limit=20,
+            )
+        )
+        similar.discard(subject)
+        return sorted(similar)
 
 
 def _chain_item(item: Decision, hit: Decision, matched: bool) -> Related:

@@ -127,6 +127,7 @@ def import_adrs(kernel: Ctx, folder: Path, reviewer: str) -> ImportReport:
                 old_id, new_id = ids[old.path], ids[new.path]
                 if new_id.startswith("dc_") and not kernel.store.is_ancestor(old_id, new_id):
                     kernel.store.link(old_id, new_id, start[new.path])
+        kernel.record_conflicts(report.decisions)
     return report
 
 

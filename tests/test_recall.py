@@ -29,7 +29,9 @@ def hashed(store_path: Path) -> Ctx:
 @pytest.fixture
 def world(hashed: Ctx) -> dict[str, object]:
     old = decide(hashed, "auth.session-tokens", "Store opaque session ids in Redis.")
-    new = decide(hashed, "auth.session-tokens", "Issue JWT access tokens with refresh rotation; drop Redis sessions.")
+    new = decide(
+        hashed, "auth.session-tokens", "Issue JWT access tokens with refresh rotation; drop Redis sessions."
+    )
     cache = decide(hashed, "cache.backend", "Use `redis` for the HTTP response cache.")
     infra = decide(hashed, "infra.datastores", "Never use redis in production; remove it from the stack.")
     db = decide(hashed, "db.primary", "PostgreSQL 16 is the primary database; SQLite only in unit tests.")

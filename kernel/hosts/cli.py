@@ -654,9 +654,20 @@ def demo(folder: str) -> None:
         click.echo("\nPending proposals:")
         for proposal in kernel.queue():
             click.echo("  " + _proposal_line(proposal).replace("\n", "\n  "))
+        question = "how do we keep users signed in?"
+        found = kernel.recall(question, k=3)
+        click.echo(f"\nRecall: {question!r} (vectors {found.vectors.state})")
+        for hit in found.decisions:
+            click.echo(f"  {hit.rank}. {hit.decision.subject}: {hit.decision.decision}")
+            for related in [*hit.superseded, *hit.conflicts, *hit.pending]:
+                click.echo(f"     ! {related.warning or related.relation}: {related.text}")
+        for ev in found.evidence:
+            click.echo(f"  evidence (unratified): {ev.snippet}")
+        if found.vectors.note:
+            click.echo(f"  note: {found.vectors.note}")
         report = kernel.verify_audit()
         click.echo(f"\naudit chain {'ok' if report.ok else 'BROKEN'}: {report.rows} rows")
-        click.echo(f"\nTry: cd {folder} && ctx queue && ctx history auth.tokens")
+        click.echo(f"\nTry: cd {folder} && ctx queue && ctx recall 'auth tokens' && ctx inject")
     finally:
         kernel.close()
 

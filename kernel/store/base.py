@@ -126,8 +126,8 @@ class Store(Protocol):
     def entity_version(self) -> int:
         """Grows whenever an entity is added."""
 
-    def entity_names(self) -> list[tuple[int, str]]:
-        """Every ``(id, name)`` entity."""
+    def entity_names(self, after: int = 0) -> list[tuple[int, str]]:
+        """``(id, name)`` of the entities whose id is above ``after``."""
 
     def entity_items(self, entity_ids: Sequence[int], prefix: str, limit: int) -> dict[int, list[str]]:
         """Newest items with id prefix ``prefix`` mentioning each entity."""
@@ -141,11 +141,31 @@ class Store(Protocol):
     def items_mentioning(self, names: Sequence[str], prefix: str) -> dict[str, set[str]]:
         """Items mentioning any of ``names``, with the names each mentions."""
 
-    def fts_decision_ids(self, match: str, limit: int) -> list[tuple[str, float]]:
-        """Decision ids (any window) matching an FTS5 query, with BM25."""
+    def fts_decision_ids(self, match: str, limit: int, current_only: bool = False) -> list[tuple[str, float]]:
+        """Decision ids (any window, or current only) matching an FTS5 query, with BM25."""
 
-    def fts_evidence_ids(self, match: str, limit: int) -> list[tuple[str, float, str]]:
-        """Evidence ids matching an FTS5 query, with BM25 and a snippet."""
+    def add_conflict(
+        self, decision_id: str, other_id: str, term: str, clause: str, other_clause: str
+    ) -> None:
+        """Record that two decisions take opposite stances on ``term``."""
+
+    def conflicts_for(self, decision_id: str) -> list[tuple[str, str, str, str]]:
+        """``(other id, term, clause, other clause)`` of a decision's recorded conflicts."""
+
+    def current_conflict_pairs(self) -> list[tuple[str, str, str, str, str]]:
+        """Each conflict between two current decisions, once."""
+
+    def clear_conflicts(self) -> None:
+        """Forget every recorded conflict."""
+
+    def current_ids(self, subjects: Sequence[str]) -> list[str]:
+        """Ids of the current decisions on ``subjects``."""
+
+    def fts_evidence_ids(self, match: str, limit: int) -> list[tuple[str, float]]:
+        """Evidence ids matching an FTS5 query, with BM25."""
+
+    def evidence_snippets(self, match: str, ids: Sequence[str]) -> dict[str, str]:
+        """FTS5 snippets of the evidence ``ids`` that match ``match``."""
 
     def evidence_by_ids(self, ids: Sequence[str]) -> dict[str, Evidence]:
         """Evidence rows by id."""

@@ -174,6 +174,18 @@ class EntityMention(SQLModel, table=True):
     item: str = Field(sa_column=_text(primary_key=True))
 
 
+class DecisionConflict(SQLModel, table=True):
+    """Two decisions that take opposite stances on a term (derived; one row per direction)."""
+
+    __tablename__ = "decision_conflict"
+    __table_args__ = {"sqlite_with_rowid": False}
+    decision_id: str = Field(sa_column=Column(Text, ForeignKey("decision.id"), primary_key=True))
+    other_id: str = Field(sa_column=Column(Text, ForeignKey("decision.id"), primary_key=True))
+    term: str = Field(sa_column=_text(nullable=False))
+    clause: str = Field(sa_column=_text(nullable=False))
+    other_clause: str = Field(sa_column=_text(nullable=False))
+
+
 class DecisionVector(SQLModel, table=True):
     """The exact (float32) embedding of one chunk of a decision, for rescoring KNN candidates."""
 

@@ -54,9 +54,11 @@ class IndexQueries:
         row = self._one("SELECT coalesce(max(id), 0) FROM entity")
         return int(row[0]) if row else 0
 
-    def entity_names(self) -> list[tuple[int, str]]:
-        """Every ``(id, name)`` in the entity table."""
-        return [(r[0], r[1]) for r in self._q("SELECT id, name FROM entity ORDER BY id")]
+    def entity_names(self, after: int = 0) -> list[tuple[int, str]]:
+        """``(id, name)`` of the entities whose id is above ``after``, oldest first."""
+        return [
+            (r[0], r[1]) for r in self._q("SELECT id, name FROM entity WHERE id > ? ORDER BY id", (after,))
+        ]
 
     def entity_items(self, entity_ids: Sequence[int], prefix: str, limit: int) -> dict[int, list[str]]:
         """Up to ``limit`` newest items with id prefix ``prefix`` mentioning each entity."""
@@ -102,32 +104,102 @@ class IndexQueries:
             out.setdefault(item, set()).add(name)
         return out
 
+    # -- conflicts ------------------------------------------------------------------------
+
+    def add_conflict(
+        self, decision_id: str, other_id: str, term: str, clause: str, other_clause: str
+    ) -> None:
+        """Record that two decisions take opposite stances on ``term`` (both directions)."""
+        self._conn.executemany(
+            "INSERT OR REPLACE INTO decision_conflict (decision_id, other_id, term, clause, other_clause) "
+            "VALUES (?, ?, ?, ?, ?)",
+            [
+                (decision_id, other_id, term, clause, other_clause),
+                (other_id, decision_id, term, other_clause, clause),
+            ],
+        )
+
+    def conflicts_for(self, decision_id: str) -> list[tuple[str, str, str, str]]:
+        """``(other id, term, clause, other clause)`` of every recorded conflict of a decision."""
+        return [
+            (r[0], r[1], r[2], r[3])
+            for r in self._q(
+                "SELECT other_id, term, clause, other_clause FROM decision_conflict "
+                "WHERE decision_id = ? ORDER BY other_id",
+                (decision_id,),
+            )
+        ]
+
+    def current_conflict_pairs(self) -> list[tuple[str, str, str, str, str]]:
+        """``(id, other id, term, clause, other clause)`` of each conflict between current decisions, once."""
+        return [
+            (r[0], r[1], r[2], r[3], r[4])
+            for r in self._q(
+                """SELECT c.decision_id, c.other_id, c.term, c.clause, c.other_clause
+                   FROM decision_conflict c
+                   JOIN decision a ON a.id = c.decision_id JOIN decision b ON b.id = c.other_id
+                   WHERE a.valid_until IS NULL AND b.valid_until IS NULL AND c.decision_id < c.other_id
+                   ORDER BY max(a.valid_from, b.valid_from) DESC, c.decision_id"""
+            )
+        ]
+
+    def clear_conflicts(self) -> None:
+        """Forget every recorded conflict (before detecting them again)."""
+        self._conn.execute("DELETE FROM decision_conflict")
+
     # -- keyword --------------------------------------------------------------------------
 
-    def fts_decision_ids(self, match: str, limit: int) -> list[tuple[str, float]]:
-        """Ids of decisions (any window) matching an FTS5 query, with BM25 (lower is better)."""
+    def fts_decision_ids(self, match: str, limit: int, current_only: bool = False) -> list[tuple[str, float]]:
+        """Ids of decisions (any window, or only current ones) matching an FTS5 query, with BM25."""
+        window = "AND d.valid_until IS NULL" if current_only else ""
         return [
             (r[0], r[1])
             for r in self._q(
-                """SELECT d.id, bm25(decision_fts, 4.0, 1.0, 0.5) AS score
+                f"""SELECT d.id, bm25(decision_fts, 4.0, 1.0, 0.5) AS score
                    FROM decision_fts JOIN decision d ON d.rowid = decision_fts.rowid
-                   WHERE decision_fts MATCH ? ORDER BY score LIMIT ?""",
+                   WHERE decision_fts MATCH ? {window} ORDER BY score LIMIT ?""",
                 (match, limit),
             )
         ]
 
-    def fts_evidence_ids(self, match: str, limit: int) -> list[tuple[str, float, str]]:
-        """Ids of evidence matching an FTS5 query, with BM25 and a snippet."""
+    def current_ids(self, subjects: Sequence[str]) -> list[str]:
+        """Ids of the current decisions on ``subjects``."""
+        if not subjects:
+            return []
         return [
-            (r[0], r[1], r[2])
+            r[0]
             for r in self._q(
-                """SELECT e.id, bm25(evidence_fts) AS score,
-                          snippet(evidence_fts, 0, '[', ']', '…', 24)
+                "SELECT id FROM decision WHERE valid_until IS NULL "
+                f"AND subject IN ({_marks(subjects)}) ORDER BY id",
+                list(subjects),
+            )
+        ]
+
+    def fts_evidence_ids(self, match: str, limit: int) -> list[tuple[str, float]]:
+        """Ids of evidence matching an FTS5 query, with BM25 (lower is better)."""
+        return [
+            (r[0], r[1])
+            for r in self._q(
+                """SELECT e.id, bm25(evidence_fts) AS score
                    FROM evidence_fts JOIN evidence e ON e.rowid = evidence_fts.rowid
                    WHERE evidence_fts MATCH ? ORDER BY score LIMIT ?""",
                 (match, limit),
             )
         ]
+
+    def evidence_snippets(self, match: str, ids: Sequence[str]) -> dict[str, str]:
+        """FTS5 snippets (matches in [brackets]) of the evidence ``ids`` that match ``match``."""
+        out = {}
+        for item in ids:
+            # One point query per hit: FTS5 looks a rowid up directly instead of running MATCH over the vault.
+            row = self._one(
+                """SELECT snippet(evidence_fts, 0, '[', ']', '…', 24) FROM evidence_fts
+                   WHERE evidence_fts MATCH ? AND rowid = (SELECT rowid FROM evidence WHERE id = ?)""",
+                (match, item),
+            )
+            if row is not None:
+                out[item] = row[0]
+        return out
 
     # -- records by id --------------------------------------------------------------------
 

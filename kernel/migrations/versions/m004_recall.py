@@ -1,4 +1,4 @@
-"""m004_recall: the entity index and the exact vectors behind recall.
+"""m004_recall: the entity index, conflicts and the exact vectors behind recall.
 
 Revision ID: m004_recall
 Revises: m003_sources
@@ -32,6 +32,16 @@ STATEMENTS = [
          PRIMARY KEY (entity_id, item)
        ) WITHOUT ROWID""",
     "CREATE INDEX ix_entity_mention_item ON entity_mention (item)",
+    # Opposite stances between decisions, found when the later one was ratified (one row per
+    # direction); recall shows a pair when both hold at the moment asked about.
+    """CREATE TABLE decision_conflict (
+         decision_id TEXT NOT NULL REFERENCES decision (id),
+         other_id TEXT NOT NULL REFERENCES decision (id),
+         term TEXT NOT NULL,
+         clause TEXT NOT NULL,
+         other_clause TEXT NOT NULL,
+         PRIMARY KEY (decision_id, other_id)
+       ) WITHOUT ROWID""",
     # One row per embedded chunk: chunk_id = owner rowid * 16 + chunk number, so the KNN
     # table's rowids map back to owners without a join; emb is float32, normalised.
     """CREATE TABLE decision_vector (
