@@ -36,3 +36,19 @@ def test_import_contracts_hold():
     lint = Path(sys.executable).parent / "lint-imports"
     result = subprocess.run([str(lint)], capture_output=True, text=True, cwd=REPO, check=False)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_log_propose_and_keyword_recall_never_load_the_model(tmp_path):
+    code = f"""
+from pathlib import Path
+from kernel import Ctx
+ctx, _ = Ctx.init(Path({str(tmp_path / "ctx.db")!r}))
+ctx.log("a note about `redis`")
+ctx.ratify(ctx.propose("cache.backend", "Use redis").id, reviewer="ann")
+ctx.recall("redis", mode="keyword")
+ctx.recall("redis", mode="entity")
+ctx.inject()
+"""
+    loaded = _modules_after(code)  # (creating the store runs Alembic, so SQLAlchemy is expected)
+    for heavy in ("fastembed", "onnxruntime", "numpy", "pydantic"):
+        assert heavy not in loaded, heavy

@@ -1,0 +1,115 @@
+"""Where the embedding model comes from, and vector recall with the real model (never fake vectors)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from test_json_schemas import assert_valid
+
+from kernel import Ctx, embed
+
+
+@pytest.mark.usefixtures("real_model")
+def test_the_model_extra_is_assembled_into_one_folder():
+    folder = embed.packaged_model_dir()
+    assert folder is not None
+    for name in (embed.MODEL_FILE, *embed.TOKENIZER_FILES):
+        assert (folder / name).is_file(), name
+    resolution = embed.resolve()
+    assert resolution.origin == "package"
+    assert resolution.embedder is not None and resolution.embedder.dim == 384
+
+
+@pytest.mark.usefixtures("real_model")
+def test_a_local_model_folder_comes_first(tmp_path, monkeypatch):
+    source = embed.packaged_model_dir()
+    assert source is not None
+    local = tmp_path / "model"
+    local.mkdir()
+    for name in (embed.MODEL_FILE, *embed.TOKENIZER_FILES):
+        shutil.copyfile(source / name, local / name)
+    monkeypatch.setenv("CTX_MODEL_DIR", str(local))
+    resolution = embed.resolve()
+    assert resolution.origin == "model_dir" and resolution.embedder is not None
+
+
+def test_vectors_can_be_switched_off_in_config(tmp_path, monkeypatch):
+    config = tmp_path / "config"
+    config.mkdir(exist_ok=True)
+    (config / "config.toml").write_text("[embedding]\nenabled = false\n", encoding="utf-8")
+    resolution = embed.resolve()
+    assert resolution.embedder is None and "disabled" in (resolution.reason or "")
+
+
+def test_without_any_model_recall_says_how_to_get_one(monkeypatch, kernel):
+    monkeypatch.setattr(embed, "packaged_model_dir", lambda: None)
+    monkeypatch.setenv("CTX_EMBEDDING_MODEL", "sentence-transformers/all-MiniLM-L6-v2")
+    kernel.log("the retry helper backs off exponentially")
+    found = kernel.recall("retry helper")
+    assert found.vectors.state == "off"
+    assert "ctx reindex --download" in found.vectors.note and "CTX_MODEL_DIR" in found.vectors.note
+    assert found.evidence  # keyword and entity still answer
+
+
+def test_chunks_split_long_texts_on_breaks():
+    text = "\n\n".join(f"paragraph {i} " + "word " * 60 for i in range(40))
+    pieces = embed.chunks(text)
+    assert 1 < len(pieces) <= embed.MAX_CHUNKS
+    assert all(len(p) <= embed.CHUNK_CHARS for p in pieces)
+    assert pieces[0].startswith("paragraph 0")
+    assert embed.chunks("short") == ["short"]
+
+
+@pytest.mark.usefixtures("real_model")
+def test_a_paraphrase_is_found_by_the_vector_ranker_alone(cli, kernel):
+    target = kernel.ratify(
+        kernel.propose("auth.sessions", "Keep logged-in users' sessions in PostgreSQL, not in cookies.").id,
+        reviewer="ann",
+    ).decision
+    kernel.ratify(kernel.propose("ci.caching", "Cache pip wheels between CI runs.").id, reviewer="ann")
+    kernel.ratify(kernel.propose("frontend.css", "Style components with Tailwind.").id, reviewer="ann")
+    query = "where is sign-in state stored?"
+    assert kernel.recall(query, mode="keyword").decisions == []
+    found = kernel.recall(query, mode="vector")
+    assert found.decisions[0].decision.id == target.id
+    assert found.vectors.model == embed.DEFAULT_MODEL
+    result = cli("recall", query, "--json", "--explain")
+    document = json.loads(result.out)
+    assert_valid("recall", document)
+    assert document["decisions"][0]["scores"]["vector"]["score"] > 0.3
+
+
+@pytest.mark.usefixtures("real_model")
+def test_reindex_reports_what_it_embedded(cli, kernel):
+    kernel.log("first note")
+    kernel.ratify(kernel.propose("x.y", "Use z").id, reviewer="ann")
+    result = cli("reindex", "--json")
+    assert result.code == 0, result.err
+    document = json.loads(result.out)
+    assert_valid("reindex", document)
+    assert (document["decisions"], document["evidence"], document["dim"]) == (1, 1, 384)
+    plain = cli("reindex")
+    assert plain.code == 0 and "embedded 1 decisions and 1 evidence texts" in plain.out
+
+
+def test_reindex_without_a_model_is_refused(cli, kernel, monkeypatch):
+    monkeypatch.setenv("CTX_VECTORS", "off")
+    result = cli("reindex")
+    assert result.code == 1 and result.err.startswith("ctx: error: cannot embed")
+
+
+def test_model_files_must_hold_an_onnx_model(tmp_path, monkeypatch):
+    (tmp_path / "empty").mkdir()
+    monkeypatch.setenv("CTX_MODEL_DIR", str(tmp_path / "empty"))
+    resolution = embed.resolve()
+    assert resolution.embedder is None and "model.onnx" in (resolution.reason or "")
+    assert Path(tmp_path / "empty").is_dir()
+
+
+def test_ctx_open_accepts_no_embedder(store_path):
+    ctx, _ = Ctx.init(store_path, embedder=None)
+    assert ctx.embedding().embedder is None
+    ctx.close()
