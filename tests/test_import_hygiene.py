@@ -39,16 +39,18 @@ def test_import_contracts_hold():
 
 
 def test_log_propose_and_keyword_recall_never_load_the_model(tmp_path):
+    store = tmp_path / "ctx.db"
+    _modules_after(f"from pathlib import Path\nfrom kernel import Ctx\nCtx.init(Path({str(store)!r}))")
     code = f"""
 from pathlib import Path
 from kernel import Ctx
-ctx, _ = Ctx.init(Path({str(tmp_path / "ctx.db")!r}))
+ctx = Ctx.open(Path({str(store)!r}))
 ctx.log("a note about `redis`")
 ctx.ratify(ctx.propose("cache.backend", "Use redis").id, reviewer="ann")
 ctx.recall("redis", mode="keyword")
 ctx.recall("redis", mode="entity")
 ctx.inject()
 """
-    loaded = _modules_after(code)  # (creating the store runs Alembic, so SQLAlchemy is expected)
-    for heavy in ("fastembed", "onnxruntime", "numpy", "pydantic"):
+    loaded = _modules_after(code)
+    for heavy in ("fastembed", "onnxruntime", "numpy", "sqlalchemy", "pydantic"):
         assert heavy not in loaded, heavy
