@@ -454,8 +454,13 @@ class Ctx:
         as_of: str | None = None,
         mode: str = "hybrid",
         rrf_k: int = recall.DEFAULT_RRF_K,
+        min_scores: dict[str, float] | None = None,
     ) -> recall.Recall:
-        """Decisions that hold (with what contradicts them) and unratified evidence matching ``query``."""
+        """Decisions that hold (with what contradicts them) and unratified evidence matching ``query``.
+
+        ``min_scores`` drops a ranker's hits whose raw score is below the given value
+        (``{"vector": 0.4}``: cosine similarity; keyword: negated BM25; entity: idf-weighted match).
+        """
         query = text.require_text(query, "query", MAX_QUERY_CHARS)
         if match_query(query) is None:
             raise UsageError("the query has no words to search for")
@@ -473,7 +478,10 @@ class Ctx:
                 raise RefusedError(f"vector mode needs vectors, and they are off: {status.note}")
         else:
             embedder, status = None, recall.VectorStatus("unused", None, 0, f"not used in {mode} mode")
-        recaller = recall.Recaller(self.store, self._entity_index, embedder, status)
+        unknown = sorted(set(min_scores or {}) - set(recall.RANKERS))
+        if unknown:
+            raise UsageError(f"unknown ranker {unknown[0]!r}: use one of {', '.join(recall.RANKERS)}")
+        recaller = recall.Recaller(self.store, self._entity_index, embedder, status, min_scores)
         decisions, closed = recaller.decisions(query, mode, k, rrf_k, moment)
         return recall.Recall(
             query=query,

@@ -318,8 +318,10 @@ class Recaller:
         entity_index: EntityIndex,
         embedder: Embedder | None,
         vectors: VectorStatus,
+        min_scores: dict[str, float] | None = None,
     ) -> None:
         self.store = store
+        self.min_scores = dict(min_scores or {})
         self.entity_index = entity_index
         self.embedder = embedder
         self.vectors = vectors
@@ -376,6 +378,9 @@ class Recaller:
         outvote another ranker's confident first hit.
         """
         lists, snippets = self._rank(query, kind, mode, fetch)
+        for name, minimum in self.min_scores.items():
+            if name in lists:
+                lists[name] = [r for r in lists[name] if r[1] >= minimum]
         if mode == "hybrid":
             for name, ranked in lists.items():
                 floor = RELATIVE_FLOOR.get(name, 0.0)

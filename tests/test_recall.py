@@ -223,6 +223,15 @@ def test_every_hit_explains_itself(cli, world):
     assert "explain: keyword #1 (bm25" in result.out or "matched the query" in result.out
 
 
+def test_a_raw_score_threshold_cuts_a_rankers_hits(world, hashed):
+    everything = hashed.recall("redis", mode="keyword")
+    scores = sorted(h.scores["keyword"].score for h in everything.decisions if h.scores["keyword"])
+    cut = hashed.recall("redis", mode="keyword", min_scores={"keyword": scores[-1]})
+    kept = [h for h in cut.decisions if h.scores["keyword"]]
+    assert kept and all(h.scores["keyword"].score >= scores[-1] for h in kept)
+    assert len(kept) < len([h for h in everything.decisions if h.scores["keyword"]])
+
+
 # -- vectors --------------------------------------------------------------------------------------
 
 
@@ -302,6 +311,9 @@ def test_a_missing_model_directory_is_explained(cli, world, monkeypatch, tmp_pat
         (["recall", "x", "--mode", "magic"], "--mode"),
         (["recall", "x", "--as-of", "yesterday-ish"], "date"),
         (["recall", "x", "--rrf-k", "0"], "--rrf-k"),
+        (["recall", "x", "--min", "vector"], "--min"),
+        (["recall", "x", "--min", "vector=high"], "--min"),
+        (["recall", "x", "--min", "magic=1"], "unknown ranker"),
         (["inject", "--budget", "10"], "--budget"),
         (["inject", "--format", "xml"], "--format"),
         (["inject", "--query", ""], "query"),

@@ -469,14 +469,38 @@ def _explain(scores: dict[str, Any], rrf: float | None = None) -> str:
     type=click.IntRange(1, 10_000),
     help="Reciprocal rank fusion constant.",
 )
+@click.option(
+    "--min",
+    "minimums",
+    multiple=True,
+    metavar="RANKER=SCORE",
+    help="Drop a ranker's hits below this raw score, e.g. vector=0.4 (cosine); repeat per ranker.",
+)
 @click.option("--explain", is_flag=True, help="Show each ranker's raw score and rank per hit.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (schemas/recall.schema.json).")
 @_with_store
 def recall(
-    kernel: Ctx, query: str, k: int, as_of: str | None, mode: str, rrf_k: int, explain: bool, as_json: bool
+    kernel: Ctx,
+    query: str,
+    k: int,
+    as_of: str | None,
+    mode: str,
+    rrf_k: int,
+    minimums: tuple[str, ...],
+    explain: bool,
+    as_json: bool,
 ) -> None:
     """Decisions in force (with what contradicts them) and unratified evidence, in two sections."""
-    found = kernel.recall(_check_utf8(query, "query"), k=k, as_of=as_of, mode=mode, rrf_k=rrf_k)
+    min_scores: dict[str, float] = {}
+    for pair in minimums:
+        name, _, value = pair.partition("=")
+        try:
+            min_scores[name.strip()] = float(value)
+        except ValueError:
+            raise UsageError(f"--min takes RANKER=SCORE, e.g. vector=0.4, not {pair!r}") from None
+    found = kernel.recall(
+        _check_utf8(query, "query"), k=k, as_of=as_of, mode=mode, rrf_k=rrf_k, min_scores=min_scores
+    )
     if found.vectors.note and found.vectors.state in ("off", "partial"):
         click.echo(f"ctx: note: {found.vectors.note}", err=True)
     if as_json:
