@@ -15,7 +15,7 @@ from kernel.entities import normalise
 from kernel.fts import STOPWORDS
 
 # Bump when the rules below change: stores then detect their conflicts again.
-RULES_VERSION = "1"
+RULES_VERSION = "2"
 POSITIVE = frozenset(
     "use uses using used adopt adopts adopted prefer prefers preferred enable enables enabled allow "
     "allows allowed permit permits permitted must always require requires required mandatory include "
@@ -47,17 +47,29 @@ def _clauses(text: str) -> list[str]:
     return [c.strip() for c in _CLAUSE_SPLIT.split(text) if c.strip()]
 
 
-def clause_stance(clause: str) -> int:
-    """+1 for a positive stance, -1 for a negative one, 0 when the clause takes none."""
+def clause_stance(clause: str, term: str | None = None) -> int:
+    """+1 for a positive stance, -1 for a negative one, 0 when the clause takes none.
+
+    A negation flips a stance word ("do not use"); with no stance word it counts only when it
+    opens the clause or stands at most two words before ``term`` ("no Redis", "without Redis"), so that
+    "speed is not needed outside ingest" takes no stance on ingest.
+    """
     words = [w.lower() for w in _WORD.findall(clause)]
     sign = 0
     if any(w in POSITIVE for w in words):
         sign = 1
     if any(w in NEGATIVE for w in words):
         sign = -1
-    if any(w in NEGATIONS for w in words):
-        sign = -sign if sign else -1
-    return sign
+    negated = [i for i, w in enumerate(words) if w in NEGATIONS]
+    if not negated:
+        return sign
+    if sign:
+        return -sign
+    first = normalise(term).split()[0] if term and normalise(term) else None
+    near = {i for i, w in enumerate(words) if first and normalise(w) == first}
+    if 0 in negated or any(0 < t - n <= 2 for n in negated for t in near):
+        return -1
+    return 0
 
 
 def stance(text: str, term: str) -> tuple[int, str | None]:
@@ -66,7 +78,7 @@ def stance(text: str, term: str) -> tuple[int, str | None]:
     signs: list[tuple[int, str]] = []
     for clause in _clauses(text):
         if needle in f" {normalise(clause)} ":
-            sign = clause_stance(clause)
+            sign = clause_stance(clause, term)
             if sign:
                 signs.append((sign, clause))
     if not signs or len({s for s, _ in signs}) > 1:

@@ -165,6 +165,13 @@ def test_agreeing_decisions_are_not_conflicts(hashed):
         assert hit.conflicts == [], (a, b)
 
 
+def test_a_negation_far_from_the_shared_name_takes_no_stance(hashed):
+    decide(hashed, "db.driver", "Use `psycopg` for PostgreSQL; asyncpg speed is not needed outside ingest.")
+    decide(hashed, "db.ingest", "Use `asyncpg` for the bulk ingest path.")
+    found = hashed.recall("ingest", mode="keyword")
+    assert all(hit.conflicts == [] for hit in found.decisions)
+
+
 @pytest.mark.parametrize(
     ("mine", "theirs"),
     [
