@@ -471,7 +471,9 @@ class Ctx:
         if not 1 <= rrf_k <= 10_000:
             raise UsageError("rrf-k must be between 1 and 10000")
         moment = clock.parse_when(as_of) if as_of is not None else None
-        self.ensure_conflicts()
+        # A read-only or busy store still answers, with the conflicts it has recorded.
+        with contextlib.suppress(StoreError):
+            self.ensure_conflicts()
         if mode in ("hybrid", "vector"):
             embedder, status = self.prepare_vectors(BACKFILL_ON_RECALL)
             if embedder is None and mode == "vector":
