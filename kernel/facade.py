@@ -6,6 +6,7 @@ import contextlib
 import hashlib
 import time
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -67,6 +68,7 @@ class Ctx:
         self._embedder_choice = embedder
         self._resolution: embed.Resolution | None = None
         self._entity_index = recall.EntityIndex()
+        self._executor: ThreadPoolExecutor | None = None
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -91,7 +93,14 @@ class Ctx:
 
     def close(self) -> None:
         """Release the store."""
+        if self._executor is not None:
+            self._executor.shutdown()
         self.store.close()
+
+    def _pool(self) -> ThreadPoolExecutor:
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ctx-recall")
+        return self._executor
 
     def __enter__(self) -> Ctx:
         return self
@@ -484,6 +493,8 @@ class Ctx:
         if unknown:
             raise UsageError(f"unknown ranker {unknown[0]!r}: use one of {', '.join(recall.RANKERS)}")
         recaller = recall.Recaller(self.store, self._entity_index, embedder, status, min_scores)
+        if embedder is not None:
+            recaller.start_vectors(query, max(recall.OVERFETCH, 5 * k), self._pool())
         decisions, closed = recaller.decisions(query, mode, k, rrf_k, moment)
         return recall.Recall(
             query=query,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from concurrent.futures import Executor, Future
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -34,6 +35,8 @@ MIN_SIMILARITY = 0.25
 # fuzz.ratio between a query phrase and an entity name ("authn" vs "auth" scores 89).
 ENTITY_CUTOFF = 85.0
 ENTITY_ITEMS = 200
+# An evidence term found in at least this many texts is "common" (see Recaller._keyword).
+COMMON_TERM_DOCS = 5000
 # Decisions naming a hit's entities that are checked for an opposite stance.
 CONFLICT_CANDIDATES = 20
 # Related subjects: token_set_ratio of the subjects' words ("cache.sessions" ~ "auth.sessions").
@@ -325,8 +328,10 @@ class Recaller:
         self.entity_index = entity_index
         self.embedder = embedder
         self.vectors = vectors
-        self._query_vector: bytes | None = None
+        self._query_vector: Future[bytes] | None = None
+        self._evidence_vectors: Future[list[tuple[int, float]]] | None = None
         self._chains: dict[str, dict[str, Decision]] = {}
+        self._entities: list[tuple[int, str, float]] | None = None
 
     # -- rankers --------------------------------------------------------------------------
 
@@ -336,6 +341,13 @@ class Recaller:
             return [], {}
         if kind == "decision":
             return [(i, -s, None) for i, s in self.store.fts_decision_ids(match, fetch)], {}
+        terms = fts.words(match)
+        # BM25 scores every row that holds any term. A term in tens of thousands of texts
+        # costs tens of milliseconds and, with its low idf, barely moves the order: when rarer
+        # terms remain, leave it out (Lucene's "common terms" idea).
+        rare = [t for t in terms if not self.store.evidence_term_is_common(t, COMMON_TERM_DOCS)]
+        if rare and len(rare) < len(terms):
+            match = " OR ".join(f'"{t}"' for t in rare)
         return [(i, -s, None) for i, s in self.store.fts_evidence_ids(match, fetch)], {}
 
     def _entity(self, query: str, kind: str, fetch: int, matched: list[tuple[int, str, float]]) -> Ranked:
@@ -360,12 +372,46 @@ class Recaller:
         order = sorted(scores, key=lambda i: (-scores[i], i))[:fetch]
         return [(i, scores[i], ", ".join(sorted(set(names[i]))[:5])) for i in order]
 
+    def start_vectors(self, query: str, fetch: int, pool: Executor | None) -> None:
+        """Embed the query and search the evidence vectors, in ``pool``'s thread when there is one.
+
+        The evidence KNN is the costliest step of a recall; on its own connection it runs while
+        this thread ranks by keyword and entity (SQLite and onnxruntime release the GIL). The
+        query vector is published as soon as it exists, for the decision KNN.
+        """
+        if self.embedder is None:
+            return
+        embedder, reader = self.embedder, self.store.reader() if pool is not None else self.store
+        candidates = max(VECTOR_CANDIDATES, 2 * fetch)
+        self._query_vector = Future()
+
+        def work() -> list[tuple[int, float]]:
+            assert self._query_vector is not None
+            try:
+                vector = embedder.embed_query(query)
+            except BaseException as exc:
+                self._query_vector.set_exception(exc)
+                raise
+            self._query_vector.set_result(vector)
+            return reader.nearest("evidence", vector, candidates, fetch)
+
+        if pool is None:
+            self._evidence_vectors = Future()
+            self._evidence_vectors.set_result(work())
+        else:
+            self._evidence_vectors = pool.submit(work)
+
     def _vector(self, query: str, kind: str, fetch: int) -> Ranked:
         if self.embedder is None:
             return []
-        if self._query_vector is None:
-            self._query_vector = self.embedder.embed_query(query)
-        nearest = self.store.nearest(kind, self._query_vector, max(VECTOR_CANDIDATES, 2 * fetch), fetch)
+        if self._query_vector is None or self._evidence_vectors is None:
+            self.start_vectors(query, fetch, None)
+        assert self._query_vector is not None and self._evidence_vectors is not None
+        if kind == "evidence":
+            nearest = self._evidence_vectors.result()
+        else:
+            vector = self._query_vector.result()
+            nearest = self.store.nearest(kind, vector, max(VECTOR_CANDIDATES, 2 * fetch), fetch)
         nearest = [(rowid, sim) for rowid, sim in nearest if sim >= MIN_SIMILARITY]
         ids = self.store.ids_for_rowids(kind, [r for r, _ in nearest])
         return [(ids[r], sim, None) for r, sim in nearest if r in ids]
@@ -395,8 +441,9 @@ class Recaller:
         if mode in ("hybrid", "keyword"):
             lists["keyword"], snippets = self._keyword(query, kind, fetch)
         if mode in ("hybrid", "entity"):
-            matched = self.entity_index.match(self.store, query)
-            lists["entity"] = self._entity(query, kind, fetch, matched)
+            if self._entities is None:
+                self._entities = self.entity_index.match(self.store, query)
+            lists["entity"] = self._entity(query, kind, fetch, self._entities)
         if mode in ("hybrid", "vector") and self.embedder is not None:
             lists["vector"] = self._vector(query, kind, fetch)
         return lists, snippets

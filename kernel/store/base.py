@@ -21,6 +21,9 @@ class Store(Protocol):
     def close(self) -> None:
         """Release the connection."""
 
+    def reader(self) -> Store:
+        """A second connection for reads that run in parallel with this one's (another thread)."""
+
     def transaction(self) -> AbstractContextManager[None]:
         """A write transaction that holds the store's write lock until it commits or rolls back."""
 
@@ -163,6 +166,9 @@ class Store(Protocol):
 
     def fts_evidence_ids(self, match: str, limit: int) -> list[tuple[str, float]]:
         """Evidence ids matching an FTS5 query, with BM25."""
+
+    def evidence_term_is_common(self, term: str, threshold: int) -> bool:
+        """True when at least ``threshold`` evidence texts contain ``term``."""
 
     def evidence_snippets(self, match: str, ids: Sequence[str]) -> dict[str, str]:
         """FTS5 snippets of the evidence ``ids`` that match ``match``."""

@@ -45,6 +45,7 @@ class SQLiteStore(IndexQueries):
         self.location = str(path)
         self._conn = conn
         self._in_tx = False
+        self._reader: SQLiteStore | None = None
 
     @classmethod
     def create(cls, path: Path) -> SQLiteStore:
@@ -66,8 +67,16 @@ class SQLiteStore(IndexQueries):
         return cls(path, conn)
 
     def close(self) -> None:
-        """Release the connection."""
+        """Release the connection (and the reader's)."""
+        if self._reader is not None:
+            self._reader.close()
         self._conn.close()
+
+    def reader(self) -> SQLiteStore:
+        """A second connection to the same file, for reads that run beside this one's."""
+        if self._reader is None:
+            self._reader = SQLiteStore(self.path, driver.connect(self.path))
+        return self._reader
 
     # -- transactions -------------------------------------------------------------------
 

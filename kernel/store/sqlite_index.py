@@ -88,7 +88,8 @@ class IndexQueries:
     def item_count(self, kind: str) -> int:
         """How many decisions or evidence texts the store holds."""
         table = _table(kind)
-        row = self._one(f"SELECT count(*) FROM {table}")
+        # Rows are never deleted, so the largest rowid is the count (and costs no scan).
+        row = self._one(f"SELECT coalesce(max(rowid), 0) FROM {table}")
         return int(row[0]) if row else 0
 
     def items_mentioning(self, names: Sequence[str], prefix: str) -> dict[str, set[str]]:
@@ -177,15 +178,23 @@ class IndexQueries:
 
     def fts_evidence_ids(self, match: str, limit: int) -> list[tuple[str, float]]:
         """Ids of evidence matching an FTS5 query, with BM25 (lower is better)."""
-        return [
-            (r[0], r[1])
-            for r in self._q(
-                """SELECT e.id, bm25(evidence_fts) AS score
-                   FROM evidence_fts JOIN evidence e ON e.rowid = evidence_fts.rowid
-                   WHERE evidence_fts MATCH ? ORDER BY score LIMIT ?""",
-                (match, limit),
-            )
-        ]
+        # Rank inside the FTS index first and look ids up for the top rows only: joining every
+        # match to the evidence table costs more than the ranking itself on frequent words.
+        top = self._q(
+            "SELECT rowid, bm25(evidence_fts) AS score FROM evidence_fts WHERE evidence_fts MATCH ? "
+            "ORDER BY score LIMIT ?",
+            (match, limit),
+        )
+        ids = self.ids_for_rowids("evidence", [r[0] for r in top])
+        return [(ids[rowid], score) for rowid, score in top if rowid in ids]
+
+    def evidence_term_is_common(self, term: str, threshold: int) -> bool:
+        """True when at least ``threshold`` evidence texts contain ``term`` (counting stops there)."""
+        row = self._one(
+            "SELECT count(*) FROM (SELECT 1 FROM evidence_fts WHERE evidence_fts MATCH ? LIMIT ?)",
+            (f'"{term}"', threshold),
+        )
+        return bool(row) and row[0] >= threshold
 
     def evidence_snippets(self, match: str, ids: Sequence[str]) -> dict[str, str]:
         """FTS5 snippets (matches in [brackets]) of the evidence ``ids`` that match ``match``."""
