@@ -6,17 +6,14 @@ import contextlib
 import hashlib
 import time
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kernel import clock, conflicts, embed, entities, inject, recall, text
+from kernel import clock, entities, text
 from kernel.audit import ChainReport, verify_chain
-from kernel.embed import Embedder
 from kernel.errors import NotFoundError, RefusedError, StoreError, UsageError
 from kernel.fts import match_query
-from kernel.inject import Injection
 from kernel.records import (
     AuditEvent,
     Decision,
@@ -26,9 +23,18 @@ from kernel.records import (
     Ratification,
     SearchResults,
 )
-from kernel.sharing import ImportReport, export_adrs, import_adrs
 from kernel.store.base import Store
 from kernel.store.sqlite import SQLiteStore
+
+if TYPE_CHECKING:
+    # Recall, embeddings and ADR sharing import lazily: `ctx log` and `ctx propose` are an
+    # agent's hot path and need none of them (each costs milliseconds to import).
+    from concurrent.futures import ThreadPoolExecutor
+
+    from kernel import embed, recall
+    from kernel.embed import Embedder
+    from kernel.inject import Injection
+    from kernel.sharing import ImportReport
 
 # token_sort_ratio of "subject decision" against each pending proposal; 82 flags rewordings
 # and reorderings of the same sentence but not a different choice on the same subject.
@@ -67,7 +73,7 @@ class Ctx:
         self.store = store
         self._embedder_choice = embedder
         self._resolution: embed.Resolution | None = None
-        self._entity_index = recall.EntityIndex()
+        self._entity_index_cache: recall.EntityIndex | None = None
         self._executor: ThreadPoolExecutor | None = None
 
     # -- lifecycle ------------------------------------------------------------------------
@@ -83,7 +89,7 @@ class Ctx:
             with store.transaction():
                 store.set_meta("store_id", clock.new_id("ev")[3:])
                 store.set_meta("created_at", clock.now())
-                store.set_meta("conflict_rules", conflicts.RULES_VERSION)
+                store.set_meta("conflict_rules", _conflict_rules())
         return cls(store, embedder=embedder), created
 
     @classmethod
@@ -97,7 +103,17 @@ class Ctx:
             self._executor.shutdown()
         self.store.close()
 
+    @property
+    def _entity_index(self) -> recall.EntityIndex:
+        from kernel import recall  # noqa: PLC0415 - lazy, see the imports
+
+        if self._entity_index_cache is None:
+            self._entity_index_cache = recall.EntityIndex()
+        return self._entity_index_cache
+
     def _pool(self) -> ThreadPoolExecutor:
+        from concurrent.futures import ThreadPoolExecutor  # noqa: PLC0415
+
         if self._executor is None:
             self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ctx-recall")
         return self._executor
@@ -433,10 +449,14 @@ class Ctx:
 
     def import_adrs(self, folder: Path, *, reviewer: str) -> ImportReport:
         """Import a folder of ADR Markdown files; each record is one audit event; re-import is a no-op."""
+        from kernel.sharing import import_adrs  # noqa: PLC0415
+
         return import_adrs(self, folder, reviewer)
 
     def export_adrs(self, folder: Path) -> list[Path]:
         """Write every decision as a MADR-style Markdown file under ``folder``."""
+        from kernel.sharing import export_adrs  # noqa: PLC0415
+
         return export_adrs(self, folder)
 
     # -- search and audit -----------------------------------------------------------------
@@ -462,7 +482,7 @@ class Ctx:
         k: int = 10,
         as_of: str | None = None,
         mode: str = "hybrid",
-        rrf_k: int = recall.DEFAULT_RRF_K,
+        rrf_k: int = 60,
         min_scores: dict[str, float] | None = None,
     ) -> recall.Recall:
         """Decisions that hold (with what contradicts them) and unratified evidence matching ``query``.
@@ -470,6 +490,8 @@ class Ctx:
         ``min_scores`` drops a ranker's hits whose raw score is below the given value
         (``{"vector": 0.4}``: cosine similarity; keyword: negated BM25; entity: idf-weighted match).
         """
+        from kernel import recall  # noqa: PLC0415 - lazy, see the imports
+
         query = text.require_text(query, "query", MAX_QUERY_CHARS)
         if match_query(query) is None:
             raise UsageError("the query has no words to search for")
@@ -510,6 +532,8 @@ class Ctx:
 
     def inject(self, query: str | None = None, *, budget: int = DEFAULT_BUDGET) -> Injection:
         """The session-start block: current decisions, superseded ones, conflicts, proposals, evidence."""
+        from kernel import inject  # noqa: PLC0415
+
         if not MIN_BUDGET <= budget <= MAX_BUDGET:
             raise UsageError(f"budget must be between {MIN_BUDGET} and {MAX_BUDGET} tokens")
         if query is not None:
@@ -520,6 +544,8 @@ class Ctx:
 
     def conflicts(self) -> list[tuple[Decision, recall.Related]]:
         """Pairs of current decisions on different subjects that take opposite stances, newest first."""
+        from kernel import recall  # noqa: PLC0415
+
         self.ensure_conflicts()
         pairs = self.store.current_conflict_pairs()
         found = self.store.decisions_by_ids(sorted({i for p in pairs for i in p[:2]}))
@@ -536,6 +562,8 @@ class Ctx:
 
     def record_conflicts(self, decision_ids: Sequence[str]) -> int:
         """Detect and record the conflicts of newly ratified or imported current decisions."""
+        from kernel import recall  # noqa: PLC0415
+
         detector = recall.ConflictDetector(self.store, self._entity_index)
         found = 0
         with self.store.transaction():
@@ -551,12 +579,12 @@ class Ctx:
 
     def ensure_conflicts(self, *, force: bool = False) -> None:
         """Detect conflicts among all current decisions if this store was not scanned by these rules."""
-        if not force and self.store.get_meta("conflict_rules") == conflicts.RULES_VERSION:
+        if not force and self.store.get_meta("conflict_rules") == _conflict_rules():
             return
         with self.store.transaction():
             self.store.clear_conflicts()
             self.record_conflicts([d.id for d in self.store.decisions()])
-            self.store.set_meta("conflict_rules", conflicts.RULES_VERSION)
+            self.store.set_meta("conflict_rules", _conflict_rules())
 
     def recent_evidence(self, limit: int = 5) -> list[Evidence]:
         """The newest evidence texts, newest first."""
@@ -566,6 +594,8 @@ class Ctx:
 
     def embedding(self) -> embed.Resolution:
         """The embedding model this store uses (resolved once), or why vectors are off."""
+        from kernel import embed  # noqa: PLC0415
+
         if self._resolution is None:
             if self._embedder_choice == AUTO:
                 self._resolution = embed.resolve()
@@ -578,6 +608,8 @@ class Ctx:
 
     def prepare_vectors(self, backfill: int = 0) -> tuple[Embedder | None, recall.VectorStatus]:
         """The embedder to query with (None when vectors are off), after embedding up to ``backfill`` rows."""
+        from kernel import recall  # noqa: PLC0415
+
         resolution = self.embedding()
         embedder = resolution.embedder
         if embedder is None:
@@ -618,6 +650,8 @@ class Ctx:
         progress: Callable[[int, int], None] | None = None,
     ) -> ReindexReport:
         """Embed every decision and evidence text again with the configured model."""
+        from kernel import embed, recall  # noqa: PLC0415
+
         resolution = embed.resolve(download=download) if self._embedder_choice == AUTO else self.embedding()
         embedder = resolution.embedder
         if embedder is None:
@@ -666,6 +700,12 @@ class Ctx:
         if result != "ok":
             raise StoreError(f"store {self.location} failed its integrity check: {result}")
         return result
+
+
+def _conflict_rules() -> str:
+    from kernel.conflicts import RULES_VERSION  # noqa: PLC0415 - lazy, see the imports
+
+    return RULES_VERSION
 
 
 def _proposal_summary(proposal: Proposal) -> dict[str, Any]:

@@ -332,3 +332,13 @@ def test_bad_recall_input_is_one_line_and_exit_2(cli, world, args, message):
     assert result.out == ""
     assert len(result.err.strip().splitlines()) == 1
     assert result.err.startswith("ctx: error:") and message in result.err
+
+
+def test_the_facade_and_the_cli_default_to_the_same_rrf_constant(cli):
+    import inspect
+
+    from kernel.recall import DEFAULT_RRF_K
+
+    assert inspect.signature(Ctx.recall).parameters["rrf_k"].default == DEFAULT_RRF_K
+    help_text = " ".join(cli("recall", "--help").out.split())
+    assert f"Reciprocal rank fusion constant. [default: {DEFAULT_RRF_K};" in help_text
