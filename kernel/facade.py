@@ -551,13 +551,9 @@ class Ctx:
         found = self.store.decisions_by_ids(sorted({i for p in pairs for i in p[:2]}))
         out = []
         for decision_id, other_id, term, clause, other_clause in pairs:
-            mine, other = found[decision_id], found[other_id]
-            why = f"opposite stance on {term!r}: {clause!r} here, {other_clause!r} in {other.subject}"
-            related = recall.Related(
-                "conflict", other.id, other.subject, other.decision, True,
-                other.valid_from, other.valid_until, why, "conflict: needs a person to reconcile",
-            )  # fmt: skip
-            out.append((mine, related))
+            out.append(
+                (found[decision_id], recall.conflict_item(found[other_id], term, clause, other_clause))
+            )
         return out
 
     def record_conflicts(self, decision_ids: Sequence[str]) -> int:

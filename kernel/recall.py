@@ -544,20 +544,7 @@ class Recaller:
             other = others.get(other_id)
             if other is None or not valid_at(other, moment):
                 continue
-            out.append(
-                Related(
-                    "conflict",
-                    other.id,
-                    other.subject,
-                    other.decision,
-                    other.valid_until is None,
-                    other.valid_from,
-                    other.valid_until,
-                    f"opposite stance on {term!r}: {_clip(clause)!r} here, "
-                    f"{_clip(other_clause)!r} in {other.subject}",
-                    "conflict: needs a person to reconcile",
-                )
-            )
+            out.append(conflict_item(other, term, clause, other_clause))
         return out
 
     # -- evidence -------------------------------------------------------------------------
@@ -644,6 +631,16 @@ class ConflictDetector:
         )
         similar.discard(subject)
         return sorted(similar)
+
+
+def conflict_item(other: Decision, term: str, clause: str, other_clause: str) -> Related:
+    """The entry for ``other``, which takes the opposite stance on ``term``."""
+    return Related(
+        "conflict", other.id, other.subject, other.decision, other.valid_until is None,
+        other.valid_from, other.valid_until,
+        f"opposite stance on {term!r}: {_clip(clause)!r} here, {_clip(other_clause)!r} in {other.subject}",
+        "conflict: needs a person to reconcile",
+    )  # fmt: skip
 
 
 def _chain_item(item: Decision, hit: Decision, matched: bool) -> Related:
