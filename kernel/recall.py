@@ -335,12 +335,12 @@ class Recaller:
 
     # -- rankers --------------------------------------------------------------------------
 
-    def _keyword(self, query: str, kind: str, fetch: int) -> tuple[Ranked, dict[str, str]]:
+    def _keyword(self, query: str, kind: str, fetch: int) -> Ranked:
         match = fts.match_query(query, drop_stopwords=True)
         if match is None:
-            return [], {}
+            return []
         if kind == "decision":
-            return [(i, -s, None) for i, s in self.store.fts_decision_ids(match, fetch)], {}
+            return [(i, -s, None) for i, s in self.store.fts_decision_ids(match, fetch)]
         terms = fts.words(match)
         # BM25 scores every row that holds any term. A term in tens of thousands of texts
         # costs tens of milliseconds and, with its low idf, barely moves the order: when rarer
@@ -348,7 +348,7 @@ class Recaller:
         rare = [t for t in terms if not self.store.evidence_term_is_common(t, COMMON_TERM_DOCS)]
         if rare and len(rare) < len(terms):
             match = " OR ".join(f'"{t}"' for t in rare)
-        return [(i, -s, None) for i, s in self.store.fts_evidence_ids(match, fetch)], {}
+        return [(i, -s, None) for i, s in self.store.fts_evidence_ids(match, fetch)]
 
     def _entity(self, query: str, kind: str, fetch: int, matched: list[tuple[int, str, float]]) -> Ranked:
         if not matched:
@@ -416,14 +416,14 @@ class Recaller:
         ids = self.store.ids_for_rowids(kind, [r for r, _ in nearest])
         return [(ids[r], sim, None) for r, sim in nearest if r in ids]
 
-    def rank(self, query: str, kind: str, mode: str, fetch: int) -> tuple[dict[str, Ranked], dict[str, str]]:
-        """Each requested ranker's list for one store, and FTS snippets for evidence.
+    def rank(self, query: str, kind: str, mode: str, fetch: int) -> dict[str, Ranked]:
+        """Each requested ranker's list for one store.
 
         In hybrid mode a list keeps only the items scoring at least a share of its best
         item's raw score: RRF rewards agreement, and a ranker's weak tail would otherwise
         outvote another ranker's confident first hit.
         """
-        lists, snippets = self._rank(query, kind, mode, fetch)
+        lists = self._rank(query, kind, mode, fetch)
         for name, minimum in self.min_scores.items():
             if name in lists:
                 lists[name] = [r for r in lists[name] if r[1] >= minimum]
@@ -433,20 +433,19 @@ class Recaller:
                 if ranked and floor:
                     best = ranked[0][1]
                     lists[name] = [r for r in ranked if r[1] >= floor * best]
-        return lists, snippets
+        return lists
 
-    def _rank(self, query: str, kind: str, mode: str, fetch: int) -> tuple[dict[str, Ranked], dict[str, str]]:
+    def _rank(self, query: str, kind: str, mode: str, fetch: int) -> dict[str, Ranked]:
         lists: dict[str, Ranked] = {}
-        snippets: dict[str, str] = {}
         if mode in ("hybrid", "keyword"):
-            lists["keyword"], snippets = self._keyword(query, kind, fetch)
+            lists["keyword"] = self._keyword(query, kind, fetch)
         if mode in ("hybrid", "entity"):
             if self._entities is None:
                 self._entities = self.entity_index.match(self.store, query)
             lists["entity"] = self._entity(query, kind, fetch, self._entities)
         if mode in ("hybrid", "vector") and self.embedder is not None:
             lists["vector"] = self._vector(query, kind, fetch)
-        return lists, snippets
+        return lists
 
     # -- decisions ------------------------------------------------------------------------
 
@@ -456,7 +455,7 @@ class Recaller:
         """Decision hits that hold at ``moment``; matching ones that no longer hold are mapped
         to their successors in force, or reported as closed."""
         fetch = max(OVERFETCH, 5 * k)
-        lists, _ = self.rank(query, "decision", mode, fetch)
+        lists = self.rank(query, "decision", mode, fetch)
         fused = fuse(lists, rrf_k, WEIGHTS)
         records = self.store.decisions_by_ids([item for item, _, _ in fused])
         hits: list[DecisionHit] = []
@@ -552,7 +551,7 @@ class Recaller:
     def evidence(self, query: str, mode: str, k: int, rrf_k: int) -> list[EvidenceHit]:
         """Evidence hits, best first."""
         fetch = max(OVERFETCH, 5 * k)
-        lists, snippets = self.rank(query, "evidence", mode, fetch)
+        lists = self.rank(query, "evidence", mode, fetch)
         fused = fuse(lists, rrf_k, WEIGHTS)[:k]
         records = self.store.evidence_by_ids([item for item, _, _ in fused])
         match = fts.match_query(query, drop_stopwords=True)

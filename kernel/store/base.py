@@ -141,9 +141,6 @@ class Store(Protocol):
     def item_count(self, kind: str) -> int:
         """How many decisions or evidence texts the store holds."""
 
-    def items_mentioning(self, names: Sequence[str], prefix: str) -> dict[str, set[str]]:
-        """Items mentioning any of ``names``, with the names each mentions."""
-
     def fts_decision_ids(self, match: str, limit: int, current_only: bool = False) -> list[tuple[str, float]]:
         """Decision ids (any window, or current only) matching an FTS5 query, with BM25."""
 

@@ -92,21 +92,6 @@ class IndexQueries:
         row = self._one(f"SELECT coalesce(max(rowid), 0) FROM {table}")
         return int(row[0]) if row else 0
 
-    def items_mentioning(self, names: Sequence[str], prefix: str) -> dict[str, set[str]]:
-        """Items (by id prefix) mentioning any of ``names``, with the names each mentions."""
-        if not names:
-            return {}
-        out: dict[str, set[str]] = {}
-        for item, name in self._q(
-            "SELECT m.item, e.name FROM entity e JOIN entity_mention m ON m.entity_id = e.id "
-            f"WHERE e.name IN ({_marks(names)}) AND m.item >= ? AND m.item < ?",
-            [*names, prefix, prefix + "~"],
-        ):
-            out.setdefault(item, set()).add(name)
-        return out
-
-    # -- conflicts ------------------------------------------------------------------------
-
     def add_conflict(
         self, decision_id: str, other_id: str, term: str, clause: str, other_clause: str
     ) -> None:
