@@ -514,7 +514,7 @@ class Ctx:
         unknown = sorted(set(min_scores or {}) - set(recall.RANKERS))
         if unknown:
             raise UsageError(f"unknown ranker {unknown[0]!r}: use one of {', '.join(recall.RANKERS)}")
-        recaller = recall.Recaller(self.store, self._entity_index, embedder, status, min_scores)
+        recaller = recall.Recaller(self.store, self._entity_index, embedder, min_scores)
         if embedder is not None:
             recaller.start_vectors(query, max(recall.OVERFETCH, 5 * k), self._pool())
         decisions, closed = recaller.decisions(query, mode, k, rrf_k, moment)
@@ -614,11 +614,11 @@ class Ctx:
         stored = self.store.get_meta("vector_model")
         if stored is None or not self.store.vector_tables_exist():
             with self.store.transaction():
-                if self.store.get_meta("vector_model") is None:
-                    self.store.set_meta("vector_model", embedder.model_id)
-                    self.store.set_meta("vector_dim", str(embedder.dim))
                 stored = self.store.get_meta("vector_model")
-                if stored == embedder.model_id:
+                if stored is None:
+                    self._adopt_model(embedder)
+                    stored = embedder.model_id
+                elif stored == embedder.model_id:
                     self.store.create_vector_tables(embedder.dim)
         if stored != embedder.model_id or self.store.get_meta("vector_dim") != str(embedder.dim):
             pending = recall.pending_total(self.store)
@@ -639,6 +639,12 @@ class Ctx:
             return embedder, recall.VectorStatus("partial", embedder.model_id, pending, note)
         return embedder, recall.VectorStatus("on", embedder.model_id, 0, None)
 
+    def _adopt_model(self, embedder: Embedder) -> None:
+        """Record the store's embedding model and create its KNN tables (inside a transaction)."""
+        self.store.set_meta("vector_model", embedder.model_id)
+        self.store.set_meta("vector_dim", str(embedder.dim))
+        self.store.create_vector_tables(embedder.dim)
+
     def reindex(
         self,
         *,
@@ -657,9 +663,7 @@ class Ctx:
         with self.store.transaction():
             previous = self.store.get_meta("vector_model")
             self.store.drop_vectors()
-            self.store.set_meta("vector_model", embedder.model_id)
-            self.store.set_meta("vector_dim", str(embedder.dim))
-            self.store.create_vector_tables(embedder.dim)
+            self._adopt_model(embedder)
         total = recall.pending_total(self.store)
         done = 0
 

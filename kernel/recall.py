@@ -320,14 +320,12 @@ class Recaller:
         store: Store,
         entity_index: EntityIndex,
         embedder: Embedder | None,
-        vectors: VectorStatus,
         min_scores: dict[str, float] | None = None,
     ) -> None:
         self.store = store
         self.min_scores = dict(min_scores or {})
         self.entity_index = entity_index
         self.embedder = embedder
-        self.vectors = vectors
         self._query_vector: Future[bytes] | None = None
         self._evidence_vectors: Future[list[tuple[int, float]]] | None = None
         self._chains: dict[str, dict[str, Decision]] = {}
@@ -347,10 +345,10 @@ class Recaller:
         # terms remain, leave it out (Lucene's "common terms" idea).
         rare = [t for t in terms if not self.store.evidence_term_is_common(t, COMMON_TERM_DOCS)]
         if rare and len(rare) < len(terms):
-            match = " OR ".join(f'"{t}"' for t in rare)
+            match = fts.match_query(" ".join(rare)) or match
         return [(i, -s, None) for i, s in self.store.fts_evidence_ids(match, fetch)]
 
-    def _entity(self, query: str, kind: str, fetch: int, matched: list[tuple[int, str, float]]) -> Ranked:
+    def _entity(self, kind: str, fetch: int, matched: list[tuple[int, str, float]]) -> Ranked:
         if not matched:
             return []
         prefix = "dc_" if kind == "decision" else "ev_"
@@ -442,7 +440,7 @@ class Recaller:
         if mode in ("hybrid", "entity"):
             if self._entities is None:
                 self._entities = self.entity_index.match(self.store, query)
-            lists["entity"] = self._entity(query, kind, fetch, self._entities)
+            lists["entity"] = self._entity(kind, fetch, self._entities)
         if mode in ("hybrid", "vector") and self.embedder is not None:
             lists["vector"] = self._vector(query, kind, fetch)
         return lists

@@ -16,7 +16,7 @@ import click
 
 from kernel import paths, text
 from kernel.errors import CtxError, UsageError
-from kernel.facade import EVIDENCE_KINDS, Ctx
+from kernel.facade import DEFAULT_BUDGET, EVIDENCE_KINDS, MAX_BUDGET, MIN_BUDGET, Ctx
 from kernel.records import Decision, Evidence, Proposal
 
 MAX_JSON_INPUT_BYTES = 200_000
@@ -542,9 +542,9 @@ def recall(
 @click.option("--query", "-q", help="What the session is about (default: every current decision).")
 @click.option(
     "--budget",
-    default=2000,
+    default=DEFAULT_BUDGET,
     show_default=True,
-    type=click.IntRange(200, 1_000_000),
+    type=click.IntRange(MIN_BUDGET, MAX_BUDGET),
     help="Token budget (1 token ~ 4 characters).",
 )
 @click.option(
