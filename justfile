@@ -34,5 +34,9 @@ bench-recall queries="100":
 quality:
     {{venv}}python bench/quality.py
 
+# The review app with 10,000 pending proposals: time to open, cursor and page moves.
+bench-review pending="10000":
+    {{venv}}python bench/review_bench.py --pending {{pending}}
+
 # Every benchmark.
-bench: bench-cli quality bench-recall
+bench: bench-cli quality bench-recall bench-review

@@ -113,6 +113,7 @@ class RatificationOut(_Strict):
     proposal_id: ProposalId
     decision: DecisionOut
     superseded: list[DecisionId]
+    settled: list[ProposalId] = Field(description="Pending proposals of its review group closed with it.")
 
 
 class DecisionsOut(_Strict):

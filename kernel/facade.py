@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from kernel import clock, entities, text
 from kernel.audit import ChainReport, verify_chain
-from kernel.errors import NotFoundError, RefusedError, StoreError, UsageError
+from kernel.errors import CtxError, NotFoundError, RefusedError, StoreError, UsageError
 from kernel.fts import match_query
 from kernel.records import (
     AuditEvent,
@@ -23,8 +23,36 @@ from kernel.records import (
     Ratification,
     SearchResults,
 )
+from kernel.review import (
+    STALE_AFTER,
+    ClosingWindow,
+    ProposalContext,
+    QueueEntry,
+    RatifyPreview,
+    age,
+    short_age,
+    word_diff,
+)
 from kernel.store.base import Store
 from kernel.store.sqlite import SQLiteStore
+
+__all__ = [
+    "STALE_AFTER",
+    "AuditEvent",
+    "ClosingWindow",
+    "Ctx",
+    "CtxError",
+    "Decision",
+    "Evidence",
+    "Proposal",
+    "ProposalContext",
+    "QueueEntry",
+    "Ratification",
+    "RatifyPreview",
+    "age",
+    "short_age",
+    "word_diff",
+]
 
 if TYPE_CHECKING:
     # Recall, embeddings and ADR sharing import lazily: `ctx log` and `ctx propose` are an
@@ -285,20 +313,30 @@ class Ctx:
             raise RefusedError(f"proposal {proposal.id} is {proposal.status}, not pending")
         return proposal
 
-    def ratify(self, proposal_id: str, *, reviewer: str, decision: str | None = None) -> Ratification:
+    def ratify(
+        self,
+        proposal_id: str,
+        *,
+        reviewer: str,
+        decision: str | None = None,
+        settle: Sequence[str] = (),
+    ) -> Ratification:
         """A person's act: turn a pending proposal into the current decision on its subject.
 
         Atomically closes the window of the subject's current decision and of every
         current decision the proposal names, and links each to the new decision.
-        ``decision`` ratifies an amended text; the amendment is recorded.
+        ``decision`` ratifies an amended text; the amendment is recorded. ``settle`` names
+        pending proposals of the same review group, closed as settled by this one.
         """
         reviewer = text.require_text(reviewer, "reviewer", text.MAX_NAME_CHARS)
         amended_text = (
             text.require_text(decision, "decision", text.MAX_DECISION_CHARS) if decision is not None else None
         )
         pid = clock.check_id(proposal_id, "proposal")
+        settled = list(dict.fromkeys(clock.check_id(s, "proposal") for s in settle))
         with self.store.transaction():
             proposal = self.pending(pid)
+            self._check_group(proposal, settled)
             targets = list(proposal.explicit_supersedes)
             current = self.store.current_decision(proposal.subject)
             if current is not None and current.id not in targets:
@@ -354,9 +392,33 @@ class Ctx:
                     {"valid_until": old.valid_until},
                     {"valid_until": old.valid_until or at, "superseded_by": new.id},
                 )
+            for other in settled:
+                note = f"settled by {proposal.id}, ratified as {new.id}"
+                self.store.resolve_proposal(other, "rejected", at, reviewer, note, None)
+                self.store.append_audit(
+                    at,
+                    reviewer,
+                    "proposal.rejected",
+                    other,
+                    {"status": "pending"},
+                    {"status": "rejected", "reason": note, "settled_by": proposal.id, "decision_id": new.id},
+                )
             result = self.store.get_decision(new.id)
         assert result is not None
-        return Ratification(proposal.id, result, [old.id for old in replaced])
+        return Ratification(proposal.id, result, [old.id for old in replaced], settled)
+
+    def _check_group(self, proposal: Proposal, settled: list[str]) -> None:
+        if not settled:
+            return
+        if proposal.id in settled:
+            raise UsageError(f"{proposal.id} cannot settle itself")
+        group = {p.id for p in self.review_group(proposal.id)}
+        for other in settled:
+            self.pending(other)
+            if other not in group:
+                raise RefusedError(
+                    f"{other} is not in the review group of {proposal.id} (same subject or near-duplicate)"
+                )
 
     def _require_decision(self, decision_id: str) -> Decision:
         found = self.store.get_decision(decision_id)
@@ -391,6 +453,51 @@ class Ctx:
                 {"status": status, "reason": note},
             )
             return self.proposal(pid)
+
+    # -- review ---------------------------------------------------------------------------
+
+    def data_version(self) -> int:
+        """A number that changes whenever another connection commits to the store (cheap to poll)."""
+        return self.store.data_version()
+
+    def review_queue(self, subject: str | None = None, proposer: str | None = None) -> list[QueueEntry]:
+        """Pending proposals, oldest first, with the decision each would supersede and its review group."""
+        from kernel import review  # noqa: PLC0415
+
+        current = {d.subject: d for d in self.store.decisions()}
+        everything = review.group_queue(self.store.list_proposals("pending"), current)
+        if subject is None and proposer is None:
+            return everything
+        wanted = {p.id for p in self.queue(subject, proposer)}
+        return [entry for entry in everything if entry.proposal.id in wanted]
+
+    def review_group(self, proposal_id: str) -> list[Proposal]:
+        """The other pending proposals settled together with this one (same subject or near-duplicate)."""
+        pid = clock.check_id(proposal_id, "proposal")
+        entries = self.review_queue()
+        mine = next((e.group for e in entries if e.proposal.id == pid), None)
+        return [e.proposal for e in entries if e.group == mine and e.proposal.id != pid]
+
+    def proposal_conflicts(self, proposal_ids: Sequence[str]) -> dict[str, list[recall.Related]]:
+        """For each pending proposal, the current decisions on other subjects it contradicts."""
+        from kernel import review  # noqa: PLC0415
+
+        return review.proposal_conflicts(self, [clock.check_id(p, "proposal") for p in proposal_ids])
+
+    def preview_ratify(
+        self, proposal_id: str, *, decision: str | None = None, settle: Sequence[str] | None = None
+    ) -> RatifyPreview:
+        """What ratifying would change: the new decision, the windows it closes, the proposals it settles."""
+        from kernel import review  # noqa: PLC0415
+
+        return review.preview(self, self.pending(proposal_id), decision, settle)
+
+    def proposal_context(self, proposal_id: str, *, related: int = 5) -> ProposalContext:
+        """A proposal with its subject's current decision and chain, contradictions, related decisions
+        found by recall, cited evidence, review group, and the change ratifying it would make."""
+        from kernel import review  # noqa: PLC0415
+
+        return review.context(self, self.proposal(proposal_id), related)
 
     # -- decisions ------------------------------------------------------------------------
 

@@ -129,6 +129,8 @@ class Ratification:
     proposal_id: str
     decision: Decision
     superseded: list[str]
+    # Pending proposals of the same review group closed as settled by this ratification.
+    settled: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready form."""
@@ -136,6 +138,7 @@ class Ratification:
             "proposal_id": self.proposal_id,
             "decision": self.decision.to_dict(),
             "superseded": list(self.superseded),
+            "settled": list(self.settled),
         }
 
 

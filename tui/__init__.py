@@ -1,1 +1,1 @@
-"""ctx's review app (Textual); it talks to the kernel only through ``kernel.Ctx``."""
+"""The review app (``ctx review``): a Textual front end over the kernel facade."""

@@ -653,6 +653,27 @@ def export_adr(kernel: Ctx, folder: str) -> None:
     click.echo(f"wrote {len(written)} files to {folder}")
 
 
+def _review_name(given: str | None) -> str:
+    """The reviewer the app acts as: --reviewer, CTX_REVIEWER or config, else the login name."""
+    return given or paths.configured_reviewer() or getpass.getuser()
+
+
+def _run_review(kernel: Ctx, reviewer: str) -> None:
+    from tui.app import make_app  # noqa: PLC0415 - Textual loads only for the app
+
+    make_app(kernel, reviewer).run()
+
+
+@cli.command()
+@click.option("--reviewer", help="Your name (default: CTX_REVIEWER or config, else your login name).")
+@_with_store
+def review(kernel: Ctx, reviewer: str | None) -> None:
+    """Open the review app: ratify or reject what agents proposed, browse decisions, evidence, audit."""
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        raise UsageError("ctx review needs a terminal; in scripts use ctx queue, ctx ratify and ctx reject")
+    _run_review(kernel, _review_name(reviewer))
+
+
 @cli.command()
 @click.option(
     "--path",
@@ -662,12 +683,17 @@ def export_adr(kernel: Ctx, folder: str) -> None:
     show_default=True,
     help="Project folder for the demo store.",
 )
-def demo(folder: str) -> None:
-    """Create a demo project with realistic decisions, evidence and proposals, and show it."""
+@click.option("--no-review", is_flag=True, help="Print the tour only; do not open the review app.")
+def demo(folder: str, no_review: bool) -> None:
+    """Create a demo project with realistic decisions, evidence and proposals, then open the review app."""
     from kernel.demo import build_demo  # noqa: PLC0415
 
     kernel = build_demo(Path(folder))
     try:
+        if not no_review and sys.stdin.isatty() and sys.stdout.isatty():
+            _run_review(kernel, _review_name(None))
+            click.echo(f"demo store: {kernel.location}; reopen it with: cd {folder} && ctx review")
+            return
         click.echo(f"demo store: {kernel.location}\n")
         click.echo("Current decisions:")
         for decision in kernel.decisions():

@@ -118,6 +118,9 @@ class Store(Protocol):
     def search_evidence(self, match: str, limit: int) -> list[tuple[Evidence, float, str]]:
         """Evidence matching an FTS5 query with a snippet, best BM25 first."""
 
+    def data_version(self) -> int:
+        """A counter that changes when another connection commits."""
+
     def integrity_check(self) -> str:
         """The database's own consistency check ('ok' when sound)."""
 

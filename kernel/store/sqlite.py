@@ -521,6 +521,12 @@ class SQLiteStore(IndexQueries):
         )
         return [(_evidence(r[:8]), r[8], r[9]) for r in rows]
 
+    def data_version(self) -> int:
+        """SQLite's ``data_version``: changes when another connection commits."""
+        row = self._one("PRAGMA data_version")
+        assert row is not None
+        return int(row[0])
+
     def integrity_check(self) -> str:
         """SQLite's own consistency check ('ok' when sound)."""
         return "; ".join(r[0] for r in self._q("PRAGMA integrity_check"))

@@ -1,0 +1,119 @@
+"""The review app on a big queue: time to open with 10,000 pending proposals, and scrolling.
+
+Runs the real app headless (Textual's test driver) at 100x30 over a cached store with
+``--pending`` proposals and ``--decisions`` current decisions, and prints:
+
+- the facade's ``review_queue()`` on its own;
+- app start to the first screen with every row loaded;
+- cursor moves and page moves, each until the next frame is drawn (mean and p95).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from kernel import Ctx
+from tui.app import make_app
+from tui.widgets.rows import RowList
+
+CACHE = Path(__file__).resolve().parent / ".cache"
+AREAS = ["auth", "db", "api", "frontend", "ci", "infra", "billing", "search", "mobile", "observability"]
+VERBS = ["Use", "Avoid", "Adopt", "Keep", "Drop", "Require"]
+THINGS = ["Redis", "Postgres", "Kafka", "gRPC", "GraphQL", "Vite", "Terraform", "OpenTelemetry", "S3", "JWT"]
+
+
+def build(path: Path, decisions: int, pending: int) -> None:
+    """A store with ``decisions`` ratified decisions and ``pending`` proposals (slow; cached)."""
+    kernel, _ = Ctx.init(path, embedder=None)
+    with kernel:
+        for i in range(decisions):
+            subject = f"{AREAS[i % len(AREAS)]}.topic{i}"
+            text = f"{VERBS[i % len(VERBS)]} {THINGS[i % len(THINGS)]} for component {i}."
+            proposal = kernel.propose(subject, text, proposer="seed")
+            kernel.ratify(proposal.id, reviewer="bench")
+        for i in range(pending):
+            # Every third proposal targets a subject with a current decision.
+            topic = i % decisions if i % 3 == 0 else decisions + i
+            subject = f"{AREAS[topic % len(AREAS)]}.topic{topic}"
+            text = f"{VERBS[(i + 1) % len(VERBS)]} {THINGS[(i * 7) % len(THINGS)]} in service {i} ({i * 31})."
+            kernel.propose(subject, text, proposer=["claude", "codex", "gemini"][i % 3])
+            if i % 1000 == 999:
+                print(f"  built {i + 1} proposals", file=sys.stderr)
+
+
+def percentile(values: list[float], q: float) -> float:
+    """The ``q`` quantile of ``values``."""
+    ordered = sorted(values)
+    return ordered[min(int(q * len(ordered)), len(ordered) - 1)]
+
+
+async def drive(path: Path, moves: int) -> dict[str, list[float]]:
+    """Open the app, wait for the rows, then time cursor and page moves."""
+    kernel = Ctx.open(path, embedder=None)
+    started = time.perf_counter()
+    app = make_app(kernel, "bench", poll=None)
+    figures: dict[str, list[float]] = {"open": [], "down": [], "pagedown": []}
+    async with app.run_test(size=(100, 30)) as pilot:
+        rows = app.screen.query_one("#queue", RowList)
+        while len(rows.rows) == 0:
+            await asyncio.sleep(0.005)
+        await pilot.pause()
+        figures["open"].append((time.perf_counter() - started) * 1000)
+        for key in ("down", "pagedown"):
+            for _ in range(moves):
+                start = time.perf_counter()
+                await pilot.press(key)
+                figures[key].append((time.perf_counter() - start) * 1000)
+        app.exit()
+    kernel.close()
+    return figures
+
+
+def main() -> None:
+    """Print the figures in milliseconds."""
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--pending", type=int, default=10_000)
+    parser.add_argument("--decisions", type=int, default=1_000)
+    parser.add_argument("--moves", type=int, default=200)
+    parser.add_argument("--runs", type=int, default=3)
+    args = parser.parse_args()
+    CACHE.mkdir(exist_ok=True)
+    path = CACHE / f"review-v1-{args.decisions}-{args.pending}.db"
+    if not path.exists():
+        print(f"building {path.name} (once; cached in bench/.cache)", file=sys.stderr)
+        partial = path.with_suffix(".partial")
+        for leftover in (partial, Path(f"{partial}-wal"), Path(f"{partial}-shm")):
+            leftover.unlink(missing_ok=True)
+        build(partial, args.decisions, args.pending)
+        partial.rename(path)
+    with Ctx.open(path, embedder=None) as kernel:
+        timings = []
+        for _ in range(5):
+            start = time.perf_counter()
+            entries = kernel.review_queue()
+            timings.append((time.perf_counter() - start) * 1000)
+    print(f"store: {len(entries)} pending proposals, {args.decisions} current decisions")
+    print(f"review_queue() (facade)          median {statistics.median(timings):7.1f} ms")
+    runs = [asyncio.run(drive(path, args.moves)) for _ in range(args.runs)]
+    opens = [r["open"][0] for r in runs]
+    print(
+        f"open app to queue shown (x{args.runs})   median {statistics.median(opens):7.1f} ms  "
+        f"max {max(opens):.1f}"
+    )
+    for key in ("down", "pagedown"):
+        values = [v for r in runs for v in r[key]]
+        print(
+            f"{key:<10} to next frame            mean   {statistics.fmean(values):7.1f} ms  "
+            f"p95 {percentile(values, 0.95):.1f}"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,115 @@
+"""The review app: where a person ratifies or rejects what agents proposed (``ctx review``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from datetime import datetime
+
+from textual.app import App, SystemCommand
+from textual.binding import Binding
+from textual.screen import Screen
+from textual.worker import Worker
+
+from kernel.facade import Ctx, Decision
+from tui.backend import Backend, utc_now
+from tui.screens.audit import AuditScreen
+from tui.screens.base import KernelScreen, report_failure
+from tui.screens.browser import BrowserScreen
+from tui.screens.evidence import EvidenceScreen
+from tui.screens.queue import QueueScreen
+
+# How often the app asks SQLite whether another process committed (PRAGMA data_version: microseconds).
+POLL_SECONDS = 1.0
+
+
+class ReviewApp(App[None]):
+    """Queue, proposal detail, kernel browser, history, audit and evidence, over one facade."""
+
+    CSS_PATH = "app.tcss"
+    TITLE = "ctx review"
+    MODES = {
+        "queue": QueueScreen,
+        "kernel": BrowserScreen,
+        "evidence": EvidenceScreen,
+        "audit": AuditScreen,
+    }
+    DEFAULT_MODE = "queue"
+    BINDINGS = [
+        Binding("1", "switch_mode('queue')", "Queue"),
+        Binding("2", "switch_mode('kernel')", "Kernel"),
+        Binding("3", "switch_mode('evidence')", "Evidence"),
+        Binding("4", "switch_mode('audit')", "Audit"),
+        Binding("ctrl+q,q", "quit", "Quit"),
+    ]
+
+    def __init__(self, backend: Backend, *, poll: float | None = POLL_SECONDS) -> None:
+        super().__init__()
+        self.backend = backend
+        self.poll_seconds = poll
+        self.sub_title = f"reviewer: {backend.reviewer}"
+        self.last_ratified: Decision | None = None
+        self._version: int | None = None
+
+    def on_mount(self) -> None:
+        """Start the cheap change check."""
+        if self.poll_seconds:
+            self.set_interval(self.poll_seconds, self._check_for_changes)
+
+    def _check_for_changes(self) -> None:
+        self.run_worker(self._poll, thread=True, group="poll", exclusive=True, exit_on_error=False)
+
+    def _poll(self) -> None:
+        version = self.backend.poll()
+        if version is None:
+            return
+        if self._version is not None and version != self._version:
+            self.call_from_thread(self.store_changed)
+        self._version = version
+
+    def store_changed(self) -> None:
+        """Another process wrote to the store: refresh the screens on show."""
+        for screen in self.screen_stack:
+            if isinstance(screen, KernelScreen):
+                screen.reload()
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """A failed change check becomes a notification, never a crash."""
+        report_failure(self, event)
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        """Command palette entries for every screen and the app's actions."""
+        yield from super().get_system_commands(screen)
+        yield SystemCommand("Queue", "Pending proposals (1)", lambda: self.switch_mode("queue"))
+        yield SystemCommand(
+            "Kernel", "Current decisions by subject, as of a date (2)", lambda: self.switch_mode("kernel")
+        )
+        yield SystemCommand("Evidence", "Search the evidence vault (3)", lambda: self.switch_mode("evidence"))
+        yield SystemCommand(
+            "Audit", "The audit log and its chain check (4)", lambda: self.switch_mode("audit")
+        )
+        for binding in screen.active_bindings.values():
+            if binding.binding.description and binding.binding.show and binding.node is screen:
+                action = binding.binding.action
+                yield SystemCommand(
+                    binding.binding.description,
+                    f"{binding.binding.key_display or binding.binding.key}",
+                    _runner(screen, action),
+                )
+
+
+def _runner(screen: Screen, action: str) -> Callable[[], object]:
+    async def run() -> None:
+        await screen.run_action(action)
+
+    return run
+
+
+def make_app(
+    kernel: Ctx,
+    reviewer: str,
+    *,
+    now: Callable[[], datetime] = utc_now,
+    poll: float | None = POLL_SECONDS,
+) -> ReviewApp:
+    """The one app factory, used by ``ctx review``, the demo and the tests."""
+    return ReviewApp(Backend(kernel, reviewer, now), poll=poll)

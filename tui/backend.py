@@ -1,0 +1,46 @@
+"""The review app's one door to the kernel: every call goes through the facade, one at a time."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import TypeVar
+
+from kernel.facade import Ctx
+
+T = TypeVar("T")
+
+
+def utc_now() -> datetime:
+    """The wall clock in UTC."""
+    return datetime.now(UTC)
+
+
+class Backend:
+    """Serialises facade calls from the app's thread workers.
+
+    A store holds one SQLite connection and one transaction flag, so two workers must never
+    use it at once (a read would run inside another worker's write transaction).
+    """
+
+    def __init__(self, kernel: Ctx, reviewer: str, now: Callable[[], datetime] = utc_now) -> None:
+        self._kernel = kernel
+        self._lock = threading.Lock()
+        self.reviewer = reviewer
+        self.now = now
+        self.location = kernel.location
+
+    def run(self, call: Callable[[Ctx], T]) -> T:
+        """Run ``call`` with the facade, waiting for any other call to finish first."""
+        with self._lock:
+            return call(self._kernel)
+
+    def poll(self) -> int | None:
+        """The store's change counter, or None when another call holds the store right now."""
+        if not self._lock.acquire(blocking=False):
+            return None
+        try:
+            return self._kernel.data_version()
+        finally:
+            self._lock.release()

@@ -1,0 +1,1 @@
+"""Modal dialogs that return typed results."""

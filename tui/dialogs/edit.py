@@ -1,0 +1,75 @@
+"""Edit a decision's text before approving it, or draft a new proposal."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Button, Input, Label, TextArea
+
+
+@dataclass(frozen=True)
+class Draft:
+    """The text a person wrote, and an optional rationale."""
+
+    text: str
+    rationale: str | None
+
+
+class EditDialog(ModalScreen[Draft | None]):
+    """A text area prefilled with the decision; Ctrl+S saves, Esc cancels."""
+
+    BINDINGS = [
+        Binding("ctrl+s", "save", "Save", priority=True),
+        Binding("escape", "cancel", "Cancel"),
+    ]
+
+    def __init__(self, title: str, text: str, *, note: str = "", rationale: bool = False) -> None:
+        super().__init__()
+        self.title_text = title
+        self.text = text
+        self.note = note
+        self.with_rationale = rationale
+
+    def compose(self) -> ComposeResult:
+        """Title, note, the text area and (when asked) a rationale line."""
+        with Vertical(classes="dialog dialog-wide"):
+            yield Label(self.title_text, classes="dialog-title")
+            if self.note:
+                yield Label(self.note, classes="dialog-hint")
+            yield TextArea(self.text, id="text", soft_wrap=True, show_line_numbers=False)
+            if self.with_rationale:
+                yield Input(placeholder="Rationale (optional)", id="rationale")
+            yield Label("", id="edit-error", classes="dialog-error")
+            with Horizontal(classes="dialog-buttons"):
+                yield Button("Save (Ctrl+S)", variant="primary", id="save")
+                yield Button("Cancel (Esc)", id="cancel")
+
+    def on_mount(self) -> None:
+        """Start typing in the text area."""
+        self.query_one("#text", TextArea).focus()
+
+    def action_save(self) -> None:
+        """Return the text; refuse an empty one."""
+        text = self.query_one("#text", TextArea).text.strip()
+        if not text:
+            self.query_one("#edit-error", Label).update("The decision text is empty.")
+            return
+        rationale = None
+        if self.with_rationale:
+            rationale = self.query_one("#rationale", Input).value.strip() or None
+        self.dismiss(Draft(text, rationale))
+
+    def action_cancel(self) -> None:
+        """Leave without saving."""
+        self.dismiss(None)
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        """Save or cancel from the buttons."""
+        if event.button.id == "save":
+            self.action_save()
+        else:
+            self.dismiss(None)

@@ -1,0 +1,88 @@
+"""How kernel records look on screen: rows, badges, ages, windows and word diffs (no Textual here)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from rich.text import Text
+
+from kernel.facade import STALE_AFTER, Decision, QueueEntry, age, short_age, word_diff
+from tui.widgets.rows import Row
+
+# Ages past half the stale limit turn amber, past it red: a queue left to rot should look like it.
+AGING_AFTER = STALE_AFTER / 2
+
+
+def age_text(stamp: str, now: datetime) -> Text:
+    """A proposal's age, coloured by how stale it is."""
+    delta = age(stamp, now)
+    style = "bold red" if delta >= STALE_AFTER else "yellow" if delta >= AGING_AFTER else ""
+    return Text(short_age(delta), style=style)
+
+
+def is_stale(stamp: str, now: datetime) -> bool:
+    """True past the stale limit."""
+    return age(stamp, now) >= STALE_AFTER
+
+
+def badges(entry: QueueEntry, contradicts: int | None) -> Text:
+    """Short markers: supersedes, contradicts (… while unchecked), near-duplicate, group size."""
+    out = Text(no_wrap=True)
+    if entry.supersedes:
+        out.append("sup ", style="cyan")
+    if contradicts is None:
+        out.append("… ", style="dim")
+    elif contradicts:
+        out.append("contra ", style="bold magenta")
+    if entry.proposal.near_duplicate_of:
+        out.append("dup ", style="yellow")
+    if entry.group_size > 1:
+        out.append(f"×{entry.group_size}", style="bold")
+    return out
+
+
+def queue_row(entry: QueueEntry, now: datetime, *, selected: bool, contradicts: int | None) -> Row:
+    """One line of the queue."""
+    proposal = entry.proposal
+    return Row(
+        proposal.id,
+        (
+            Text("✓" if selected else " ", style="bold green"),
+            age_text(proposal.created_at, now),
+            Text(proposal.subject, style="bold"),
+            Text(proposal.proposer),
+            badges(entry, contradicts),
+            Text(" ".join(proposal.decision.split())),
+        ),
+    )
+
+
+def window(decision: Decision) -> str:
+    """``2026-01-02 → now`` or ``2026-01-02 → 2026-03-04``."""
+    end = decision.valid_until[:10] if decision.valid_until else "now"
+    return f"{decision.valid_from[:10]} → {end}"
+
+
+def state(decision: Decision) -> Text:
+    """current / superseded / retired, coloured."""
+    if decision.current:
+        return Text("current", style="bold green")
+    return Text(decision.closed_by or "closed", style="red")
+
+
+def diff_text(old: str, new: str) -> Text:
+    """A word diff like ``git diff --word-diff``: ``[-removed-]`` in red, ``{+added+}`` in green."""
+    out = Text()
+    for op, piece in word_diff(old, new):
+        if op == "=":
+            out.append(piece)
+        elif op == "-":
+            out.append(f"[-{piece}-]", style="red strike")
+        else:
+            out.append(f"{{+{piece}+}}", style="bold green")
+    return out
+
+
+def duration(delta: timedelta) -> str:
+    """A window's length in days or hours."""
+    return short_age(delta)

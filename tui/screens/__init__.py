@@ -1,0 +1,1 @@
+"""The review app's screens."""

@@ -1,0 +1,81 @@
+"""The audit log, newest first, with the hash chain's verification status."""
+
+from __future__ import annotations
+
+import json
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.widgets import Footer, Header, Static
+
+from kernel.facade import AuditEvent, Ctx
+from tui.dialogs.text import TextDialog
+from tui.screens.base import KernelScreen
+from tui.widgets.rows import Column, Row, RowList
+
+
+class AuditScreen(KernelScreen):
+    """Every act on the store; the chain is recomputed each time the screen loads."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.events: dict[str, AuditEvent] = {}
+
+    def compose(self) -> ComposeResult:
+        """Chain status, then the log."""
+        yield Header()
+        yield Static("Verifying the audit chain…", id="chain")
+        yield RowList(
+            [
+                Column("#", 5),
+                Column("at", 19),
+                Column("actor", 8),
+                Column("action", 19),
+                Column("target", None),
+            ],
+            id="audit",
+        )
+        yield Footer()
+
+    def on_mount(self) -> None:
+        """Load the log."""
+        self.query_one(RowList).focus()
+        self.reload()
+
+    def on_screen_resume(self) -> None:
+        """Read again when shown."""
+        self.reload()
+
+    def reload(self) -> None:
+        """Read the log and verify the chain."""
+
+        def load(kernel: Ctx) -> tuple[list[AuditEvent], bool, str]:
+            report = kernel.verify_audit()
+            if report.ok:
+                status = f"audit chain verified: {report.rows} rows, last hash {report.last_hash[:16]}…"
+            else:
+                status = f"AUDIT CHAIN BROKEN at row {report.first_bad_seq}: {report.problem}"
+            return kernel.audit_events(), report.ok, status
+
+        self.fetch(load, self._loaded, group="audit")
+
+    def _loaded(self, found: tuple[list[AuditEvent], bool, str]) -> None:
+        events, ok, status = found
+        self.query_one("#chain", Static).update(Text(status, style="bold green" if ok else "bold red"))
+        self.events = {str(e.seq): e for e in events}
+        self.query_one(RowList).set_rows(
+            [
+                Row(
+                    str(e.seq),
+                    (Text(str(e.seq)), Text(e.at[:19]), Text(e.actor), Text(e.action), Text(e.target)),
+                )
+                for e in reversed(events)
+            ]
+        )
+
+    @on(RowList.Opened, "#audit")
+    def _open(self, event: RowList.Opened) -> None:
+        item = self.events[event.key]
+        body = json.dumps(item.to_dict(), indent=2, ensure_ascii=False)
+        self.app.push_screen(TextDialog(f"Audit row {item.seq}: {item.action}", body))

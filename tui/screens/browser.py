@@ -1,0 +1,135 @@
+"""The kernel browser: decisions as a subject tree, as they stand now or at any past moment."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, VerticalScroll
+from textual.widgets import Footer, Header, Input, Static, Tree
+
+from kernel.facade import Decision
+from tui.format import state, window
+from tui.screens.actions import ReviewActions
+
+
+class BrowserScreen(ReviewActions):
+    """Subjects as a tree; the selected decision in full; time travel with an as-of date."""
+
+    BINDINGS = [
+        Binding("slash", "as_of", "As of…"),
+        Binding("h", "history", "History"),
+        Binding("n", "replace", "New superseding proposal"),
+        Binding("escape", "now", "Back to now", show=False),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.as_of: str | None = None
+        self.decisions: dict[str, Decision] = {}
+        self.chosen: Decision | None = None
+
+    def compose(self) -> ComposeResult:
+        """As-of box, the tree and the decision pane."""
+        yield Header()
+        yield Input(placeholder="/ as of: YYYY-MM-DD or ISO time (empty: now)", id="as-of")
+        with Horizontal():
+            yield Tree("decisions", id="subjects")
+            with VerticalScroll(id="decision-pane"):
+                yield Static("Select a subject.", id="decision")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        """Load the decisions."""
+        self.query_one(Tree).focus()
+        self.reload()
+
+    def on_screen_resume(self) -> None:
+        """Read again when shown."""
+        self.reload()
+
+    def reload(self) -> None:
+        """Read the decisions valid now (or at the as-of moment)."""
+        as_of = self.as_of
+        self.fetch(lambda k: k.decisions(as_of=as_of), self._loaded, group="kernel")
+
+    def _loaded(self, found: list[Decision]) -> None:
+        self.decisions = {d.id: d for d in found}
+        tree = self.query_one(Tree)
+        tree.clear()
+        label = f"decisions as of {self.as_of}" if self.as_of else "current decisions"
+        tree.root.set_label(f"{label} ({len(found)})")
+        nodes = {"": tree.root}
+        for decision in sorted(found, key=lambda d: d.subject):
+            parts = decision.subject.split(".")
+            for depth in range(1, len(parts)):
+                path = ".".join(parts[:depth])
+                if path not in nodes:
+                    nodes[path] = nodes[".".join(parts[: depth - 1])].add(parts[depth - 1], expand=True)
+            parent = nodes[".".join(parts[:-1])]
+            parent.add_leaf(
+                Text.assemble((parts[-1], "bold"), f"  {decision.decision[:60]}"), data=decision.id
+            )
+        tree.root.expand()
+        if self.chosen is not None and self.chosen.id not in self.decisions:
+            self.chosen = None
+            self.query_one("#decision", Static).update("Select a subject.")
+
+    @on(Tree.NodeHighlighted, "#subjects")
+    def _highlighted(self, event: Tree.NodeHighlighted[str]) -> None:
+        decision = self.decisions.get(event.node.data) if event.node.data else None
+        if decision is None:
+            return
+        self.chosen = decision
+        body = Text()
+        body.append(f"{decision.subject}\n", style="bold")
+        body.append_text(state(decision))
+        body.append(f"  {window(decision)}  {decision.id}\n\n", style="dim")
+        body.append(f"{decision.decision}\n")
+        if decision.rationale:
+            body.append("\nwhy: ", style="cyan")
+            body.append(f"{decision.rationale}\n")
+        body.append(f"\nratified by {decision.ratified_by} at {decision.ratified_at[:19]}", style="dim")
+        if decision.amended:
+            body.append(" (amended)", style="dim")
+        if decision.evidence:
+            body.append(f"\nevidence: {', '.join(decision.evidence)}", style="dim")
+        body.append(
+            "\n\nh: history · n: propose a replacement (decisions are never edited in place)", style="dim"
+        )
+        self.query_one("#decision", Static).update(body)
+
+    @on(Input.Submitted, "#as-of")
+    def _as_of(self, event: Input.Submitted) -> None:
+        self.as_of = event.value.strip() or None
+        self.query_one(Tree).focus()
+        self.reload()
+
+    def action_as_of(self) -> None:
+        """Type a date to see the kernel as it stood then."""
+        self.query_one("#as-of", Input).focus()
+
+    def action_now(self) -> None:
+        """Back to the decisions in force now."""
+        self.query_one("#as-of", Input).value = ""
+        self.as_of = None
+        self.query_one(Tree).focus()
+        self.reload()
+
+    def action_history(self) -> None:
+        """The selected subject's chain."""
+        from tui.screens.history import HistoryScreen  # noqa: PLC0415
+
+        if self.chosen is not None:
+            self.app.push_screen(HistoryScreen(self.chosen.subject))
+
+    def action_replace(self) -> None:
+        """Ratified decisions cannot be edited: draft a proposal that supersedes the selected one."""
+        if self.chosen is None:
+            self.notify("Select a decision first.", severity="warning")
+            return
+        if not self.chosen.current:
+            self.notify(f"{self.chosen.id} no longer holds; only a current decision can be replaced.")
+            return
+        self.propose_replacement(self.chosen)

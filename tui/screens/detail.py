@@ -1,0 +1,207 @@
+"""One proposal in full: against the current decision, the change approval makes, its evidence."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.widgets import Footer, Header, Label, OptionList, Static
+from textual.widgets.option_list import Option
+
+from kernel.facade import ProposalContext
+from tui.dialogs.text import TextDialog
+from tui.format import age_text, diff_text, state, window
+from tui.screens.actions import ReviewActions
+
+
+class DetailScreen(ReviewActions):
+    """A proposal, the decision it would replace (side by side, word diff), its subject's timeline,
+    contradictions and related decisions found by recall, and its cited evidence."""
+
+    BINDINGS = [
+        Binding("escape", "app.pop_screen", "Back"),
+        Binding("a", "approve", "Approve"),
+        Binding("r", "reject", "Reject"),
+        Binding("e", "edit", "Edit+approve"),
+        Binding("w", "withdraw", "Withdraw"),
+        Binding("s", "skip", "Skip"),
+        Binding("h", "history", "History"),
+    ]
+
+    def __init__(self, proposal_id: str, order: list[str]) -> None:
+        super().__init__()
+        self.proposal_id = proposal_id
+        self.order = order
+        self.context: ProposalContext | None = None
+
+    def compose(self) -> ComposeResult:
+        """Sections filled in when the context arrives."""
+        yield Header()
+        with VerticalScroll(id="detail"):
+            yield Static("Loading…", id="d-head")
+            with Horizontal(id="d-compare"):
+                with Vertical(classes="side"):
+                    yield Label("Current decision", classes="section")
+                    yield Static(id="d-current")
+                with Vertical(classes="side"):
+                    yield Label("Proposed", classes="section")
+                    yield Static(id="d-new")
+            yield Label("Word diff", classes="section")
+            yield Static(id="d-diff")
+            yield Label("If you approve", classes="section")
+            yield Static(id="d-change")
+            yield Label("Contradictions", classes="section")
+            yield Static(id="d-conflicts")
+            yield Label("Timeline", classes="section", id="d-timeline-title")
+            yield Static(id="d-timeline")
+            yield Label("Related decisions (recall)", classes="section")
+            yield Static(id="d-related")
+            yield Label("Cited evidence (Enter opens one in full)", classes="section")
+            yield OptionList(id="d-evidence")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        """Load the proposal's context; arrow keys scroll it."""
+        self.query_one("#detail").focus()
+        self.reload()
+
+    def reload(self) -> None:
+        """Read the proposal and its context again."""
+        pid = self.proposal_id
+        self.fetch(lambda k: k.proposal_context(pid), self._loaded, group="detail")
+
+    def acted(self, message: str) -> None:
+        """After an act on this proposal, go on to the next pending one (or back to the queue)."""
+        self.notify(message, title="ctx")
+        self._next()
+
+    def _next(self) -> None:
+        order = self.order
+        later = order[order.index(self.proposal_id) + 1 :] if self.proposal_id in order else []
+
+        def pick(pending: list[str]) -> None:
+            nxt = next((p for p in later if p in pending), None)
+            if nxt is None:
+                self.app.pop_screen()
+                return
+            self.proposal_id = nxt
+            self.reload()
+
+        self.fetch(lambda k: {e.proposal.id for e in k.review_queue()}, pick, group="detail")
+
+    def _loaded(self, found: ProposalContext) -> None:
+        self.context = found
+        proposal = found.proposal
+        now = self.backend.now()
+        head = Text()
+        head.append(proposal.subject, style="bold")
+        head.append(f"  {proposal.id}  ", style="dim")
+        head.append(f"by {proposal.proposer}, ")
+        head.append_text(age_text(proposal.created_at, now))
+        head.append(" old")
+        if proposal.session:
+            head.append(f", session {proposal.session}", style="dim")
+        if proposal.status != "pending":
+            head.append(f"\n{proposal.status}", style="bold red")
+            if proposal.resolution_note:
+                head.append(f": {proposal.resolution_note}")
+        if proposal.rationale:
+            head.append("\nwhy: ", style="cyan")
+            head.append(proposal.rationale)
+        self.query_one("#d-head", Static).update(head)
+        current = found.current
+        self.query_one("#d-current", Static).update(
+            Text(current.decision) if current else Text("(none: the subject is new)", style="dim")
+        )
+        self.query_one("#d-new", Static).update(Text(proposal.decision))
+        self.query_one("#d-diff", Static).update(
+            diff_text(current.decision, proposal.decision)
+            if current
+            else Text("(nothing to compare)", style="dim")
+        )
+        change = Text()
+        for i, line in enumerate(
+            found.preview.lines() if proposal.status == "pending" else ["(not pending)"]
+        ):
+            change.append(("" if i == 0 else "\n") + line, style="bold" if i == 0 else "")
+        self.query_one("#d-change", Static).update(change)
+        conflicts = Text()
+        for item in found.contradicts:
+            conflicts.append(f"✗ {item.subject}: ", style="bold magenta")
+            conflicts.append(f"{item.text}\n  {item.why}\n")
+        self.query_one("#d-conflicts", Static).update(conflicts or Text("none found", style="dim"))
+        self.query_one("#d-timeline-title", Label).update(f"Timeline of {proposal.subject}")
+        timeline = Text()
+        for decision in found.chain:
+            timeline.append("● " if decision.current else "○ ", style="green" if decision.current else "dim")
+            timeline.append(f"{window(decision)}  ")
+            timeline.append_text(state(decision))
+            timeline.append(f"  {decision.id}\n  {decision.subject}: {decision.decision}\n", style="")
+        timeline.append("◌ pending  ", style="yellow")
+        timeline.append(proposal.decision)
+        self.query_one("#d-timeline", Static).update(timeline)
+        related = Text()
+        for decision in found.related:
+            related.append(f"{decision.subject}: ", style="bold")
+            related.append(f"{decision.decision}\n")
+        self.query_one("#d-related", Static).update(related or Text("none found", style="dim"))
+        options = self.query_one("#d-evidence", OptionList)
+        options.clear_options()
+        for evidence in found.evidence:
+            preview = " ".join(evidence.text.split())[:160]
+            options.add_option(Option(f"[{evidence.kind}] {preview}", id=evidence.id))
+        if found.evidence:
+            options.highlighted = 0
+        else:
+            options.add_option(Option("none cited", disabled=True))
+
+    @on(OptionList.OptionSelected, "#d-evidence")
+    def _open_evidence(self, event: OptionList.OptionSelected) -> None:
+        if self.context is None or event.option.id is None:
+            return
+        evidence = next(e for e in self.context.evidence if e.id == event.option.id)
+        subtitle = (
+            f"{evidence.id} · {evidence.kind} · {evidence.agent or 'unknown'} · {evidence.created_at[:19]}"
+        )
+        self.app.push_screen(TextDialog("Evidence (unratified)", evidence.text, subtitle=subtitle))
+
+    def _pending(self) -> ProposalContext | None:
+        if self.context is None:
+            return None
+        if self.context.proposal.status != "pending":
+            self.notify(f"{self.context.proposal.id} is {self.context.proposal.status}", severity="warning")
+            return None
+        return self.context
+
+    def action_approve(self) -> None:
+        """Approve this proposal."""
+        if found := self._pending():
+            self.approve(found.proposal.id)
+
+    def action_edit(self) -> None:
+        """Edit, then approve."""
+        if found := self._pending():
+            self.edit_then_approve(found.proposal)
+
+    def action_reject(self) -> None:
+        """Reject with a reason."""
+        if found := self._pending():
+            self.reject(found.proposal)
+
+    def action_withdraw(self) -> None:
+        """Withdraw."""
+        if found := self._pending():
+            self.withdraw(found.proposal)
+
+    def action_skip(self) -> None:
+        """Leave this one for later; show the next."""
+        self._next()
+
+    def action_history(self) -> None:
+        """The subject's whole chain."""
+        from tui.screens.history import HistoryScreen  # noqa: PLC0415
+
+        if self.context is not None:
+            self.app.push_screen(HistoryScreen(self.context.proposal.subject))

@@ -1,0 +1,90 @@
+"""The evidence vault: search it, open a text in full. Evidence is never a decision."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.widgets import Footer, Header, Input, Static
+
+from kernel.facade import Evidence
+from tui.dialogs.text import TextDialog
+from tui.screens.base import KernelScreen
+from tui.widgets.rows import Column, Row, RowList
+
+RECENT = 200
+
+
+class EvidenceScreen(KernelScreen):
+    """Keyword search over the vault (the newest texts when the box is empty)."""
+
+    BINDINGS = [Binding("slash", "search", "Search")]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.found: dict[str, Evidence] = {}
+        self.query_text = ""
+
+    def compose(self) -> ComposeResult:
+        """Search box, results, status."""
+        yield Header()
+        yield Input(placeholder="/ search the evidence vault (keywords)", id="evidence-query")
+        yield RowList(
+            [Column("when", 10), Column("kind", 12), Column("by", 8), Column("text (unratified)", None)],
+            id="evidence",
+        )
+        yield Static(id="evidence-status")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        """Show the newest texts."""
+        self.query_one(RowList).focus()
+        self.reload()
+
+    def reload(self) -> None:
+        """Run the search again (or list the newest texts)."""
+        query = self.query_text
+        if query:
+            self.fetch(
+                lambda k: [e for e, _, _ in k.search(query, limit=100).evidence], self._loaded, group="ev"
+            )
+        else:
+            self.fetch(lambda k: k.recent_evidence(RECENT), self._loaded, group="ev")
+
+    def _loaded(self, found: list[Evidence]) -> None:
+        self.found = {e.id: e for e in found}
+        self.query_one(RowList).set_rows(
+            [
+                Row(
+                    e.id,
+                    (
+                        Text(e.created_at[:10]),
+                        Text(e.kind),
+                        Text(e.agent or "?"),
+                        Text(" ".join(e.text.split())),
+                    ),
+                )
+                for e in found
+            ]
+        )
+        what = f"{len(found)} matching {self.query_text!r}" if self.query_text else f"newest {len(found)}"
+        self.query_one("#evidence-status", Static).update(f"{what} · Enter opens one in full")
+
+    @on(Input.Submitted, "#evidence-query")
+    def _search(self, event: Input.Submitted) -> None:
+        self.query_text = event.value.strip()
+        self.query_one(RowList).focus()
+        self.reload()
+
+    @on(RowList.Opened, "#evidence")
+    def _open(self, event: RowList.Opened) -> None:
+        evidence = self.found[event.key]
+        subtitle = (
+            f"{evidence.id} · {evidence.kind} · {evidence.agent or 'unknown'} · {evidence.created_at[:19]}"
+        )
+        self.app.push_screen(TextDialog("Evidence (unratified)", evidence.text, subtitle=subtitle))
+
+    def action_search(self) -> None:
+        """Type a query."""
+        self.query_one("#evidence-query", Input).focus()

@@ -1,0 +1,63 @@
+"""A subject's supersede chain: every decision it has held, with its validity window."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.widgets import Footer, Header, Label, Static
+
+from kernel.facade import Decision
+from tui.format import state, window
+from tui.screens.base import KernelScreen
+
+
+def timeline(chain: list[Decision]) -> Text:
+    """The chain oldest first: window, state, who ratified it, the text, what replaced it."""
+    out = Text()
+    for decision in chain:
+        out.append("● " if decision.current else "○ ", style="green" if decision.current else "dim")
+        out.append(f"{window(decision)}  ")
+        out.append_text(state(decision))
+        out.append(f"  {decision.id}\n", style="dim")
+        out.append(f"  {decision.subject}: ", style="bold")
+        out.append(f"{decision.decision}\n")
+        extra = f"ratified by {decision.ratified_by}"
+        if decision.amended:
+            extra += " (amended)"
+        if decision.superseded_by:
+            extra += f"; superseded by {', '.join(decision.superseded_by)}"
+        if decision.close_reason and not decision.superseded_by:
+            extra += f"; {decision.close_reason}"
+        out.append(f"  {extra}\n\n", style="dim")
+    return out
+
+
+class HistoryScreen(KernelScreen):
+    """The chain of one subject, oldest first."""
+
+    BINDINGS = [Binding("escape", "app.pop_screen", "Back")]
+
+    def __init__(self, subject: str) -> None:
+        super().__init__()
+        self.subject = subject
+
+    def compose(self) -> ComposeResult:
+        """Title and the timeline."""
+        yield Header()
+        yield Label(f"History of {self.subject}", classes="section")
+        with VerticalScroll():
+            yield Static("Loading…", id="history")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        """Load the chain."""
+        self.reload()
+
+    def reload(self) -> None:
+        """Read the chain again."""
+        subject = self.subject
+        self.fetch(
+            lambda k: k.history(subject), lambda c: self.query_one("#history", Static).update(timeline(c))
+        )

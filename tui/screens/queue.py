@@ -1,0 +1,291 @@
+"""The queue: pending proposals, oldest first, with their age, group and what they would change."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.widgets import Footer, Header, Input, Static
+
+from kernel.facade import QueueEntry
+from tui import filtering
+from tui.format import is_stale, queue_row
+from tui.screens.actions import ReviewActions
+from tui.widgets.rows import Column, RowList
+
+# Contradiction checks run in the background in chunks this size, so acts are never kept waiting.
+BADGE_CHUNK = 25
+SORTS = ("age", "subject", "proposer", "group")
+
+
+class QueueScreen(ReviewActions):
+    """Pending proposals with badges; filter, sort, select, and act on the one under the cursor."""
+
+    BINDINGS = [
+        Binding("a", "approve", "Approve"),
+        Binding("r", "reject", "Reject"),
+        Binding("e", "edit", "Edit+approve"),
+        Binding("w", "withdraw", "Withdraw"),
+        Binding("s", "skip", "Skip"),
+        Binding("space", "select", "Select"),
+        Binding("A", "approve_selected", "Approve sel."),
+        Binding("slash", "search", "Filter"),
+        Binding("o", "sort", "Sort"),
+        Binding("u", "undo", "Undo?", show=False),
+        Binding("escape", "clear_filter", "Clear", show=False),
+    ]
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.entries: list[QueueEntry] = []
+        self.shown: list[QueueEntry] = []
+        self.selected: set[str] = set()
+        self.contradicts: dict[str, int] = {}
+        self.sort = "age"
+
+    def compose(self) -> ComposeResult:
+        """Filter box, column titles, the rows, a peek at the highlighted proposal, and the footer."""
+        yield Header()
+        yield Input(placeholder="/ filter: words (fuzzy), subject:auth, by:claude", id="filter")
+        yield Static(id="queue-header")
+        yield RowList(
+            [
+                Column("", 1),
+                Column("age", 4),
+                Column("subject", 20),
+                Column("by", 8),
+                Column("badges", 13),
+                Column("proposed decision", None),
+            ],
+            id="queue",
+        )
+        yield Static(id="peek")
+        yield Static(id="queue-status")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        """Load the queue and put the cursor in the list."""
+        self.query_one(RowList).focus()
+        self.reload()
+
+    def on_screen_resume(self) -> None:
+        """Coming back from a detail view or another screen: read the queue again."""
+        self.reload()
+
+    def on_resize(self) -> None:
+        """Column titles follow the width."""
+        self._header()
+
+    def _header(self) -> None:
+        rows = self.query_one(RowList)
+        self.query_one("#queue-header", Static).update(rows.header(max(rows.size.width, 40)))
+
+    # -- data -----------------------------------------------------------------------------
+
+    def reload(self) -> None:
+        """Read the pending proposals."""
+        self.fetch(lambda k: k.review_queue(), self._loaded, group="queue")
+
+    def _loaded(self, entries: list[QueueEntry]) -> None:
+        known = {e.proposal.id for e in entries}
+        self.entries = entries
+        self.selected &= known
+        self.contradicts = {k: v for k, v in self.contradicts.items() if k in known}
+        self._show()
+        self._check_contradictions()
+
+    def _show(self) -> None:
+        query = self.query_one("#filter", Input).value
+        shown = filtering.apply(self.entries, query)
+        if self.sort == "subject":
+            shown = sorted(shown, key=lambda e: (e.proposal.subject, e.proposal.created_at))
+        elif self.sort == "proposer":
+            shown = sorted(shown, key=lambda e: (e.proposal.proposer, e.proposal.created_at))
+        elif self.sort == "group":
+            shown = sorted(shown, key=lambda e: (-e.group_size, e.group, e.proposal.created_at))
+        self.shown = shown
+        now = self.backend.now()
+        rows = self.query_one(RowList)
+        rows.set_rows(
+            [
+                queue_row(
+                    e,
+                    now,
+                    selected=e.proposal.id in self.selected,
+                    contradicts=self.contradicts.get(e.proposal.id),
+                )
+                for e in shown
+            ]
+        )
+        self._header()
+        self._status()
+        self._peek(rows.current_key)
+
+    def _status(self) -> None:
+        now = self.backend.now()
+        stale = sum(1 for e in self.entries if is_stale(e.proposal.created_at, now))
+        groups = len({e.group for e in self.entries if e.group_size > 1})
+        parts = [f"{len(self.entries)} pending"]
+        if stale:
+            parts.append(f"[b red]{stale} stale (over a week)[/]")
+        if groups:
+            parts.append(f"{groups} group{'s' if groups > 1 else ''} to settle together")
+        if self.selected:
+            parts.append(f"[b green]{len(self.selected)} selected[/]")
+        if len(self.shown) != len(self.entries):
+            parts.append(f"showing {len(self.shown)}")
+        parts.append(f"sort: {self.sort}")
+        self.query_one("#queue-status", Static).update(" · ".join(parts))
+
+    def _entry(self, key: str | None) -> QueueEntry | None:
+        return next((e for e in self.shown if e.proposal.id == key), None) if key else None
+
+    def _peek(self, key: str | None) -> None:
+        entry = self._entry(key)
+        peek = Text(no_wrap=False)
+        if entry is None:
+            peek.append("Nothing to review." if not self.entries else "No proposal matches the filter.")
+        else:
+            proposal = entry.proposal
+            peek.append(f"{proposal.id} ", style="dim")
+            peek.append(" ".join(proposal.decision.split()))
+            if entry.current is not None:
+                peek.append("\nreplaces: ", style="cyan")
+                peek.append(" ".join(entry.current.decision.split()), style="dim")
+            if entry.group_size > 1:
+                peek.append(f"\nsettles {entry.group_size - 1} other proposal(s) in its group", style="bold")
+        self.query_one("#peek", Static).update(peek)
+
+    def _check_contradictions(self) -> None:
+        todo = [e.proposal.id for e in self.shown if e.proposal.id not in self.contradicts]
+        if not todo:
+            return
+        chunk = todo[:BADGE_CHUNK]
+
+        def found(result: dict[str, list[Any]]) -> None:
+            for pid, items in result.items():
+                self.contradicts[pid] = len(items)
+            now = self.backend.now()
+            rows = self.query_one(RowList)
+            for entry in self.shown:
+                if entry.proposal.id in result:
+                    rows.refresh_row(
+                        entry.proposal.id,
+                        queue_row(
+                            entry,
+                            now,
+                            selected=entry.proposal.id in self.selected,
+                            contradicts=self.contradicts[entry.proposal.id],
+                        ),
+                    )
+            self._check_contradictions()
+
+        self.fetch(lambda k: k.proposal_conflicts(chunk), found, group="badges")
+
+    # -- events ---------------------------------------------------------------------------
+
+    @on(RowList.Highlighted, "#queue")
+    def _highlighted(self, event: RowList.Highlighted) -> None:
+        self._peek(event.key)
+
+    @on(RowList.Opened, "#queue")
+    def _opened(self, event: RowList.Opened) -> None:
+        from tui.screens.detail import DetailScreen  # noqa: PLC0415 - the two screens refer to each other
+
+        self.app.push_screen(DetailScreen(event.key, [e.proposal.id for e in self.shown]))
+
+    @on(Input.Changed, "#filter")
+    def _filter_changed(self) -> None:
+        self._show()
+
+    @on(Input.Submitted, "#filter")
+    def _filter_done(self) -> None:
+        self.query_one(RowList).focus()
+
+    # -- actions --------------------------------------------------------------------------
+
+    def _current(self) -> QueueEntry | None:
+        entry = self._entry(self.query_one(RowList).current_key)
+        if entry is None:
+            self.notify("No proposal under the cursor.", severity="warning")
+        return entry
+
+    def action_approve(self) -> None:
+        """Approve the proposal under the cursor."""
+        if entry := self._current():
+            self.approve(entry.proposal.id)
+
+    def action_edit(self) -> None:
+        """Edit the proposal's text, then approve it."""
+        if entry := self._current():
+            self.edit_then_approve(entry.proposal)
+
+    def action_reject(self) -> None:
+        """Reject with a reason."""
+        if entry := self._current():
+            self.reject(entry.proposal)
+
+    def action_withdraw(self) -> None:
+        """Withdraw the proposal."""
+        if entry := self._current():
+            self.withdraw(entry.proposal)
+
+    def action_skip(self) -> None:
+        """Leave it for later and go to the next one."""
+        self.query_one(RowList).action_cursor(1)
+
+    def action_select(self) -> None:
+        """Add the proposal under the cursor to the selection, or take it out."""
+        entry = self._current()
+        if entry is None:
+            return
+        pid = entry.proposal.id
+        self.selected.symmetric_difference_update({pid})
+        self.query_one(RowList).refresh_row(
+            pid,
+            queue_row(
+                entry,
+                self.backend.now(),
+                selected=pid in self.selected,
+                contradicts=self.contradicts.get(pid),
+            ),
+        )
+        self._status()
+        self.query_one(RowList).action_cursor(1)
+
+    def action_approve_selected(self) -> None:
+        """Approve every selected proposal after one confirmation that lists them."""
+        chosen = [e for e in self.entries if e.proposal.id in self.selected]
+        if not chosen:
+            self.notify("Nothing selected: space selects the proposal under the cursor.", severity="warning")
+            return
+        self.approve_many([e.proposal for e in chosen], {e.proposal.id: e.group for e in self.entries})
+
+    def action_search(self) -> None:
+        """Type a filter."""
+        self.query_one("#filter", Input).focus()
+
+    def action_clear_filter(self) -> None:
+        """Clear the filter and go back to the list."""
+        self.query_one("#filter", Input).value = ""
+        self.query_one(RowList).focus()
+
+    def action_sort(self) -> None:
+        """Sort by age, subject, proposer, or review group."""
+        self.sort = SORTS[(SORTS.index(self.sort) + 1) % len(SORTS)]
+        self._show()
+
+    def action_undo(self) -> None:
+        """Ratifications cannot be undone; offer a proposal that supersedes the last one instead."""
+        last = self.app.last_ratified  # type: ignore[attr-defined]
+        if last is None:
+            self.notify(
+                "Nothing to undo. Ratified decisions are never undone in place; "
+                "replace one from the Kernel screen (2, then n).",
+                severity="information",
+            )
+            return
+        self.propose_replacement(last)

@@ -1,0 +1,224 @@
+"""A virtual table: renders only the rows on screen, so 10,000 rows scroll as fast as 10."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rich.segment import Segment
+from rich.style import Style
+from rich.text import Text
+from textual import events
+from textual.binding import Binding
+from textual.geometry import Size
+from textual.message import Message
+from textual.reactive import reactive
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+
+@dataclass(frozen=True)
+class Column:
+    """A column: its title and width in cells (None takes the remaining width)."""
+
+    title: str
+    width: int | None
+
+
+@dataclass(frozen=True)
+class Row:
+    """One row: a key for lookups and one rich text per column."""
+
+    key: str
+    cells: tuple[Text, ...]
+
+
+class RowList(ScrollView, can_focus=True):
+    """A keyboard- and mouse-driven list of rows with a cursor, drawn line by line.
+
+    Textual's DataTable measures every row when rows change; at 10,000 rows that takes
+    seconds. This widget draws the visible lines only.
+    """
+
+    DEFAULT_CSS = """
+    RowList { height: 1fr; }
+    RowList > .row-list--cursor { background: $accent 40%; text-style: bold; }
+    RowList:focus > .row-list--cursor { background: $accent; color: $text; }
+    RowList > .row-list--header { text-style: bold; color: $text-muted; }
+    """
+    COMPONENT_CLASSES = {"row-list--cursor", "row-list--header"}
+    BINDINGS = [
+        Binding("up,k", "cursor(-1)", "Up", show=False),
+        Binding("down,j", "cursor(1)", "Down", show=False),
+        Binding("pageup", "page(-1)", "Page up", show=False),
+        Binding("pagedown", "page(1)", "Page down", show=False),
+        Binding("home,g", "jump(0)", "First", show=False),
+        Binding("end,G", "jump(-1)", "Last", show=False),
+        Binding("enter", "open", "Open", show=False),
+    ]
+
+    cursor: reactive[int] = reactive(0, always_update=True)
+
+    class Highlighted(Message):
+        """The cursor moved to another row."""
+
+        def __init__(self, rows: RowList, key: str | None) -> None:
+            super().__init__()
+            self.rows = rows
+            self.key = key
+
+        @property
+        def control(self) -> RowList:
+            """The list that sent it."""
+            return self.rows
+
+    class Opened(Message):
+        """A row was opened (Enter or double click)."""
+
+        def __init__(self, rows: RowList, key: str) -> None:
+            super().__init__()
+            self.rows = rows
+            self.key = key
+
+        @property
+        def control(self) -> RowList:
+            """The list that sent it."""
+            return self.rows
+
+    def __init__(self, columns: list[Column], *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.columns = columns
+        self.rows: list[Row] = []
+        self._index: dict[str, int] = {}
+        self._cache: dict[tuple[int, int, bool], Strip] = {}
+
+    # -- data -----------------------------------------------------------------------------
+
+    def set_rows(self, rows: list[Row], keep: str | None = None) -> None:
+        """Replace the rows, keeping the cursor on ``keep`` (or the current row's key) if present."""
+        keep = keep if keep is not None else self.current_key
+        self.rows = rows
+        self._index = {row.key: i for i, row in enumerate(rows)}
+        self._cache.clear()
+        self.virtual_size = Size(self.size.width, len(rows))
+        self.cursor = self._index.get(keep, min(self.cursor, max(len(rows) - 1, 0))) if keep else 0
+        self.refresh()
+
+    @property
+    def current_key(self) -> str | None:
+        """The key of the row under the cursor."""
+        return self.rows[self.cursor].key if 0 <= self.cursor < len(self.rows) else None
+
+    def move_to(self, key: str) -> None:
+        """Put the cursor on the row with ``key``."""
+        if key in self._index:
+            self.cursor = self._index[key]
+
+    def refresh_row(self, key: str, row: Row) -> None:
+        """Replace one row in place."""
+        index = self._index.get(key)
+        if index is None:
+            return
+        self.rows[index] = row
+        for cached in [c for c in self._cache if c[0] == index]:
+            del self._cache[cached]
+        self.refresh()
+
+    # -- layout ---------------------------------------------------------------------------
+
+    def widths(self, total: int) -> list[int]:
+        """Each column's width for a line ``total`` cells wide (one space between columns)."""
+        fixed = sum(c.width or 0 for c in self.columns) + len(self.columns) - 1
+        flex = max(total - fixed, 8)
+        return [c.width if c.width is not None else flex for c in self.columns]
+
+    def header(self, total: int) -> Text:
+        """The column titles laid out like the rows."""
+        line = Text(no_wrap=True, overflow="crop")
+        for i, (column, width) in enumerate(zip(self.columns, self.widths(total), strict=True)):
+            line.append(("" if i == 0 else " ") + column.title.ljust(width)[:width])
+        return line
+
+    def on_resize(self, event: events.Resize) -> None:
+        """Lay the rows out again for the new width."""
+        self._cache.clear()
+        self.virtual_size = Size(event.size.width, len(self.rows))
+
+    def render_line(self, y: int) -> Strip:
+        """Draw screen line ``y``."""
+        index = y + int(self.scroll_offset.y)
+        width = self.size.width
+        if index >= len(self.rows):
+            return Strip.blank(width, self.rich_style)
+        selected = index == self.cursor
+        cached = self._cache.get((index, width, selected))
+        if cached is not None:
+            return cached
+        base = self.rich_style
+        if selected:
+            base = base + self.get_component_rich_style("row-list--cursor")
+        segments: list[Segment] = []
+        for i, (cell, size) in enumerate(zip(self.rows[index].cells, self.widths(width), strict=True)):
+            if i:
+                segments.append(Segment(" ", base))
+            text = cell.copy()
+            text.truncate(size, overflow="ellipsis", pad=True)
+            for segment in text.render(self.app.console):
+                if segment.text == "\n":
+                    continue
+                style = base + segment.style if segment.style else base
+                if selected:
+                    style = style + Style(bgcolor=base.bgcolor)
+                segments.append(Segment(segment.text, style))
+        strip = Strip(segments).adjust_cell_length(width, base)
+        if len(self._cache) > 2000:
+            self._cache.clear()
+        self._cache[(index, width, selected)] = strip
+        return strip
+
+    # -- cursor ---------------------------------------------------------------------------
+
+    def watch_cursor(self, old: int, new: int) -> None:
+        """Keep the cursor visible and tell the screen."""
+        if not self.rows:
+            self.post_message(self.Highlighted(self, None))
+            return
+        clamped = min(max(new, 0), len(self.rows) - 1)
+        if clamped != new:
+            self.cursor = clamped
+            return
+        top = int(self.scroll_offset.y)
+        height = max(self.size.height, 1)
+        if new < top:
+            self.scroll_to(y=new, animate=False, immediate=True)
+        elif new >= top + height:
+            self.scroll_to(y=new - height + 1, animate=False, immediate=True)
+        self._cache = {k: v for k, v in self._cache.items() if k[0] not in (old, new)}
+        self.refresh()
+        self.post_message(self.Highlighted(self, self.rows[new].key))
+
+    def action_cursor(self, step: int) -> None:
+        """Move the cursor by ``step`` rows."""
+        if self.rows:
+            self.cursor = min(max(self.cursor + step, 0), len(self.rows) - 1)
+
+    def action_page(self, direction: int) -> None:
+        """Move the cursor by a screenful."""
+        self.action_cursor(direction * max(self.size.height - 1, 1))
+
+    def action_jump(self, index: int) -> None:
+        """Go to the first (0) or last (-1) row."""
+        if self.rows:
+            self.cursor = index % len(self.rows)
+
+    def action_open(self) -> None:
+        """Open the row under the cursor."""
+        if self.current_key is not None:
+            self.post_message(self.Opened(self, self.current_key))
+
+    def on_click(self, event: events.Click) -> None:
+        """A click moves the cursor; a double click opens the row."""
+        index = event.y + int(self.scroll_offset.y)
+        if 0 <= index < len(self.rows):
+            self.cursor = index
+            if event.chain >= 2:
+                self.action_open()
