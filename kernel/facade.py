@@ -473,10 +473,9 @@ class Ctx:
 
     def review_group(self, proposal_id: str) -> list[Proposal]:
         """The other pending proposals settled together with this one (same subject or near-duplicate)."""
-        pid = clock.check_id(proposal_id, "proposal")
-        entries = self.review_queue()
-        mine = next((e.group for e in entries if e.proposal.id == pid), None)
-        return [e.proposal for e in entries if e.group == mine and e.proposal.id != pid]
+        from kernel import review  # noqa: PLC0415
+
+        return review.group_members(self.review_queue(), clock.check_id(proposal_id, "proposal"))
 
     def proposal_conflicts(self, proposal_ids: Sequence[str]) -> dict[str, list[recall.Related]]:
         """For each pending proposal, the current decisions on other subjects it contradicts."""

@@ -21,7 +21,8 @@ if TYPE_CHECKING:
 
 # A proposal left this long is stale: queues that rot are how approval gates fail.
 STALE_AFTER = timedelta(days=7)
-_TOKEN = re.compile(r"\s+|[^\s]+")
+# A word with the spaces after it, so a run of changed words diffs as one piece.
+_TOKEN = re.compile(r"^\s+|\S+\s*")
 
 
 @dataclass(frozen=True)
@@ -31,7 +32,7 @@ class QueueEntry:
     proposal: Proposal
     # The current decision on its subject, which ratifying it would supersede.
     current: Decision | None
-    # Proposals settled together: same subject, or linked as near-duplicates.
+    # The review group: its subject, with near-duplicates on other subjects (see group_queue).
     group: str
     group_size: int
 
@@ -93,25 +94,46 @@ class ProposalContext:
 
 
 def group_queue(pending: Sequence[Proposal], current: dict[str, Decision]) -> list[QueueEntry]:
-    """Queue entries in the order given, grouped by subject and by near-duplicate links."""
-    parent: dict[str, str] = {}
+    """Queue entries in the order given, each with its review group.
 
-    def find(key: str) -> str:
-        while parent.setdefault(key, key) != key:
-            parent[key] = parent[parent[key]]
-            key = parent[key]
-        return key
+    A group is a subject's pending proposals plus the proposals on other subjects flagged as
+    near-duplicates of one of them. Links are not followed further: chains of near-duplicates
+    would otherwise join unrelated subjects, and approving one proposal must settle only what a
+    reviewer can see is the same question.
+    """
+    by_subject: dict[str, int] = {}
+    subject_of: dict[str, str] = {}
+    for proposal in pending:
+        by_subject[proposal.subject] = by_subject.get(proposal.subject, 0) + 1
+        subject_of[proposal.id] = proposal.subject
+    linked: dict[str, set[str]] = {}
+    for proposal in pending:
+        other = subject_of.get(proposal.near_duplicate_of or "")
+        if other is not None and other != proposal.subject:
+            linked.setdefault(proposal.subject, set()).add(proposal.near_duplicate_of or "")
+            linked.setdefault(other, set()).add(proposal.id)
+    return [
+        QueueEntry(
+            p, current.get(p.subject), p.subject, by_subject[p.subject] + len(linked.get(p.subject, ()))
+        )
+        for p in pending
+    ]
 
-    ids = {p.id for p in pending}
-    for proposal in pending:
-        root = find(f"s:{proposal.subject}")
-        parent[find(proposal.id)] = root
-        if proposal.near_duplicate_of in ids:
-            parent[find(proposal.near_duplicate_of)] = find(proposal.id)
-    sizes: dict[str, int] = {}
-    for proposal in pending:
-        sizes[find(proposal.id)] = sizes.get(find(proposal.id), 0) + 1
-    return [QueueEntry(p, current.get(p.subject), find(p.id), sizes[find(p.id)]) for p in pending]
+
+def group_members(entries: Sequence[QueueEntry], proposal_id: str) -> list[Proposal]:
+    """The other proposals in the review group of ``proposal_id`` (see :func:`group_queue`)."""
+    mine = next((e.proposal for e in entries if e.proposal.id == proposal_id), None)
+    if mine is None:
+        return []
+    same = [e.proposal for e in entries if e.proposal.subject == mine.subject]
+    ids = {p.id for p in same}
+    others = [
+        e.proposal
+        for e in entries
+        if e.proposal.subject != mine.subject
+        and (e.proposal.near_duplicate_of in ids or e.proposal.id in {p.near_duplicate_of for p in same})
+    ]
+    return [p for p in [*same, *others] if p.id != proposal_id]
 
 
 def word_diff(old: str, new: str) -> list[tuple[str, str]]:

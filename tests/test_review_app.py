@@ -336,3 +336,27 @@ async def test_kernel_browser_time_travel(store: Path) -> None:
         await settle(pilot)
         assert second.id in screen.decisions
     kernel.close()
+
+
+async def test_text_that_looks_like_markup_is_shown_literally(store: Path) -> None:
+    text = "Use [bold]brackets[/bold], [link=http://x]links[/link] and [red unclosed"
+    with Ctx.open(store, embedder=None) as agent:
+        proposal = agent.propose("docs.markup", text, rationale="[i]why[/i]", proposer="[agent]")
+    app, kernel = review_app(store)
+    async with app.run_test(size=(100, 40)) as pilot:
+        await settle(pilot)
+        await _move_to(pilot, proposal.id)
+        assert text in str(app.screen.query_one("#peek").render())
+        await pilot.press("enter")
+        await settle(pilot)
+        assert text in str(app.screen.query_one("#d-new").render())
+        assert "[i]why[/i]" in str(app.screen.query_one("#d-head").render())
+        await pilot.press("a")
+        await settle(pilot)
+        assert isinstance(app.screen, ConfirmDialog)
+        assert text in app.screen.lines
+        await pilot.press("y")
+        await settle(pilot)
+    kernel.close()
+    with Ctx.open(store, embedder=None) as check:
+        assert check.decisions("docs.markup")[0].decision == text

@@ -26,7 +26,7 @@ class ConfirmDialog(ModalScreen[bool]):
     def compose(self) -> ComposeResult:
         """The question, the list of changes, and two buttons."""
         with Vertical(classes="dialog"):
-            yield Label(self.title_text, classes="dialog-title")
+            yield Label(self.title_text, classes="dialog-title", markup=False)
             with VerticalScroll(classes="dialog-body"):
                 for line in self.lines:
                     yield Static(line, markup=False, classes="dialog-line")

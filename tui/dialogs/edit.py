@@ -37,9 +37,9 @@ class EditDialog(ModalScreen[Draft | None]):
     def compose(self) -> ComposeResult:
         """Title, note, the text area and (when asked) a rationale line."""
         with Vertical(classes="dialog dialog-wide"):
-            yield Label(self.title_text, classes="dialog-title")
+            yield Label(self.title_text, classes="dialog-title", markup=False)
             if self.note:
-                yield Label(self.note, classes="dialog-hint")
+                yield Label(self.note, classes="dialog-hint", markup=False)
             yield TextArea(self.text, id="text", soft_wrap=True, show_line_numbers=False)
             if self.with_rationale:
                 yield Input(placeholder="Rationale (optional)", id="rationale")

@@ -23,7 +23,7 @@ class ReasonDialog(ModalScreen[str | None]):
     def compose(self) -> ComposeResult:
         """The question, one input line and two buttons."""
         with Vertical(classes="dialog"):
-            yield Label(self.title_text, classes="dialog-title")
+            yield Label(self.title_text, classes="dialog-title", markup=False)
             placeholder = "Reason (required, kept for audit)" if self.required else "Reason (optional)"
             yield Input(placeholder=placeholder, id="reason")
             yield Label("", id="reason-error", classes="dialog-error")

@@ -23,7 +23,7 @@ class TextDialog(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         """Title, subtitle and the body."""
         with Vertical(classes="dialog dialog-wide"):
-            yield Label(self.title_text, classes="dialog-title")
+            yield Label(self.title_text, classes="dialog-title", markup=False)
             if self.subtitle:
                 yield Label(self.subtitle, classes="dialog-hint", markup=False)
             with VerticalScroll(classes="dialog-body", id="text-body"):

@@ -14,7 +14,7 @@ class ReviewActions(KernelScreen):
 
     def acted(self, message: str) -> None:
         """After an act: say what happened and read the store again."""
-        self.notify(message, title="ctx")
+        self.notify(message, title="ctx", markup=False)
         self.reload()
 
     # -- approve --------------------------------------------------------------------------
@@ -71,6 +71,7 @@ class ReviewActions(KernelScreen):
                 self.notify(
                     f"{seen[group]} and {proposal.id} are in one review group: select one of them",
                     severity="warning",
+                    markup=False,
                 )
                 return
             seen[group] = proposal.id

@@ -39,12 +39,11 @@ class AuditScreen(KernelScreen):
         yield Footer()
 
     def on_mount(self) -> None:
-        """Load the log."""
+        """Put the keyboard focus in the list (the data loads when the screen is shown)."""
         self.query_one(RowList).focus()
-        self.reload()
 
     def on_screen_resume(self) -> None:
-        """Read again when shown."""
+        """Read the store whenever the screen is shown, the first time included."""
         self.reload()
 
     def reload(self) -> None:

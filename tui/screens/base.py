@@ -31,6 +31,7 @@ class KernelScreen(Screen[Any]):
         *,
         group: str = "fetch",
         exclusive: bool = True,
+        on_error: Callable[[], None] | None = None,
     ) -> None:
         """Run ``call`` in a thread worker and hand its result to ``then`` on the UI thread.
 
@@ -40,7 +41,12 @@ class KernelScreen(Screen[Any]):
         backend = self.backend
 
         def job() -> None:
-            result = backend.run(call)
+            try:
+                result = backend.run(call)
+            except BaseException:
+                if on_error is not None:
+                    self.app.call_from_thread(on_error)
+                raise
             if not get_current_worker().is_cancelled:
                 self.app.call_from_thread(then, result)
 
@@ -60,4 +66,4 @@ def report_failure(app: App[Any], event: Worker.StateChanged) -> None:
         return
     error = event.worker.error
     message = error.message if isinstance(error, CtxError) else f"{type(error).__name__}: {error}"
-    app.notify(message, title="ctx", severity="error", timeout=8)
+    app.notify(message, title="ctx", severity="error", timeout=8, markup=False)

@@ -41,12 +41,11 @@ class BrowserScreen(ReviewActions):
         yield Footer()
 
     def on_mount(self) -> None:
-        """Load the decisions."""
+        """Put the keyboard focus in the list (the data loads when the screen is shown)."""
         self.query_one(Tree).focus()
-        self.reload()
 
     def on_screen_resume(self) -> None:
-        """Read again when shown."""
+        """Read the store whenever the screen is shown, the first time included."""
         self.reload()
 
     def reload(self) -> None:
@@ -127,9 +126,11 @@ class BrowserScreen(ReviewActions):
     def action_replace(self) -> None:
         """Ratified decisions cannot be edited: draft a proposal that supersedes the selected one."""
         if self.chosen is None:
-            self.notify("Select a decision first.", severity="warning")
+            self.notify("Select a decision first.", severity="warning", markup=False)
             return
         if not self.chosen.current:
-            self.notify(f"{self.chosen.id} no longer holds; only a current decision can be replaced.")
+            self.notify(
+                f"{self.chosen.id} no longer holds; only a current decision can be replaced.", markup=False
+            )
             return
         self.propose_replacement(self.chosen)

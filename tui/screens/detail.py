@@ -74,7 +74,7 @@ class DetailScreen(ReviewActions):
 
     def acted(self, message: str) -> None:
         """After an act on this proposal, go on to the next pending one (or back to the queue)."""
-        self.notify(message, title="ctx")
+        self.notify(message, title="ctx", markup=False)
         self._next()
 
     def _next(self) -> None:
@@ -151,7 +151,7 @@ class DetailScreen(ReviewActions):
         options.clear_options()
         for evidence in found.evidence:
             preview = " ".join(evidence.text.split())[:160]
-            options.add_option(Option(f"[{evidence.kind}] {preview}", id=evidence.id))
+            options.add_option(Option(Text(f"[{evidence.kind}] {preview}"), id=evidence.id))
         if found.evidence:
             options.highlighted = 0
         else:
@@ -171,7 +171,11 @@ class DetailScreen(ReviewActions):
         if self.context is None:
             return None
         if self.context.proposal.status != "pending":
-            self.notify(f"{self.context.proposal.id} is {self.context.proposal.status}", severity="warning")
+            self.notify(
+                f"{self.context.proposal.id} is {self.context.proposal.status}",
+                severity="warning",
+                markup=False,
+            )
             return None
         return self.context
 

@@ -14,10 +14,11 @@ from kernel.facade import QueueEntry
 from tui import filtering
 from tui.format import is_stale, queue_row
 from tui.screens.actions import ReviewActions
-from tui.widgets.rows import Column, RowList
+from tui.widgets.rows import Column, Row, RowList
 
-# Contradiction checks run in the background in chunks this size, so acts are never kept waiting.
-BADGE_CHUNK = 25
+# Contradiction checks run in the background, for the rows on screen only, at most this many at a
+# time, so an act is never kept waiting behind them.
+BADGE_CHUNK = 40
 SORTS = ("age", "subject", "proposer", "group")
 
 
@@ -44,6 +45,8 @@ class QueueScreen(ReviewActions):
         self.shown: list[QueueEntry] = []
         self.selected: set[str] = set()
         self.contradicts: dict[str, int] = {}
+        self._by_id: dict[str, QueueEntry] = {}
+        self._checking = False
         self.sort = "age"
 
     def compose(self) -> ComposeResult:
@@ -67,12 +70,11 @@ class QueueScreen(ReviewActions):
         yield Footer()
 
     def on_mount(self) -> None:
-        """Load the queue and put the cursor in the list."""
+        """Put the keyboard focus in the list (the data loads when the screen is shown)."""
         self.query_one(RowList).focus()
-        self.reload()
 
     def on_screen_resume(self) -> None:
-        """Coming back from a detail view or another screen: read the queue again."""
+        """Read the store whenever the screen is shown, the first time included."""
         self.reload()
 
     def on_resize(self) -> None:
@@ -93,9 +95,11 @@ class QueueScreen(ReviewActions):
         known = {e.proposal.id for e in entries}
         self.entries = entries
         self.selected &= known
-        self.contradicts = {k: v for k, v in self.contradicts.items() if k in known}
+        # A ratification elsewhere can change what contradicts what: check the visible rows again.
+        self.contradicts = {}
         self._show()
-        self._check_contradictions()
+        # After the first paint: the checks compete with it for the interpreter.
+        self.call_after_refresh(self._check_contradictions)
 
     def _show(self) -> None:
         query = self.query_one("#filter", Input).value
@@ -107,19 +111,9 @@ class QueueScreen(ReviewActions):
         elif self.sort == "group":
             shown = sorted(shown, key=lambda e: (-e.group_size, e.group, e.proposal.created_at))
         self.shown = shown
-        now = self.backend.now()
+        self._by_id = {e.proposal.id: e for e in shown}
         rows = self.query_one(RowList)
-        rows.set_rows(
-            [
-                queue_row(
-                    e,
-                    now,
-                    selected=e.proposal.id in self.selected,
-                    contradicts=self.contradicts.get(e.proposal.id),
-                )
-                for e in shown
-            ]
-        )
+        rows.set_items(shown, [e.proposal.id for e in shown], self._row)
         self._header()
         self._status()
         self._peek(rows.current_key)
@@ -140,8 +134,14 @@ class QueueScreen(ReviewActions):
         parts.append(f"sort: {self.sort}")
         self.query_one("#queue-status", Static).update(" · ".join(parts))
 
+    def _row(self, entry: QueueEntry) -> Row:
+        pid = entry.proposal.id
+        return queue_row(
+            entry, self.backend.now(), selected=pid in self.selected, contradicts=self.contradicts.get(pid)
+        )
+
     def _entry(self, key: str | None) -> QueueEntry | None:
-        return next((e for e in self.shown if e.proposal.id == key), None) if key else None
+        return self._by_id.get(key) if key else None
 
     def _peek(self, key: str | None) -> None:
         entry = self._entry(key)
@@ -160,36 +160,36 @@ class QueueScreen(ReviewActions):
         self.query_one("#peek", Static).update(peek)
 
     def _check_contradictions(self) -> None:
-        todo = [e.proposal.id for e in self.shown if e.proposal.id not in self.contradicts]
+        """Check the rows on screen for contradictions, in the background (each costs milliseconds)."""
+        if self._checking:
+            return
+        rows = self.query_one(RowList)
+        todo = [key for key in rows.visible_keys() if key not in self.contradicts][:BADGE_CHUNK]
         if not todo:
             return
-        chunk = todo[:BADGE_CHUNK]
+        self._checking = True
 
         def found(result: dict[str, list[Any]]) -> None:
-            for pid, items in result.items():
-                self.contradicts[pid] = len(items)
-            now = self.backend.now()
-            rows = self.query_one(RowList)
-            for entry in self.shown:
-                if entry.proposal.id in result:
-                    rows.refresh_row(
-                        entry.proposal.id,
-                        queue_row(
-                            entry,
-                            now,
-                            selected=entry.proposal.id in self.selected,
-                            contradicts=self.contradicts[entry.proposal.id],
-                        ),
-                    )
+            self._checking = False
+            for pid in todo:
+                self.contradicts[pid] = len(result.get(pid, []))
+                rows.refresh_row(pid)
             self._check_contradictions()
 
-        self.fetch(lambda k: k.proposal_conflicts(chunk), found, group="badges")
+        def failed() -> None:
+            self._checking = False
+
+        self.fetch(lambda k: k.proposal_conflicts(todo), found, group="badges", on_error=failed)
 
     # -- events ---------------------------------------------------------------------------
 
     @on(RowList.Highlighted, "#queue")
     def _highlighted(self, event: RowList.Highlighted) -> None:
         self._peek(event.key)
+
+    @on(RowList.Scrolled, "#queue")
+    def _scrolled(self) -> None:
+        self._check_contradictions()
 
     @on(RowList.Opened, "#queue")
     def _opened(self, event: RowList.Opened) -> None:
@@ -210,7 +210,7 @@ class QueueScreen(ReviewActions):
     def _current(self) -> QueueEntry | None:
         entry = self._entry(self.query_one(RowList).current_key)
         if entry is None:
-            self.notify("No proposal under the cursor.", severity="warning")
+            self.notify("No proposal under the cursor.", severity="warning", markup=False)
         return entry
 
     def action_approve(self) -> None:
@@ -244,15 +244,7 @@ class QueueScreen(ReviewActions):
             return
         pid = entry.proposal.id
         self.selected.symmetric_difference_update({pid})
-        self.query_one(RowList).refresh_row(
-            pid,
-            queue_row(
-                entry,
-                self.backend.now(),
-                selected=pid in self.selected,
-                contradicts=self.contradicts.get(pid),
-            ),
-        )
+        self.query_one(RowList).refresh_row(pid)
         self._status()
         self.query_one(RowList).action_cursor(1)
 
@@ -260,7 +252,11 @@ class QueueScreen(ReviewActions):
         """Approve every selected proposal after one confirmation that lists them."""
         chosen = [e for e in self.entries if e.proposal.id in self.selected]
         if not chosen:
-            self.notify("Nothing selected: space selects the proposal under the cursor.", severity="warning")
+            self.notify(
+                "Nothing selected: space selects the proposal under the cursor.",
+                severity="warning",
+                markup=False,
+            )
             return
         self.approve_many([e.proposal for e in chosen], {e.proposal.id: e.group for e in self.entries})
 
@@ -286,6 +282,7 @@ class QueueScreen(ReviewActions):
                 "Nothing to undo. Ratified decisions are never undone in place; "
                 "replace one from the Kernel screen (2, then n).",
                 severity="information",
+                markup=False,
             )
             return
         self.propose_replacement(last)

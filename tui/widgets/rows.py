@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from rich.segment import Segment
 from rich.style import Style
@@ -71,6 +73,18 @@ class RowList(ScrollView, can_focus=True):
             """The list that sent it."""
             return self.rows
 
+    class Scrolled(Message):
+        """Other rows came into view."""
+
+        def __init__(self, rows: RowList) -> None:
+            super().__init__()
+            self.rows = rows
+
+        @property
+        def control(self) -> RowList:
+            """The list that sent it."""
+            return self.rows
+
     class Opened(Message):
         """A row was opened (Enter or double click)."""
 
@@ -87,7 +101,10 @@ class RowList(ScrollView, can_focus=True):
     def __init__(self, columns: list[Column], *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.columns = columns
-        self.rows: list[Row] = []
+        self.keys: list[str] = []
+        self._items: Sequence[Any] = ()
+        self._make: Callable[[Any], Row] = lambda row: row
+        self._built: dict[int, Row] = {}
         self._index: dict[str, int] = {}
         self._cache: dict[tuple[int, int, bool], Strip] = {}
 
@@ -95,30 +112,60 @@ class RowList(ScrollView, can_focus=True):
 
     def set_rows(self, rows: list[Row], keep: str | None = None) -> None:
         """Replace the rows, keeping the cursor on ``keep`` (or the current row's key) if present."""
+        self.set_items(rows, [row.key for row in rows], lambda row: row, keep)
+
+    def set_items(
+        self, items: Sequence[Any], keys: list[str], make: Callable[[Any], Row], keep: str | None = None
+    ) -> None:
+        """Replace the rows with ``items``; ``make`` builds an item's row only when it is drawn."""
         keep = keep if keep is not None else self.current_key
-        self.rows = rows
-        self._index = {row.key: i for i, row in enumerate(rows)}
+        self._items, self.keys, self._make = items, keys, make
+        self._built.clear()
+        self._index = {key: i for i, key in enumerate(keys)}
         self._cache.clear()
-        self.virtual_size = Size(self.size.width, len(rows))
-        self.cursor = self._index.get(keep, min(self.cursor, max(len(rows) - 1, 0))) if keep else 0
+        self.virtual_size = Size(self.size.width, len(keys))
+        self.cursor = self._index.get(keep, min(self.cursor, max(len(keys) - 1, 0))) if keep else 0
         self.refresh()
+
+    def row(self, index: int) -> Row:
+        """The row at ``index``, built on first use."""
+        built = self._built.get(index)
+        if built is None:
+            built = self._built[index] = self._make(self._items[index])
+        return built
+
+    @property
+    def rows(self) -> list[Row]:
+        """Every row (builds them all: for tests and small lists)."""
+        return [self.row(i) for i in range(len(self.keys))]
+
+    def visible_keys(self) -> list[str]:
+        """The keys of the rows on screen."""
+        top = int(self.scroll_offset.y)
+        return self.keys[top : top + max(self.size.height, 1)]
+
+    def watch_scroll_y(self, old: float, new: float) -> None:
+        """Tell the screen when other rows come into view."""
+        super().watch_scroll_y(old, new)
+        if int(old) != int(new):
+            self.post_message(self.Scrolled(self))
 
     @property
     def current_key(self) -> str | None:
         """The key of the row under the cursor."""
-        return self.rows[self.cursor].key if 0 <= self.cursor < len(self.rows) else None
+        return self.keys[self.cursor] if 0 <= self.cursor < len(self.keys) else None
 
     def move_to(self, key: str) -> None:
         """Put the cursor on the row with ``key``."""
         if key in self._index:
             self.cursor = self._index[key]
 
-    def refresh_row(self, key: str, row: Row) -> None:
-        """Replace one row in place."""
+    def refresh_row(self, key: str) -> None:
+        """Build one row again (its item changed) and redraw it."""
         index = self._index.get(key)
         if index is None:
             return
-        self.rows[index] = row
+        self._built.pop(index, None)
         for cached in [c for c in self._cache if c[0] == index]:
             del self._cache[cached]
         self.refresh()
@@ -141,13 +188,13 @@ class RowList(ScrollView, can_focus=True):
     def on_resize(self, event: events.Resize) -> None:
         """Lay the rows out again for the new width."""
         self._cache.clear()
-        self.virtual_size = Size(event.size.width, len(self.rows))
+        self.virtual_size = Size(event.size.width, len(self.keys))
 
     def render_line(self, y: int) -> Strip:
         """Draw screen line ``y``."""
         index = y + int(self.scroll_offset.y)
         width = self.size.width
-        if index >= len(self.rows):
+        if index >= len(self.keys):
             return Strip.blank(width, self.rich_style)
         selected = index == self.cursor
         cached = self._cache.get((index, width, selected))
@@ -157,7 +204,7 @@ class RowList(ScrollView, can_focus=True):
         if selected:
             base = base + self.get_component_rich_style("row-list--cursor")
         segments: list[Segment] = []
-        for i, (cell, size) in enumerate(zip(self.rows[index].cells, self.widths(width), strict=True)):
+        for i, (cell, size) in enumerate(zip(self.row(index).cells, self.widths(width), strict=True)):
             if i:
                 segments.append(Segment(" ", base))
             text = cell.copy()
@@ -179,10 +226,10 @@ class RowList(ScrollView, can_focus=True):
 
     def watch_cursor(self, old: int, new: int) -> None:
         """Keep the cursor visible and tell the screen."""
-        if not self.rows:
+        if not self.keys:
             self.post_message(self.Highlighted(self, None))
             return
-        clamped = min(max(new, 0), len(self.rows) - 1)
+        clamped = min(max(new, 0), len(self.keys) - 1)
         if clamped != new:
             self.cursor = clamped
             return
@@ -194,12 +241,12 @@ class RowList(ScrollView, can_focus=True):
             self.scroll_to(y=new - height + 1, animate=False, immediate=True)
         self._cache = {k: v for k, v in self._cache.items() if k[0] not in (old, new)}
         self.refresh()
-        self.post_message(self.Highlighted(self, self.rows[new].key))
+        self.post_message(self.Highlighted(self, self.keys[new]))
 
     def action_cursor(self, step: int) -> None:
         """Move the cursor by ``step`` rows."""
-        if self.rows:
-            self.cursor = min(max(self.cursor + step, 0), len(self.rows) - 1)
+        if self.keys:
+            self.cursor = min(max(self.cursor + step, 0), len(self.keys) - 1)
 
     def action_page(self, direction: int) -> None:
         """Move the cursor by a screenful."""
@@ -207,8 +254,8 @@ class RowList(ScrollView, can_focus=True):
 
     def action_jump(self, index: int) -> None:
         """Go to the first (0) or last (-1) row."""
-        if self.rows:
-            self.cursor = index % len(self.rows)
+        if self.keys:
+            self.cursor = index % len(self.keys)
 
     def action_open(self) -> None:
         """Open the row under the cursor."""
@@ -218,7 +265,7 @@ class RowList(ScrollView, can_focus=True):
     def on_click(self, event: events.Click) -> None:
         """A click moves the cursor; a double click opens the row."""
         index = event.y + int(self.scroll_offset.y)
-        if 0 <= index < len(self.rows):
+        if 0 <= index < len(self.keys):
             self.cursor = index
             if event.chain >= 2:
                 self.action_open()
