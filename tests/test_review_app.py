@@ -360,3 +360,23 @@ async def test_text_that_looks_like_markup_is_shown_literally(store: Path) -> No
     kernel.close()
     with Ctx.open(store, embedder=None) as check:
         assert check.decisions("docs.markup")[0].decision == text
+
+
+async def test_command_palette_switches_screens_and_runs_actions(store: Path) -> None:
+    app, kernel = review_app(store)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await pilot.press("ctrl+p")
+        await settle(pilot)
+        await pilot.press(*"Audit", "enter")
+        await settle(pilot)
+        assert type(app.screen).__name__ == "AuditScreen"
+        assert "audit chain verified" in str(app.screen.query_one("#chain").render())
+        await pilot.press("1")
+        await settle(pilot)
+        await pilot.press("ctrl+p")
+        await settle(pilot)
+        await pilot.press(*"Sort", "enter")
+        await settle(pilot)
+        assert isinstance(app.screen, QueueScreen) and app.screen.sort == "subject"
+    kernel.close()
