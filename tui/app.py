@@ -112,4 +112,7 @@ def make_app(
     poll: float | None = POLL_SECONDS,
 ) -> ReviewApp:
     """The one app factory, used by ``ctx review``, the demo and the tests."""
-    return ReviewApp(Backend(kernel, reviewer, now), poll=poll)
+    backend = Backend(kernel, reviewer, now)
+    # The queue is the first screen: read it while Textual starts (a long queue takes a while).
+    backend.prefetch("queue", lambda k: k.review_queue())
+    return ReviewApp(backend, poll=poll)

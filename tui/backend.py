@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from concurrent.futures import Future
 from datetime import UTC, datetime
 from typing import TypeVar
 
@@ -30,11 +31,29 @@ class Backend:
         self.reviewer = reviewer
         self.now = now
         self.location = kernel.location
+        self._prefetched: dict[str, Future[object]] = {}
 
     def run(self, call: Callable[[Ctx], T]) -> T:
         """Run ``call`` with the facade, waiting for any other call to finish first."""
         with self._lock:
             return call(self._kernel)
+
+    def prefetch(self, name: str, call: Callable[[Ctx], object]) -> None:
+        """Start ``call`` now, in a thread, so its result is ready when a screen asks (``take``)."""
+        future: Future[object] = Future()
+
+        def run() -> None:
+            try:
+                future.set_result(self.run(call))
+            except BaseException as exc:  # handed to whoever takes the result
+                future.set_exception(exc)
+
+        self._prefetched[name] = future
+        threading.Thread(target=run, name=f"ctx-prefetch-{name}", daemon=True).start()
+
+    def take(self, name: str) -> Future[object] | None:
+        """The prefetched result of ``name`` (once), or None."""
+        return self._prefetched.pop(name, None)
 
     def poll(self) -> int | None:
         """The store's change counter, or None when another call holds the store right now."""

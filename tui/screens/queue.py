@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
+from textual.timer import Timer
 from textual.widgets import Footer, Header, Input, Static
 
 from kernel.facade import QueueEntry
@@ -16,9 +17,11 @@ from tui.format import is_stale, queue_row
 from tui.screens.actions import ReviewActions
 from tui.widgets.rows import Column, Row, RowList
 
-# Contradiction checks run in the background, for the rows on screen only, at most this many at a
-# time, so an act is never kept waiting behind them.
-BADGE_CHUNK = 40
+# Contradiction checks run in the background, for the rows on screen only, a few at a time (each
+# takes milliseconds), so an act or a redraw never waits long behind them; they start once
+# scrolling has paused for BADGE_DELAY seconds.
+BADGE_CHUNK = 8
+BADGE_DELAY = 0.25
 SORTS = ("age", "subject", "proposer", "group")
 
 
@@ -47,6 +50,7 @@ class QueueScreen(ReviewActions):
         self.contradicts: dict[str, int] = {}
         self._by_id: dict[str, QueueEntry] = {}
         self._checking = False
+        self._badge_timer: Timer | None = None
         self.sort = "age"
 
     def compose(self) -> ComposeResult:
@@ -88,8 +92,17 @@ class QueueScreen(ReviewActions):
     # -- data -----------------------------------------------------------------------------
 
     def reload(self) -> None:
-        """Read the pending proposals."""
-        self.fetch(lambda k: k.review_queue(), self._loaded, group="queue")
+        """Read the pending proposals (the first time, the read the app started early)."""
+        early = self.backend.take("queue")
+        if early is None:
+            self.fetch(lambda k: k.review_queue(), self._loaded, group="queue")
+            return
+
+        def wait() -> None:
+            entries = cast(list[QueueEntry], early.result())
+            self.app.call_from_thread(self._loaded, entries)
+
+        self.run_worker(wait, thread=True, group="queue", exclusive=True, exit_on_error=False)
 
     def _loaded(self, entries: list[QueueEntry]) -> None:
         known = {e.proposal.id for e in entries}
@@ -189,7 +202,10 @@ class QueueScreen(ReviewActions):
 
     @on(RowList.Scrolled, "#queue")
     def _scrolled(self) -> None:
-        self._check_contradictions()
+        # Check once scrolling pauses: the checks would otherwise compete with drawing.
+        if self._badge_timer is not None:
+            self._badge_timer.stop()
+        self._badge_timer = self.set_timer(BADGE_DELAY, self._check_contradictions)
 
     @on(RowList.Opened, "#queue")
     def _opened(self, event: RowList.Opened) -> None:
