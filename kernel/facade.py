@@ -475,7 +475,16 @@ class Ctx:
         """The other pending proposals settled together with this one (same subject or near-duplicate)."""
         from kernel import review  # noqa: PLC0415
 
-        return review.group_members(self.review_queue(), clock.check_id(proposal_id, "proposal"))
+        # Read only the group's neighbourhood: this runs inside every ratification's transaction.
+        mine = self.proposal(proposal_id)
+        same = [p for p in self.store.list_proposals("pending", mine.subject) if p.subject == mine.subject]
+        ids = [p.id for p in same]
+        linked = self.store.pending_near_duplicates(ids)
+        for target in sorted({p.near_duplicate_of for p in same if p.near_duplicate_of} - set(ids)):
+            found = self.store.get_proposal(target)
+            if found is not None and found.status == "pending":
+                linked.append(found)
+        return review.group_members([*same, *linked], mine.id)
 
     def proposal_conflicts(self, proposal_ids: Sequence[str]) -> dict[str, list[recall.Related]]:
         """For each pending proposal, the current decisions on other subjects it contradicts."""

@@ -120,18 +120,18 @@ def group_queue(pending: Sequence[Proposal], current: dict[str, Decision]) -> li
     ]
 
 
-def group_members(entries: Sequence[QueueEntry], proposal_id: str) -> list[Proposal]:
-    """The other proposals in the review group of ``proposal_id`` (see :func:`group_queue`)."""
-    mine = next((e.proposal for e in entries if e.proposal.id == proposal_id), None)
+def group_members(pending: Sequence[Proposal], proposal_id: str) -> list[Proposal]:
+    """The other proposals in the review group of ``proposal_id`` (see :func:`group_queue`),
+    same subject first, each part oldest first; ``pending`` may hold any superset of the group."""
+    mine = next((p for p in pending if p.id == proposal_id), None)
     if mine is None:
         return []
-    same = [e.proposal for e in entries if e.proposal.subject == mine.subject]
+    ordered = sorted({p.id: p for p in pending}.values(), key=lambda p: (p.created_at, p.id))
+    same = [p for p in ordered if p.subject == mine.subject]
     ids = {p.id for p in same}
+    targets = {p.near_duplicate_of for p in same}
     others = [
-        e.proposal
-        for e in entries
-        if e.proposal.subject != mine.subject
-        and (e.proposal.near_duplicate_of in ids or e.proposal.id in {p.near_duplicate_of for p in same})
+        p for p in ordered if p.subject != mine.subject and (p.near_duplicate_of in ids or p.id in targets)
     ]
     return [p for p in [*same, *others] if p.id != proposal_id]
 

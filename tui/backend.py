@@ -30,7 +30,6 @@ class Backend:
         self._lock = threading.Lock()
         self.reviewer = reviewer
         self.now = now
-        self.location = kernel.location
         self._prefetched: dict[str, Future[object]] = {}
 
     def run(self, call: Callable[[Ctx], T]) -> T:

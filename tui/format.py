@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from rich.text import Text
 
@@ -81,8 +81,3 @@ def diff_text(old: str, new: str) -> Text:
         else:
             out.append(f"{{+{piece}+}}", style="bold green")
     return out
-
-
-def duration(delta: timedelta) -> str:
-    """A window's length in days or hours."""
-    return short_age(delta)

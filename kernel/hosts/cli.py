@@ -16,7 +16,7 @@ import click
 
 from kernel import paths, text
 from kernel.errors import CtxError, UsageError
-from kernel.facade import DEFAULT_BUDGET, EVIDENCE_KINDS, MAX_BUDGET, MIN_BUDGET, Ctx
+from kernel.facade import DEFAULT_BUDGET, EVIDENCE_KINDS, MAX_BUDGET, MIN_BUDGET, Ctx, age, short_age
 from kernel.records import Decision, Evidence, Proposal
 
 MAX_JSON_INPUT_BYTES = 200_000
@@ -68,12 +68,7 @@ def _read_stdin(limit: int, what: str) -> str:
 
 
 def _age(stamp: str) -> str:
-    then = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
-    seconds = int((datetime.now(UTC) - then).total_seconds())
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds >= size:
-            return f"{seconds // size}{unit}"
-    return f"{max(seconds, 0)}s"
+    return short_age(age(stamp, datetime.now(UTC)))
 
 
 def _window(decision: Decision) -> str:

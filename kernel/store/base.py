@@ -59,6 +59,9 @@ class Store(Protocol):
     ) -> list[Proposal]:
         """Proposals, oldest first."""
 
+    def pending_near_duplicates(self, ids: list[str]) -> list[Proposal]:
+        """Pending proposals flagged as near-duplicates of any of ``ids``."""
+
     def pending_texts(self) -> list[tuple[str, str, str]]:
         """``(id, subject, decision)`` of every pending proposal, for near-duplicate checks."""
 

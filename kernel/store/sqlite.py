@@ -284,6 +284,19 @@ class SQLiteStore(IndexQueries):
         rows = self._q(sql + (" LIMIT ?" if limit is not None else ""), [*params, limit] if limit else params)
         return self._proposals(rows, (clause.replace("subject", "proposal.subject"), params))
 
+    def pending_near_duplicates(self, ids: list[str]) -> list[Proposal]:
+        """Pending proposals flagged as near-duplicates of any of ``ids``."""
+        found: list[Proposal] = []
+        for chunk in _chunks(ids):
+            found += self._proposals(
+                self._q(
+                    f"SELECT {_PROPOSAL_COLS} FROM proposal WHERE status = 'pending' "
+                    f"AND near_duplicate_of IN ({_placeholders(chunk)}) ORDER BY created_at, id",
+                    chunk,
+                )
+            )
+        return found
+
     def pending_texts(self) -> list[tuple[str, str, str]]:
         """``(id, subject, decision)`` of every pending proposal."""
         return [

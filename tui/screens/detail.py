@@ -10,7 +10,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Footer, Header, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
-from kernel.facade import ProposalContext
+from kernel.facade import Ctx, ProposalContext
 from tui.dialogs.text import TextDialog
 from tui.format import age_text, diff_text, state, window
 from tui.screens.actions import ReviewActions
@@ -81,15 +81,17 @@ class DetailScreen(ReviewActions):
         order = self.order
         later = order[order.index(self.proposal_id) + 1 :] if self.proposal_id in order else []
 
-        def pick(pending: list[str]) -> None:
-            nxt = next((p for p in later if p in pending), None)
+        def first_pending(kernel: Ctx) -> str | None:
+            return next((p for p in later if kernel.proposal(p).status == "pending"), None)
+
+        def pick(nxt: str | None) -> None:
             if nxt is None:
                 self.app.pop_screen()
                 return
             self.proposal_id = nxt
             self.reload()
 
-        self.fetch(lambda k: {e.proposal.id for e in k.review_queue()}, pick, group="detail")
+        self.fetch(first_pending, pick, group="detail")
 
     def _loaded(self, found: ProposalContext) -> None:
         self.context = found

@@ -45,9 +45,8 @@ class RowList(ScrollView, can_focus=True):
     RowList { height: 1fr; }
     RowList > .row-list--cursor { background: $accent 40%; text-style: bold; }
     RowList:focus > .row-list--cursor { background: $accent; color: $text; }
-    RowList > .row-list--header { text-style: bold; color: $text-muted; }
     """
-    COMPONENT_CLASSES = {"row-list--cursor", "row-list--header"}
+    COMPONENT_CLASSES = {"row-list--cursor"}
     BINDINGS = [
         Binding("up,k", "cursor(-1)", "Up", show=False),
         Binding("down,j", "cursor(1)", "Down", show=False),
