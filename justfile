@@ -43,4 +43,8 @@ bench-redact:
     {{venv}}python bench/redact_bench.py
 
 # Every benchmark.
-bench: bench-cli quality bench-recall bench-review
+bench: bench-cli quality bench-recall bench-review bench-ingest
+
+# Bulk evidence capture: `ctx log --jsonl` and `ctx ingest transcript` on 50,000-line files.
+bench-ingest lines="50000":
+    {{venv}}python bench/ingest_bench.py --lines {{lines}}

@@ -16,6 +16,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter
 
 from kernel import text
+from kernel.records import EVIDENCE_KINDS
 
 Id = Annotated[str, StringConstraints(pattern=r"^(ev|pr|dc)_[0-9A-HJKMNP-TV-Z]{26}$")]
 EvidenceId = Annotated[str, StringConstraints(pattern=r"^ev_[0-9A-HJKMNP-TV-Z]{26}$")]
@@ -51,6 +52,9 @@ class EvidenceOut(_Strict):
     tags: list[str]
     content_hash: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
     created_at: Timestamp
+    source: str | None = None
+    speaker: str | None = None
+    occurred_at: Timestamp | None = None
 
 
 class DecisionOut(_Strict):
@@ -105,6 +109,64 @@ class LogOut(_Strict):
 
     id: EvidenceId
     duplicate: bool
+    redacted: int = Field(ge=0, description="Secrets replaced by placeholders before storing.")
+
+
+Name = Annotated[str, StringConstraints(min_length=1, max_length=text.MAX_NAME_CHARS)]
+
+
+class LogRecordInput(_Strict):
+    """One line of ``ctx log --jsonl``: an evidence text and what is known about it."""
+
+    text: Annotated[str, StringConstraints(min_length=1)]
+    kind: Literal[EVIDENCE_KINDS] | None = Field(default=None, description="Default: --kind, else note.")
+    source: Annotated[str, StringConstraints(max_length=2_000)] | None = Field(
+        default=None, description="Where the text came from: a path, URL or path#Lline."
+    )
+    tags: list[Name] | None = Field(default=None, max_length=50)
+    created_at: str | None = Field(
+        default=None, description="When the text was written (ISO 8601; no zone means UTC)."
+    )
+    agent: Name | None = None
+    session: Name | None = None
+    speaker: Name | None = Field(default=None, description="Who wrote it: user, assistant, tool, system.")
+
+
+class RejectedLine(_Strict):
+    """An input line that was skipped."""
+
+    line: int = Field(ge=0)
+    error: str
+    source: str | None = Field(default=None, description="The input file, when several were read.")
+
+
+class LogBatchOut(_Strict):
+    """The result of ``ctx log --jsonl``: what was committed, line by line."""
+
+    added: int = Field(ge=0)
+    duplicates: int = Field(ge=0)
+    redacted: int = Field(ge=0)
+    rejected_count: int = Field(ge=0)
+    rejected: list[RejectedLine] = Field(description="The first 1000 rejected lines.")
+    lines: int = Field(ge=0)
+    interrupted: bool
+
+
+class TranscriptOut(_Strict):
+    """One transcript file read by ``ctx ingest transcript``."""
+
+    path: str
+    format: Literal["claude-code", "codex", "aider"] | None
+    lines: int = Field(ge=0)
+    turns: int = Field(ge=0)
+    problems: int = Field(ge=0)
+    warnings: list[RejectedLine]
+
+
+class IngestOut(LogBatchOut):
+    """The result of ``ctx ingest transcript``: the vault totals and each file's parse."""
+
+    files: list[TranscriptOut]
 
 
 class RatificationOut(_Strict):
@@ -393,6 +455,9 @@ class ReindexOut(_Strict):
 SCHEMAS: dict[str, type[BaseModel]] = {
     "propose-input": ProposeInput,
     "log": LogOut,
+    "log-record": LogRecordInput,
+    "log-batch": LogBatchOut,
+    "ingest": IngestOut,
     "ratification": RatificationOut,
     "proposal": ProposalOut,
     "decision": DecisionOut,

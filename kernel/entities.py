@@ -17,7 +17,9 @@ SCAN_CHARS = 20_000
 MAX_PER_TEXT = 64
 
 _BACKTICK = re.compile(r"`([^`\n]{2,80})`")
-_CAMEL = re.compile(r"\b[A-Za-z][a-z0-9]*[A-Z][A-Za-z0-9]*\b")
+# Possessive quantifiers (nothing they give back could match) and, for acronyms, a first
+# character class the engine can scan for: the same matches at half the cost.
+_CAMEL = re.compile(r"\b[A-Za-z][a-z0-9]*+[A-Z][A-Za-z0-9]*+\b")
 _SNAKE = re.compile(r"\b[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+\b")
 _KEBAB = re.compile(r"\b[a-z][a-z0-9]*(?:-[a-z0-9]+)+\b")
 _FILE_EXTENSIONS = (
@@ -26,13 +28,18 @@ _FILE_EXTENSIONS = (
 )
 _PATH = re.compile(rf"(?<![\w/])(?:\.{{0,2}}/)?(?:[\w.-]+/)+[\w.-]+|\b[\w-]+\.(?:{_FILE_EXTENSIONS})\b")
 _DOTTED = re.compile(r"\b[a-z][a-z0-9_-]*(?:\.[a-z][a-z0-9_-]*)+\b")
-_ACRONYM = re.compile(r"\b[A-Z][A-Z0-9]{1,7}s?\b")
+_ACRONYM = re.compile(r"[A-Z](?<!\w[A-Z])[A-Z0-9]{1,7}+s?\b")
 _PACKAGE = re.compile(
     r"\b(?:pip install|uv add|poetry add|npm install|npm i|pnpm add|yarn add|cargo add|go get)"
     r"\s+(@?[A-Za-z][\w.@/-]*)"
     r"|^\s*(?:from\s+([A-Za-z_][\w.]*)\s+import|import\s+([A-Za-z_][\w.]*))",
     re.MULTILINE,
 )
+# Cheap scans (a literal first character) that every match of _PATH without a slash, and of
+# _DOTTED, must contain.
+_FILE_HINT = re.compile(rf"\.(?:{_FILE_EXTENSIONS})\b")
+_DOTTED_HINT = re.compile(r"\.[a-z]")
+_PACKAGE_HINTS = ("import", "install", " add", "npm i", "go get")
 _SEPARATORS = re.compile(r"[\W_]+")
 # Words that look like entities by shape but name nothing (sentence-initial acronyms, e.g.).
 _NOT_ENTITIES = frozenset(
@@ -66,13 +73,21 @@ def extract(text: str) -> list[str]:
             if 2 <= len(name) <= MAX_ENTITY_CHARS and name not in _NOT_ENTITIES and normalise(name):
                 found.setdefault(name, None)
 
-    add(_BACKTICK.findall(sample))
-    add(name for groups in _PACKAGE.findall(sample) for name in groups if name)
-    add(_PATH.findall(sample))
-    add(_DOTTED.findall(sample))
+    # Each pattern runs only when the character it needs is in the text: the scans are most
+    # of what logging evidence costs, and most prose has no backtick, underscore or import.
+    if "`" in sample:
+        add(_BACKTICK.findall(sample))
+    if any(hint in sample for hint in _PACKAGE_HINTS):
+        add(name for groups in _PACKAGE.findall(sample) for name in groups if name)
+    if "/" in sample or _FILE_HINT.search(sample):
+        add(_PATH.findall(sample))
+    if _DOTTED_HINT.search(sample):
+        add(_DOTTED.findall(sample))
     add(_CAMEL.findall(sample))
-    add(_SNAKE.findall(sample))
-    add(_KEBAB.findall(sample))
+    if "_" in sample:
+        add(_SNAKE.findall(sample))
+    if "-" in sample:
+        add(_KEBAB.findall(sample))
     add(a.rstrip("s") if a.endswith("s") and a[:-1].isupper() else a for a in _ACRONYM.findall(sample))
     return list(found)[:MAX_PER_TEXT]
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+EVIDENCE_KINDS = ("note", "conversation", "log", "doc", "code", "other")
+
 
 @dataclass(frozen=True)
 class Evidence:
@@ -18,6 +20,9 @@ class Evidence:
     tags: list[str]
     content_hash: str
     created_at: str
+    source: str | None = None
+    speaker: str | None = None
+    occurred_at: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready form."""
@@ -116,6 +121,7 @@ class LogResult:
 
     id: str
     duplicate: bool
+    redacted: int = 0  # secrets replaced by placeholders before the text was stored
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready form."""

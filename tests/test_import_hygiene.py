@@ -28,7 +28,8 @@ def test_core_does_not_import_hosts_or_heavy_libraries():
 
 def test_cli_hot_path_does_not_import_heavy_libraries():
     loaded = _modules_after("import kernel.hosts.cli")
-    for heavy in ("textual", "fastembed", "onnxruntime", "sqlmodel", "sqlalchemy", "numpy", "pydantic"):
+    heavy_ones = ("textual", "fastembed", "onnxruntime", "sqlmodel", "sqlalchemy", "numpy", "pydantic", "mcp")
+    for heavy in (*heavy_ones, "kernel.transcripts"):
         assert heavy not in loaded, heavy
 
 

@@ -225,7 +225,7 @@ def test_log(cli, world):
     assert fresh["duplicate"] is False
     again = run_json(cli, "log", "-", "--json", stdin=b"A brand new note")
     assert_valid("log", again)
-    assert again == {"id": fresh["id"], "duplicate": True}
+    assert again == {"id": fresh["id"], "duplicate": True, "redacted": 0}
 
 
 def test_propose_json_out(cli, world):

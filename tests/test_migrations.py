@@ -18,7 +18,13 @@ def _names(conn, kind: str) -> set[str]:
 
 
 def test_revisions_are_named_and_ordered():
-    assert migrate.revisions() == ["m001_initial", "m002_fts", "m003_sources", "m004_recall"]
+    assert migrate.revisions() == [
+        "m001_initial",
+        "m002_fts",
+        "m003_sources",
+        "m004_recall",
+        "m005_provenance",
+    ]
     assert len(migrate.revisions()) == migrate.HEAD_VERSION
 
 
@@ -75,7 +81,7 @@ def test_migrated_schema_objects(kernel: Ctx, store_path: Path):
     assert conn.execute("PRAGMA user_version").fetchone()[0] == migrate.HEAD_VERSION
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
-    assert conn.execute("SELECT version_num FROM alembic_version").fetchone()[0] == "m004_recall"
+    assert conn.execute("SELECT version_num FROM alembic_version").fetchone()[0] == "m005_provenance"
     conn.close()
 
 

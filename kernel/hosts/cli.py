@@ -6,6 +6,7 @@ import getpass
 import json
 import os
 import sys
+import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from functools import wraps
@@ -15,9 +16,19 @@ from typing import Any, NoReturn
 import click
 
 from kernel import paths, text
-from kernel.errors import CtxError, UsageError
-from kernel.facade import DEFAULT_BUDGET, EVIDENCE_KINDS, MAX_BUDGET, MIN_BUDGET, Ctx, age, short_age
-from kernel.records import Decision, Evidence, Proposal
+from kernel.errors import CtxError, StoreError, UsageError
+from kernel.facade import DEFAULT_BUDGET, MAX_BUDGET, MIN_BUDGET, Ctx, age, short_age
+from kernel.hosts import bulk
+from kernel.ingest import (
+    PARALLEL_FROM,
+    TRANSCRIPT_FORMATS,
+    BatchReport,
+    EvidenceInput,
+    count_lines,
+    from_turns,
+    read_jsonl,
+)
+from kernel.records import EVIDENCE_KINDS, Decision, Evidence, Proposal
 
 MAX_JSON_INPUT_BYTES = 200_000
 
@@ -136,32 +147,96 @@ def init(ctx: click.Context, db_here: str | None) -> None:
 
 
 @cli.command()
-@click.argument("body", metavar="TEXT|-")
+@click.argument("body", metavar="TEXT|-", required=False)
+@click.option(
+    "--jsonl",
+    "jsonl",
+    metavar="FILE|-",
+    help="Log many records, one JSON object per line (schemas/log-record.schema.json).",
+)
 @click.option(
     "--kind", type=click.Choice(EVIDENCE_KINDS), default="note", show_default=True, help="What the text is."
 )
 @click.option("--agent", envvar="CTX_AGENT", help="Who logged it (default: CTX_AGENT).")
 @click.option("--session", envvar="CTX_SESSION", help="Session id (default: CTX_SESSION).")
+@click.option("--source", help="Where the text came from: a path, URL or path#Lline.")
 @click.option("--tag", "tags", multiple=True, help="A tag; repeat for more.")
+@click.option("--no-redact", is_flag=True, help="Store secrets (keys, tokens, passwords) as they are.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @_with_store
 def log(
     kernel: Ctx,
-    body: str,
+    body: str | None,
+    jsonl: str | None,
     kind: str,
     agent: str | None,
     session: str | None,
+    source: str | None,
     tags: tuple[str, ...],
+    no_redact: bool,
     as_json: bool,
 ) -> None:
-    """Append raw text (or - for standard input) to the evidence vault; prints its id."""
+    """Append raw text (or - for standard input) to the evidence vault; prints its id.
+
+    Obvious secrets are replaced by typed placeholders such as [REDACTED:aws-access-key]
+    before the text is stored, unless --no-redact. With --jsonl, records are committed 500
+    at a time; a bad line is reported by number and skipped, and running the same file
+    again adds nothing.
+    """
+    if jsonl is not None:
+        if body is not None:
+            raise UsageError("give either TEXT or --jsonl FILE, not both")
+        defaults = EvidenceInput(text="", kind=kind, agent=agent, session=session, tags=tags)
+        report = _log_jsonl(kernel, jsonl, defaults, redact=not no_redact)
+        if as_json:
+            _emit_json(report.to_dict())
+        else:
+            click.echo("\n".join(bulk.summary(report, redact=not no_redact)))
+        if report.interrupted:
+            sys.exit(130)
+        return
+    if body is None:
+        raise UsageError("missing TEXT (or - for standard input, or --jsonl FILE)")
     if body == "-":
         body = _read_stdin(text.MAX_EVIDENCE_BYTES, "evidence")
-    result = kernel.log(_check_utf8(body, "evidence"), kind=kind, agent=agent, session=session, tags=tags)
+    result = kernel.log(
+        _check_utf8(body, "evidence"),
+        kind=kind,
+        agent=agent,
+        session=session,
+        tags=tags,
+        source=source,
+        redact=not no_redact,
+    )
     if as_json:
         _emit_json(result.to_dict())
     else:
         click.echo(result.id + ("  (already in the vault)" if result.duplicate else ""))
+    if result.redacted:
+        click.echo(f"redacted {result.redacted} secret(s) before storing", err=True)
+
+
+def _log_jsonl(kernel: Ctx, name: str, defaults: EvidenceInput, *, redact: bool) -> BatchReport:
+    report = BatchReport()
+    if name == "-":
+        items = read_jsonl(sys.stdin.buffer, defaults=defaults)
+        return bulk.log_items(kernel, items, report=report, total_lines=None, label="logging", redact=redact)
+    try:
+        handle = open(name, "rb")  # noqa: SIM115 - closed below, after the generator is drained
+    except OSError as error:
+        raise UsageError(f"{name}: cannot read: {error.strerror or error}") from None
+    with handle:
+        total = count_lines(handle)
+        items = read_jsonl(handle, defaults=defaults)
+        return bulk.log_items(
+            kernel,
+            items,
+            report=report,
+            total_lines=total,
+            label="logging",
+            redact=redact,
+            parallel=total >= PARALLEL_FROM,
+        )
 
 
 @cli.command()
@@ -603,6 +678,219 @@ def audit_verify(kernel: Ctx, as_json: bool) -> None:
         click.echo(f"audit chain ok: {report.rows} rows, last hash {report.last_hash}")
     if not report.ok:
         raise CtxError(f"audit chain broken at row {report.first_bad_seq}: {report.problem}")
+
+
+@cli.group()
+def ingest() -> None:
+    """Take in agents' session transcripts as evidence."""
+
+
+@ingest.command("transcript")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path), metavar="PATH...")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(list(TRANSCRIPT_FORMATS)),
+    help="The transcript format (default: detected from each file).",
+)
+@click.option("--thinking", is_flag=True, help="Keep the model's reasoning as assistant turns.")
+@click.option("--tag", "tags", multiple=True, help="A tag for every turn; repeat for more.")
+@click.option("--no-redact", is_flag=True, help="Store secrets (keys, tokens, passwords) as they are.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON (schemas/ingest.schema.json).")
+@_with_store
+def ingest_transcript(
+    kernel: Ctx,
+    paths: tuple[Path, ...],
+    fmt: str | None,
+    thinking: bool,
+    tags: tuple[str, ...],
+    no_redact: bool,
+    as_json: bool,
+) -> None:
+    """Log each turn of Claude Code, Codex CLI or aider transcripts as evidence.
+
+    A turn keeps its speaker, session, time and a PATH#Lline source. Tool output is cut to
+    2,000 characters and binary blobs are left out. A folder is searched for *.jsonl and
+    aider history files. Running it again on the same files adds nothing new.
+    """
+    report, files, failures = _ingest(kernel, paths, fmt, thinking=thinking, tags=tags, redact=not no_redact)
+    if as_json:
+        _emit_json({**report.to_dict(), "files": files})
+    else:
+        for entry in files:
+            click.echo(
+                f"{entry['path']}: {entry['format']}, {entry['turns']} turns"
+                + (f", {entry['problems']} damaged lines skipped" if entry["problems"] else "")
+            )
+            for warning in entry["warnings"][: bulk.SHOWN_REJECTIONS]:
+                click.echo(f"  line {warning['line']}: {warning['error']}")
+        click.echo("\n".join(bulk.summary(report, redact=not no_redact)))
+        if report.added:
+            click.echo("vectors for the new evidence: `ctx reindex` (recall also fills them a few at a time)")
+    for failure in failures:
+        click.echo(f"ctx: error: {failure}", err=True)
+    if report.interrupted:
+        sys.exit(130)
+    if failures:
+        sys.exit(1)
+
+
+def _transcript_files(paths: tuple[Path, ...]) -> list[Path]:
+    found: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            found += sorted(
+                p
+                for p in path.rglob("*")
+                if p.is_file() and (p.suffix == ".jsonl" or p.name.endswith(".chat.history.md"))
+            )
+        else:
+            found.append(path)
+    # Absolute, so every turn's PATH#Lline source still points at its file from anywhere.
+    return list(dict.fromkeys(p.absolute() for p in found))
+
+
+def _ingest(
+    kernel: Ctx,
+    paths: tuple[Path, ...],
+    fmt: str | None,
+    *,
+    thinking: bool,
+    tags: tuple[str, ...],
+    redact: bool,
+) -> tuple[BatchReport, list[dict[str, Any]], list[str]]:
+    from kernel import transcripts  # noqa: PLC0415 - the parsers load only here
+
+    files = _transcript_files(paths)
+    explicit = {p.absolute() for p in paths if not p.is_dir()}
+    sizes: dict[Path, int] = {}
+    for path in files:
+        try:
+            with path.open("rb") as handle:
+                sizes[path] = count_lines(handle)
+        except OSError:
+            sizes[path] = 0
+    total, offset = BatchReport(), 0
+    entries: list[dict[str, Any]] = []
+    failures: list[str] = []
+    for path in files:
+        parsed = transcripts.ParseReport()
+        try:
+            turns = transcripts.parse(path, fmt, report=parsed, thinking=thinking)
+        except UsageError as exc:
+            if path in explicit:
+                failures.append(exc.message)
+            offset += sizes[path]
+            continue
+        one = BatchReport()
+        try:
+            bulk.log_items(
+                kernel,
+                from_turns(turns, tags=tags),
+                report=one,
+                total_lines=sum(sizes.values()),
+                label="ingesting",
+                redact=redact,
+                origin=str(path),
+                line_offset=offset,
+                parallel=sizes[path] >= PARALLEL_FROM,
+            )
+        except UsageError as exc:  # a forced format that the file's lines do not fit
+            failures.append(exc.message)
+        offset += sizes[path]
+        one.lines = parsed.lines
+        total.absorb(one)
+        entries.append(
+            {
+                "path": str(path),
+                "format": parsed.format,
+                "lines": parsed.lines,
+                "turns": parsed.turns,
+                "problems": parsed.problems,
+                "warnings": [{"line": w.line, "error": w.message} for w in parsed.warnings],
+            }
+        )
+        if one.interrupted:
+            break
+    if not files:
+        failures.append("no transcript files found in " + ", ".join(str(p) for p in paths))
+    return total, entries, failures
+
+
+@cli.command()
+@click.argument("event", type=click.Choice(["session-end"]))
+@click.option("--format", "fmt", type=click.Choice(list(TRANSCRIPT_FORMATS)), help="Default: detected.")
+@_db_option
+@click.pass_context
+def hook(ctx: click.Context, event: str, fmt: str | None, db_here: str | None) -> None:
+    """Run from an agent's session-end hook: ingest the transcript named in the JSON on stdin.
+
+    Claude Code and Codex hooks send {"session_id", "transcript_path", "cwd", ...}. The store
+    is --db, CTX_DB, else the nearest .ctx/ctx.db above the payload's cwd; a project without
+    a store is skipped (exit 0), so the hook can be installed for every project.
+    """
+    payload = _hook_payload()
+    transcript = payload.get("transcript_path")
+    if not isinstance(transcript, str) or not transcript:
+        raise UsageError("the hook payload has no transcript_path")
+    cwd = payload.get("cwd")
+    start = Path(cwd) if isinstance(cwd, str) and Path(cwd).is_dir() else None
+    try:
+        location = paths.find_store(db_here or ctx.find_root().obj.get("db"), start)
+    except StoreError as exc:
+        click.echo(f"ctx: {exc.message}; transcript not ingested", err=True)
+        return
+    with Ctx.open(location) as kernel:
+        report, files, failures = _ingest(
+            kernel, (Path(transcript).expanduser(),), fmt, thinking=False, tags=(), redact=True
+        )
+    if failures:
+        raise UsageError(failures[0])
+    turns = sum(entry["turns"] for entry in files)
+    click.echo(
+        f"ctx: {turns} turns read, {report.added} new evidence texts, "
+        f"{report.duplicates} already in the vault",
+        err=True,
+    )
+
+
+HOOK_PAYLOAD_BYTES = 1_000_000
+HOOK_READ_SECONDS = 5.0
+
+
+def _hook_payload() -> dict[str, Any]:
+    """The hook's JSON object from stdin, read until it parses: some hosts never close the pipe."""
+    import select  # noqa: PLC0415
+
+    buffer = b""
+    try:
+        fd = sys.stdin.fileno()
+    except (OSError, ValueError):  # not a real stream (embedded use): read it whole
+        return _hook_document(sys.stdin.buffer.read(HOOK_PAYLOAD_BYTES + 1))
+    deadline = time.monotonic() + HOOK_READ_SECONDS
+    while len(buffer) <= HOOK_PAYLOAD_BYTES:
+        remaining = deadline - time.monotonic()
+        ready = select.select([fd], [], [], max(remaining, 0))[0] if remaining > 0 else []
+        chunk = os.read(fd, 65_536) if ready else b""
+        buffer += chunk
+        try:
+            return _hook_document(buffer)
+        except UsageError:
+            if not chunk:
+                raise
+    raise UsageError(f"the hook payload is larger than {HOOK_PAYLOAD_BYTES} bytes")
+
+
+def _hook_document(raw: bytes) -> dict[str, Any]:
+    if len(raw) > HOOK_PAYLOAD_BYTES:
+        raise UsageError(f"the hook payload is larger than {HOOK_PAYLOAD_BYTES} bytes")
+    try:
+        document = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        document = None
+    if not isinstance(document, dict):
+        raise UsageError("the hook payload on stdin is not a JSON object")
+    return document
 
 
 @cli.group("import")

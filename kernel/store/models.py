@@ -36,6 +36,9 @@ class Evidence(SQLModel, table=True):
     session: str | None = Field(default=None, sa_column=_text())
     tags: str = Field(sa_column=_text(nullable=False, server_default=sql("'[]'")))
     created_at: str = Field(sa_column=_text(nullable=False))
+    source: str | None = Field(default=None, sa_column=_text())
+    speaker: str | None = Field(default=None, sa_column=_text())
+    occurred_at: str | None = Field(default=None, sa_column=_text())
 
 
 class Proposal(SQLModel, table=True):

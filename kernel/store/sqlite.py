@@ -26,7 +26,9 @@ _PROPOSAL_COLS = (
     "explicit_supersedes, near_duplicate_of, near_duplicate_score, resolved_at, resolved_by, "
     "resolution_note, decision_id, source, adr_number"
 )
-_EVIDENCE_COLS = "id, text, kind, agent, session, tags, content_hash, created_at"
+_EVIDENCE_COLS = (
+    "id, text, kind, agent, session, tags, content_hash, created_at, source, speaker, occurred_at"
+)
 
 
 def _placeholders(values: list[Any]) -> str:
@@ -35,6 +37,22 @@ def _placeholders(values: list[Any]) -> str:
 
 def _evidence(row: tuple[Any, ...]) -> Evidence:
     return Evidence(*row[:5], json.loads(row[5]), *row[6:])
+
+
+def _evidence_row(evidence: Evidence) -> tuple[Any, ...]:
+    return (
+        evidence.id,
+        evidence.text,
+        evidence.kind,
+        evidence.agent,
+        evidence.session,
+        json.dumps(evidence.tags),
+        evidence.content_hash,
+        evidence.created_at,
+        evidence.source,
+        evidence.speaker,
+        evidence.occurred_at,
+    )
 
 
 class SQLiteStore(IndexQueries):
@@ -162,18 +180,8 @@ class SQLiteStore(IndexQueries):
     def insert_evidence(self, evidence: Evidence) -> None:
         """Append evidence to the vault (the FTS index follows by trigger)."""
         self._conn.execute(
-            "INSERT INTO evidence (id, content_hash, text, kind, agent, session, tags, created_at) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                evidence.id,
-                evidence.content_hash,
-                evidence.text,
-                evidence.kind,
-                evidence.agent,
-                evidence.session,
-                json.dumps(evidence.tags),
-                evidence.created_at,
-            ),
+            f"INSERT INTO evidence ({_EVIDENCE_COLS}) VALUES ({_placeholders([0] * 11)})",
+            _evidence_row(evidence),
         )
 
     def get_evidence(self, evidence_id: str) -> Evidence | None:
@@ -543,7 +551,7 @@ class SQLiteStore(IndexQueries):
                 WHERE evidence_fts MATCH ? ORDER BY score LIMIT ?""",
             (match, limit),
         )
-        return [(_evidence(r[:8]), r[8], r[9]) for r in rows]
+        return [(_evidence(r[:11]), r[11], r[12]) for r in rows]
 
     def data_version(self) -> int:
         """SQLite's ``data_version``: changes when another connection commits."""

@@ -202,7 +202,8 @@ class IndexQueries:
         if not ids:
             return {}
         rows = self._q(
-            "SELECT id, text, kind, agent, session, tags, content_hash, created_at FROM evidence "
+            "SELECT id, text, kind, agent, session, tags, content_hash, created_at, source, speaker, "
+            "occurred_at FROM evidence "
             f"WHERE id IN ({_marks(ids)})",
             list(ids),
         )
