@@ -396,3 +396,11 @@ def test_propose_refuses_what_the_schema_refuses(cli, world, change):
     assert result.code == 2
     assert result.out == ""
     assert result.err.startswith("ctx: error:")
+
+
+def test_evidence_kinds_in_the_log_input_schema_are_the_kernels():
+    from typing import get_args
+
+    from kernel.facade import EVIDENCE_KINDS
+
+    assert get_args(contracts.EvidenceKind) == EVIDENCE_KINDS
