@@ -270,6 +270,12 @@ def test_recall_with_vectors(agent, world, real_model):
     assert found["vectors"]["state"] in ("on", "partial")
     hit = next(d for d in found["decisions"] if d["subject"] == "db.engine")
     assert hit["scores"]["vector"] is not None
+    strict = {
+        "query": "which relational database do we run?",
+        "mode": "vector",
+        "min_scores": {"vector": 0.99},
+    }
+    assert ok(agent.call("recall", strict), "recall")["decisions"] == []
 
 
 def test_withdraw_own_proposal_only(agent, world):

@@ -134,7 +134,7 @@ class Host:
             as_of=args.as_of,
             mode=args.mode,
             rrf_k=args.rrf_k,
-            min_scores=dict(args.min_scores or {}),
+            min_scores={str(ranker): score for ranker, score in (args.min_scores or {}).items()},
         )
         return found.to_dict()
 
