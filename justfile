@@ -34,6 +34,10 @@ bench-recall queries="100":
 quality:
     {{venv}}python bench/quality.py
 
+# Recall through `ctx mcp` with the SDK client: server start, first and later recall latency.
+bench-mcp queries="100":
+    {{venv}}python bench/mcp_bench.py --queries {{queries}}
+
 # The review app with 10,000 pending proposals: time to open, cursor and page moves.
 bench-review pending="10000":
     {{venv}}python bench/review_bench.py --pending {{pending}}
@@ -43,7 +47,7 @@ bench-redact:
     {{venv}}python bench/redact_bench.py
 
 # Every benchmark.
-bench: bench-cli quality bench-recall bench-review bench-ingest
+bench: bench-cli quality bench-recall bench-review bench-mcp bench-ingest
 
 # Bulk evidence capture: `ctx log --jsonl` and `ctx ingest transcript` on 50,000-line files.
 bench-ingest lines="50000":

@@ -138,7 +138,24 @@ def build(path: Path, decisions: int, evidence: int) -> None:
     kernel.close()
 
 
-def _queries(count: int) -> list[str]:
+def corpus(decisions: int, evidence: int) -> Path:
+    """The cached corpus store of this size, built on first use."""
+    cache = HERE / ".cache"
+    path = cache / f"corpus-v{CORPUS_VERSION}-{decisions}-{evidence}.db"
+    if not path.exists():
+        cache.mkdir(exist_ok=True)
+        partial = path.with_suffix(".building")
+        for leftover in cache.glob(partial.name + "*"):
+            leftover.unlink()
+        print(f"building {path.name} (once; reused afterwards)", flush=True)
+        build(partial, decisions, evidence)
+        for suffix in ("-wal", "-shm"):
+            Path(str(partial) + suffix).unlink(missing_ok=True)
+        partial.rename(path)
+    return path
+
+
+def queries(count: int) -> list[str]:
     rng = random.Random(7)
     out = []
     for _ in range(count):
@@ -150,7 +167,7 @@ def _queries(count: int) -> list[str]:
     return out
 
 
-def _pct(values: list[float], q: float) -> float:
+def pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
@@ -167,7 +184,7 @@ def measure_recall(path: Path, queries: list[str]) -> None:
             started = time.perf_counter()
             kernel.recall(query, k=10, mode=mode)
             times.append((time.perf_counter() - started) * 1000)
-        print(f"{mode:8} {_pct(times, 0.5):7.1f} {_pct(times, 0.95):7.1f} {max(times):7.1f}")
+        print(f"{mode:8} {pct(times, 0.5):7.1f} {pct(times, 0.95):7.1f} {max(times):7.1f}")
     embedder = kernel.embedding().embedder
     assert embedder is not None
     times = []
@@ -175,7 +192,7 @@ def measure_recall(path: Path, queries: list[str]) -> None:
         started = time.perf_counter()
         embedder.embed_query(query)
         times.append((time.perf_counter() - started) * 1000)
-    print(f"{'(embed)':8} {_pct(times, 0.5):7.1f} {_pct(times, 0.95):7.1f} {max(times):7.1f}")
+    print(f"{'(embed)':8} {pct(times, 0.5):7.1f} {pct(times, 0.95):7.1f} {max(times):7.1f}")
     _quantisation_recall(kernel, queries[:30])
     kernel.close()
 
@@ -209,7 +226,7 @@ def measure_inject(path: Path, runs: int) -> None:
             started = time.perf_counter()
             subprocess.run([ctx, "inject", *args], env=env, check=True, capture_output=True)
             times.append((time.perf_counter() - started) * 1000)
-        print(f"{label:9} p50 {_pct(times, 0.5):7.0f}  p95 {_pct(times, 0.95):7.0f}")
+        print(f"{label:9} p50 {pct(times, 0.5):7.0f}  p95 {pct(times, 0.95):7.0f}")
 
 
 def main() -> None:
@@ -220,21 +237,10 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--runs", type=int, default=7)
     args = parser.parse_args()
-    cache = HERE / ".cache"
-    path = cache / f"corpus-v{CORPUS_VERSION}-{args.decisions}-{args.evidence}.db"
-    if not path.exists():
-        cache.mkdir(exist_ok=True)
-        partial = path.with_suffix(".building")
-        for leftover in cache.glob(partial.name + "*"):
-            leftover.unlink()
-        print(f"building {path.name} (once; reused afterwards)", flush=True)
-        build(partial, args.decisions, args.evidence)
-        for suffix in ("-wal", "-shm"):
-            Path(str(partial) + suffix).unlink(missing_ok=True)
-        partial.rename(path)
+    path = corpus(args.decisions, args.evidence)
     size = path.stat().st_size >> 20
     print(f"corpus: {args.decisions} decisions, {args.evidence} evidence texts ({size} MiB)")
-    measure_recall(path, _queries(args.queries))
+    measure_recall(path, queries(args.queries))
     measure_inject(path, args.runs)
 
 

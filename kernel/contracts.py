@@ -2,8 +2,9 @@
 
 Run ``python -m kernel.contracts`` to rewrite ``schemas/`` after changing a model; a test
 fails while the files are stale. Hosts build their JSON from the records' ``to_dict`` and
-tests validate it against these schemas; only ``ctx propose --json`` imports this module,
-to validate its input.
+tests validate it against these schemas. ``ctx propose --json`` imports this module to validate
+its input, and the MCP server (``ctx mcp``) to validate every tool's arguments: the ``*-input``
+schemas are its tools' input schemas, word for word.
 """
 
 from __future__ import annotations
@@ -13,9 +14,10 @@ import sys
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter, ValidationError
 
 from kernel import text
+from kernel.facade import DEFAULT_BUDGET, MAX_BUDGET, MAX_QUERY_CHARS, MIN_BUDGET
 from kernel.records import EVIDENCE_KINDS
 
 Id = Annotated[str, StringConstraints(pattern=r"^(ev|pr|dc)_[0-9A-HJKMNP-TV-Z]{26}$")]
@@ -29,16 +31,144 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+Name = Annotated[str, StringConstraints(min_length=1, max_length=text.MAX_NAME_CHARS)]
+SessionText = Annotated[str, StringConstraints(max_length=text.MAX_NAME_CHARS)]
+SubjectText = Annotated[str, StringConstraints(min_length=1, max_length=text.MAX_SUBJECT_CHARS)]
+QueryText = Annotated[str, StringConstraints(min_length=1, max_length=MAX_QUERY_CHARS)]
+# Ids in tool arguments are plain strings: the kernel checks them and names the problem
+# ("malformed id 'x': ...", "no decision dc_..."), the same message the CLI gives.
+AnyIdText = Annotated[str, StringConstraints(min_length=1, max_length=100)]
+AsOf = Annotated[
+    str | None,
+    Field(description="A date (its end, UTC) or an ISO 8601 time; null means now."),
+]
+# The facade's EVIDENCE_KINDS, spelled out for the type checker; a test checks they agree.
+# A character count bounds the UTF-8 size only from below; the kernel checks the bytes.
+EvidenceText = Annotated[str, StringConstraints(min_length=1, max_length=text.MAX_EVIDENCE_BYTES)]
+EvidenceKind = Literal[EVIDENCE_KINDS]
+Ranker = Literal["keyword", "entity", "vector"]
+
+
 class ProposeInput(_Strict):
     """A proposal as an agent sends it (``ctx propose --json -``, MCP ``propose_decision``)."""
 
-    subject: Annotated[str, StringConstraints(min_length=1, max_length=text.MAX_SUBJECT_CHARS)]
-    decision: Annotated[str, StringConstraints(min_length=1, max_length=text.MAX_DECISION_CHARS)]
-    rationale: Annotated[str, StringConstraints(max_length=text.MAX_RATIONALE_CHARS)] | None = None
-    evidence: list[EvidenceId] = Field(default_factory=list, max_length=100)
-    supersedes: list[DecisionId] = Field(default_factory=list, max_length=100)
-    proposer: Annotated[str, StringConstraints(min_length=1, max_length=text.MAX_NAME_CHARS)] | None = None
-    session: Annotated[str, StringConstraints(max_length=text.MAX_NAME_CHARS)] | None = None
+    subject: SubjectText = Field(description="Dotted subject, e.g. auth.tokens.")
+    decision: Annotated[str, StringConstraints(min_length=1, max_length=text.MAX_DECISION_CHARS)] = Field(
+        description="The decision, one or two sentences."
+    )
+    rationale: Annotated[str, StringConstraints(max_length=text.MAX_RATIONALE_CHARS)] | None = Field(
+        default=None, description="Why."
+    )
+    evidence: list[EvidenceId] = Field(
+        default_factory=list, max_length=100, description="Ids of logged evidence it cites."
+    )
+    supersedes: list[DecisionId] = Field(
+        default_factory=list,
+        max_length=100,
+        description="Decisions it replaces besides the subject's current one (which it replaces anyway).",
+    )
+    proposer: Name | None = Field(default=None, description="Who proposes (default: the agent's name).")
+    session: Annotated[str, StringConstraints(max_length=text.MAX_NAME_CHARS)] | None = Field(
+        default=None, description="The agent's session id."
+    )
+
+
+class LogInput(_Strict):
+    """Evidence as an agent logs it (MCP ``log_evidence``; ``ctx log``)."""
+
+    text: EvidenceText = Field(
+        description="Raw text: a conversation excerpt, a note, a log. Logging the same text again "
+        "returns its first id."
+    )
+    kind: EvidenceKind = Field(default="note", description="What the text is.")
+    agent: Name | None = Field(default=None, description="Who logged it (default: the agent's name).")
+    session: SessionText | None = Field(default=None, description="The agent's session id.")
+    tags: list[SessionText] = Field(default_factory=list, max_length=50)
+    source: Annotated[str, StringConstraints(max_length=2_000)] | None = Field(
+        default=None, description="Where the text came from: a path, URL or path#Lline."
+    )
+
+
+class RecallInput(_Strict):
+    """Arguments of ``ctx recall`` (MCP ``recall``)."""
+
+    query: QueryText = Field(description="A question or keywords, in plain words.")
+    k: Annotated[int, Field(ge=1, le=100)] = Field(default=10, description="Hits per section.")
+    as_of: AsOf = None
+    mode: Literal["hybrid", "keyword", "entity", "vector"] = Field(
+        default="hybrid", description="Which rankers to use; hybrid fuses all three."
+    )
+    rrf_k: Annotated[int, Field(ge=1, le=10_000)] = Field(
+        default=60, description="Reciprocal rank fusion constant."
+    )
+    min_scores: dict[Ranker, float] | None = Field(
+        default=None,
+        description='Drop a ranker\'s hits below this raw score, e.g. {"vector": 0.4} (cosine).',
+    )
+
+
+class InjectInput(_Strict):
+    """Arguments of ``ctx inject`` (MCP ``inject_context``)."""
+
+    query: QueryText | None = Field(
+        default=None, description="What the session is about (default: every current decision)."
+    )
+    budget: Annotated[int, Field(ge=MIN_BUDGET, le=MAX_BUDGET)] = Field(
+        default=DEFAULT_BUDGET, description="Token budget (1 token ~ 4 characters)."
+    )
+
+
+class SubjectInput(_Strict):
+    """A subject (MCP ``decision_history``)."""
+
+    subject: SubjectText = Field(description="Dotted subject, e.g. auth.tokens.")
+
+
+class SubjectAtInput(_Strict):
+    """A subject and a moment (MCP ``get_decision``)."""
+
+    subject: SubjectText = Field(description="Dotted subject, e.g. auth.tokens.")
+    as_of: AsOf = None
+
+
+class DecisionsInput(_Strict):
+    """Arguments of ``ctx decisions`` (MCP ``list_decisions``)."""
+
+    subject: SubjectText | None = Field(
+        default=None, description="Only this subject and its sub-subjects (auth includes auth.tokens)."
+    )
+    as_of: AsOf = None
+    include_closed: bool = Field(default=False, description="Include superseded and retired decisions.")
+
+
+class QueueInput(_Strict):
+    """Arguments of ``ctx queue`` (MCP ``list_pending``)."""
+
+    subject: SubjectText | None = Field(default=None, description="Only this subject and its sub-subjects.")
+    proposer: Name | None = Field(default=None, description="Only this proposer.")
+
+
+class ShowInput(_Strict):
+    """An id of any record (MCP ``show``)."""
+
+    id: AnyIdText = Field(description="An evidence (ev_), proposal (pr_) or decision (dc_) id.")
+
+
+class SearchInput(_Strict):
+    """Arguments of ``ctx search`` (MCP ``search``)."""
+
+    query: QueryText = Field(description="Keywords; any text is searched as plain words.")
+    limit: Annotated[int, Field(ge=1, le=1000)] = Field(default=10, description="Hits per section.")
+    as_of: AsOf = None
+
+
+class WithdrawInput(_Strict):
+    """A proposal to withdraw (MCP ``withdraw_proposal``: only one this server made)."""
+
+    id: AnyIdText = Field(description="A pending proposal's id (pr_) that this server proposed.")
+    reason: Annotated[str, StringConstraints(max_length=text.MAX_REASON_CHARS)] | None = Field(
+        default=None, description="Why it is withdrawn."
+    )
 
 
 class EvidenceOut(_Strict):
@@ -112,14 +242,11 @@ class LogOut(_Strict):
     redacted: int = Field(ge=0, description="Secrets replaced by placeholders before storing.")
 
 
-Name = Annotated[str, StringConstraints(min_length=1, max_length=text.MAX_NAME_CHARS)]
-
-
 class LogRecordInput(_Strict):
     """One line of ``ctx log --jsonl``: an evidence text and what is known about it."""
 
     text: Annotated[str, StringConstraints(min_length=1)]
-    kind: Literal[EVIDENCE_KINDS] | None = Field(default=None, description="Default: --kind, else note.")
+    kind: EvidenceKind | None = Field(default=None, description="Default: --kind, else note.")
     source: Annotated[str, StringConstraints(max_length=2_000)] | None = Field(
         default=None, description="Where the text came from: a path, URL or path#Lline."
     )
@@ -176,6 +303,14 @@ class RatificationOut(_Strict):
     decision: DecisionOut
     superseded: list[DecisionId]
     settled: list[ProposalId] = Field(description="Pending proposals of its review group closed with it.")
+
+
+class SubjectDecisionOut(_Strict):
+    """MCP ``get_decision``: the decision in force on exactly one subject, or null."""
+
+    subject: str
+    as_of: Timestamp | None
+    decision: DecisionOut | None
 
 
 class DecisionsOut(_Strict):
@@ -454,6 +589,17 @@ class ReindexOut(_Strict):
 
 SCHEMAS: dict[str, type[BaseModel]] = {
     "propose-input": ProposeInput,
+    "log-input": LogInput,
+    "recall-input": RecallInput,
+    "inject-input": InjectInput,
+    "subject-input": SubjectInput,
+    "subject-at-input": SubjectAtInput,
+    "decisions-input": DecisionsInput,
+    "queue-input": QueueInput,
+    "show-input": ShowInput,
+    "search-input": SearchInput,
+    "withdraw-input": WithdrawInput,
+    "subject-decision": SubjectDecisionOut,
     "log": LogOut,
     "log-record": LogRecordInput,
     "log-batch": LogBatchOut,
@@ -488,6 +634,13 @@ def schema_documents() -> dict[str, dict[str, Any]]:
         }
         documents[f"{name}.schema.json"] = document
     return documents
+
+
+def first_problem(exc: ValidationError) -> str:
+    """The first validation error as one line: ``where: what`` (``evidence.0: String should ...``)."""
+    first = exc.errors()[0]
+    where = ".".join(str(p) for p in first["loc"]) or "document"
+    return f"{where}: {first['msg']}"
 
 
 def render(document: dict[str, Any]) -> str:

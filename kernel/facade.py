@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
@@ -103,6 +104,8 @@ class Ctx:
         self.store = store
         self._embedder_choice = embedder
         self._resolution: embed.Resolution | None = None
+        # warm() may resolve the model on another thread while a recall asks for it.
+        self._resolution_lock = threading.Lock()
         self._entity_index_cache: recall.EntityIndex | None = None
         self._executor: ThreadPoolExecutor | None = None
 
@@ -776,15 +779,31 @@ class Ctx:
         """The embedding model this store uses (resolved once), or why vectors are off."""
         from kernel import embed  # noqa: PLC0415
 
-        if self._resolution is None:
-            if self._embedder_choice == AUTO:
-                self._resolution = embed.resolve()
-            elif self._embedder_choice is None:
-                self._resolution = embed.Resolution(None, "disabled", "vectors are disabled")
-            else:
-                assert not isinstance(self._embedder_choice, str)
-                self._resolution = embed.Resolution(self._embedder_choice, "given")
-        return self._resolution
+        with self._resolution_lock:
+            if self._resolution is None:
+                if self._embedder_choice == AUTO:
+                    self._resolution = embed.resolve()
+                elif self._embedder_choice is None:
+                    self._resolution = embed.Resolution(None, "disabled", "vectors are disabled")
+                else:
+                    assert not isinstance(self._embedder_choice, str)
+                    self._resolution = embed.Resolution(self._embedder_choice, "given")
+            return self._resolution
+
+    def warm(self) -> None:
+        """Load the embedding model and the recall code before the first recall needs them.
+
+        Touches no store connection, so a long-running host (``ctx mcp``) can call it on a
+        background thread at startup while other calls use the store.
+        """
+        import rapidfuzz.fuzz  # noqa: PLC0415 - imported for the cost: recall's first use
+        import rapidfuzz.process  # noqa: F401, PLC0415
+
+        from kernel import recall  # noqa: F401, PLC0415
+
+        embedder = self.embedding().embedder
+        if embedder is not None:
+            embedder.embed_query("warm up")  # the first inference allocates onnxruntime's buffers
 
     def prepare_vectors(self, backfill: int = 0) -> tuple[Embedder | None, recall.VectorStatus]:
         """The embedder to query with (None when vectors are off), after embedding up to ``backfill`` rows."""

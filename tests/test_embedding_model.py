@@ -113,3 +113,24 @@ def test_ctx_open_accepts_no_embedder(store_path):
     ctx, _ = Ctx.init(store_path, embedder=None)
     assert ctx.embedding().embedder is None
     ctx.close()
+
+
+@pytest.mark.usefixtures("real_model")
+def test_warm_loads_the_model_on_another_thread_while_the_store_is_used(kernel):
+    """What `ctx mcp` does at startup: the model loads once, whichever thread asks first."""
+    import threading
+
+    warming = threading.Thread(target=kernel.warm)
+    warming.start()
+    kernel.log("We cache rendered pages in Redis for five minutes.")
+    found = kernel.recall("where are rendered pages cached?")
+    warming.join()
+    assert found.vectors.state == "on"
+    assert found.evidence[0].scores["vector"] is not None
+    assert kernel.embedding() is kernel.embedding()
+
+
+def test_warm_without_vectors_does_nothing(store_path):
+    with Ctx.init(store_path, embedder=None)[0] as kernel:
+        kernel.warm()
+        assert kernel.embedding().embedder is None

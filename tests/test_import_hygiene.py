@@ -28,8 +28,18 @@ def test_core_does_not_import_hosts_or_heavy_libraries():
 
 def test_cli_hot_path_does_not_import_heavy_libraries():
     loaded = _modules_after("import kernel.hosts.cli")
-    heavy_ones = ("textual", "fastembed", "onnxruntime", "sqlmodel", "sqlalchemy", "numpy", "pydantic", "mcp")
-    for heavy in (*heavy_ones, "kernel.transcripts"):
+    heavy_modules = (
+        "textual",
+        "fastembed",
+        "onnxruntime",
+        "sqlmodel",
+        "sqlalchemy",
+        "numpy",
+        "pydantic",
+        "mcp",
+        "kernel.transcripts",
+    )
+    for heavy in heavy_modules:
         assert heavy not in loaded, heavy
 
 
@@ -55,3 +65,22 @@ ctx.inject()
     loaded = _modules_after(code)
     for heavy in ("fastembed", "onnxruntime", "numpy", "sqlalchemy", "pydantic"):
         assert heavy not in loaded, heavy
+
+
+def test_ctx_log_and_propose_never_import_the_mcp_sdk(tmp_path):
+    store = tmp_path / "ctx.db"
+    _modules_after(f"from pathlib import Path\nfrom kernel import Ctx\nCtx.init(Path({str(store)!r}))")
+    code = f"""
+import contextlib
+from kernel.hosts.cli import main
+for argv in (["log", "a note"], ["propose", "--subject", "a.b", "--decision", "Use x"]):
+    with contextlib.suppress(SystemExit):
+        main(["--db", {str(store)!r}, *argv])
+"""
+    loaded = _modules_after(code)
+    for heavy in ("mcp", "anyio", "pydantic", "fastembed", "sqlalchemy"):
+        assert heavy not in loaded, heavy
+    from kernel import Ctx
+
+    with Ctx.open(store, embedder=None) as kernel:
+        assert len(kernel.queue()) == 1 and len(kernel.recent_evidence()) == 1

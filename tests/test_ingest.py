@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import sys
 import time
@@ -356,6 +357,16 @@ def test_transcript_secrets_are_redacted(cli, kernel, tmp_path):
 # -- the session-end hook -----------------------------------------------------------------
 
 
+def readme_session_end_command() -> str:
+    """The SessionEnd command of the README's Claude Code settings block."""
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    for block in re.finditer(r"```json\n(.*?)```", text, re.DOTALL):
+        settings = json.loads(block.group(1))
+        for group in settings.get("hooks", {}).get("SessionEnd", []):
+            return group["hooks"][0]["command"]
+    raise AssertionError("the README has no SessionEnd hook")
+
+
 def test_session_end_hook_ingests_the_transcript_named_in_the_payload(tmp_path):
     project = tmp_path / "project"
     project.mkdir()
@@ -369,7 +380,9 @@ def test_session_end_hook_ingests_the_transcript_named_in_the_payload(tmp_path):
     }
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    result = run_ctx_process("hook", "session-end", stdin=json.dumps(payload).encode(), cwd=elsewhere)
+    command = readme_session_end_command().split()
+    assert command[0] == "ctx"
+    result = run_ctx_process(*command[1:], stdin=json.dumps(payload).encode(), cwd=elsewhere)
     assert result.returncode == 0, result.stderr
     assert "new evidence texts" in result.stderr.decode()
     with Ctx.open(project / ".ctx" / "ctx.db") as kernel:

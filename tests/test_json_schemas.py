@@ -396,3 +396,13 @@ def test_propose_refuses_what_the_schema_refuses(cli, world, change):
     assert result.code == 2
     assert result.out == ""
     assert result.err.startswith("ctx: error:")
+
+
+def test_evidence_kinds_in_the_input_schemas_are_the_kernels():
+    from kernel.records import EVIDENCE_KINDS
+
+    log_input = json.loads((SCHEMA_DIR / "log-input.schema.json").read_text())
+    record = json.loads((SCHEMA_DIR / "log-record.schema.json").read_text())
+    kinds = [o for o in record["properties"]["kind"]["anyOf"] if "enum" in o]
+    assert tuple(log_input["properties"]["kind"]["enum"]) == EVIDENCE_KINDS
+    assert tuple(kinds[0]["enum"]) == EVIDENCE_KINDS

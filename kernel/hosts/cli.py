@@ -315,14 +315,12 @@ def _propose_document(raw: bytes) -> dict[str, Any]:
         raise UsageError(f"malformed JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
     from pydantic import ValidationError  # noqa: PLC0415 - only for JSON input
 
-    from kernel.contracts import ProposeInput  # noqa: PLC0415
+    from kernel.contracts import ProposeInput, first_problem  # noqa: PLC0415
 
     try:
         return ProposeInput.model_validate(document).model_dump()
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "document"
-        raise UsageError(f"invalid proposal JSON: {where}: {first['msg']}") from None
+        raise UsageError(f"invalid proposal JSON: {first_problem(exc)}") from None
 
 
 @cli.command()
@@ -934,6 +932,29 @@ def export_adr(kernel: Ctx, folder: str) -> None:
     """Write every decision as a MADR-style Markdown file in FOLDER (stable names, links both ways)."""
     written = kernel.export_adrs(Path(folder))
     click.echo(f"wrote {len(written)} files to {folder}")
+
+
+@cli.command("mcp")
+@click.option(
+    "--agent",
+    envvar="CTX_AGENT",
+    help="Proposer and evidence author when a call names none (default: CTX_AGENT, else mcp:CLIENT).",
+)
+@click.option(
+    "--session", envvar="CTX_SESSION", help="Session id when a call names none (default: CTX_SESSION)."
+)
+@_with_store
+def mcp_server(kernel: Ctx, agent: str | None, session: str | None) -> None:
+    """Serve the store to an agent over MCP (stdio): log, propose, recall; no tool can ratify."""
+    if sys.stdin.isatty():
+        click.echo(
+            f"ctx mcp: serving {kernel.location} over MCP on standard input; an MCP client starts "
+            "this command (see the README). Ctrl+C stops it.",
+            err=True,
+        )
+    from kernel.hosts.mcp import serve  # noqa: PLC0415 - the MCP SDK takes over a second to import
+
+    serve(kernel, agent=agent, session=session)
 
 
 def _review_name(given: str | None) -> str:

@@ -1,0 +1,437 @@
+"""``ctx mcp``: a Model Context Protocol server over stdio, a thin host over the facade.
+
+Agents log evidence, propose decisions and read the kernel through it. No tool ratifies,
+rejects, retires or edits a decision, or withdraws a proposal this server did not make: those
+are a person's acts (``ctx review``, ``ctx ratify``). The CLI imports this module only inside
+``ctx mcp``, because the SDK takes over a second to import.
+
+Tool arguments are validated against the ``*-input`` models of :mod:`kernel.contracts` (their
+JSON Schemas are the tools' input schemas), results are the same JSON as the CLI's ``--json``
+output, and a refused call is a tool error carrying the CLI's one-line message.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache, partial
+from importlib.metadata import version
+from typing import Any
+
+import anyio
+import anyio.to_thread
+from mcp import types
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel import Server
+from mcp.server.stdio import stdio_server
+from pydantic import BaseModel, ValidationError
+
+from kernel import clock, contracts, text
+from kernel.contracts import (
+    DecisionsInput,
+    InjectInput,
+    LogInput,
+    ProposeInput,
+    QueueInput,
+    RecallInput,
+    SearchInput,
+    ShowInput,
+    SubjectAtInput,
+    SubjectInput,
+    WithdrawInput,
+)
+from kernel.errors import CtxError, RefusedError
+from kernel.facade import Ctx
+from kernel.records import Decision, Evidence, Proposal
+
+INSTRUCTIONS = """\
+ctx holds this project's decisions, ratified by people, and an evidence vault of raw notes.
+Call inject_context at the start of a session, and recall (or get_decision) before changing \
+something a decision may cover: decisions marked superseded must not be applied, evidence is \
+unratified. log_evidence keeps a fact worth remembering; propose_decision queues a decision \
+for a person to ratify. No tool can ratify, reject or retire: only a person does, in ctx review."""
+
+# Seconds to let the model finish loading at shutdown, so no thread is killed mid-import.
+WARM_JOIN_SECONDS = 30
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who is calling: the name written as proposer or evidence author when the call names none."""
+
+    name: str
+    session: str | None
+
+
+class Host:
+    """One open store served to one MCP client; facade calls run one at a time on a worker thread."""
+
+    def __init__(self, kernel: Ctx, *, agent: str | None = None, session: str | None = None) -> None:
+        self.kernel = kernel
+        self.agent = agent
+        self.session = session
+        # The proposals this server made: the only ones its client may withdraw.
+        self.proposed: set[str] = set()
+        self._warm_thread: threading.Thread | None = None
+
+    def caller(self, client_name: str | None) -> Caller:
+        """The default name: ``--agent`` / ``CTX_AGENT``, else ``mcp:`` and the client's own name."""
+        name = self.agent or (f"mcp:{client_name}" if client_name else "mcp")
+        return Caller(name[: text.MAX_NAME_CHARS], self.session)
+
+    def start_warming(self) -> None:
+        """Load the embedding model in the background, so the first recall does not wait for it."""
+        self._warm_thread = threading.Thread(target=self._warm, name="ctx-warm", daemon=True)
+        self._warm_thread.start()
+
+    def _warm(self) -> None:
+        try:
+            self.kernel.warm()
+        except Exception as exc:  # recall reports vectors off on its own; say why here too
+            print(f"ctx mcp: could not load the embedding model: {exc}", file=sys.stderr)
+
+    def stop_warming(self) -> None:
+        """Wait for the model to finish loading (an interpreter exiting mid-import can crash)."""
+        if self._warm_thread is not None:
+            self._warm_thread.join(WARM_JOIN_SECONDS)
+
+    # -- tools: each takes validated arguments and returns JSON valid against its result schema --
+
+    def propose_decision(self, args: ProposeInput, caller: Caller) -> dict[str, Any]:
+        """Queue a proposal for a person to ratify."""
+        proposal = self.kernel.propose(
+            args.subject,
+            args.decision,
+            rationale=args.rationale,
+            evidence=args.evidence,
+            supersedes=args.supersedes,
+            proposer=args.proposer or caller.name,
+            session=args.session or caller.session,
+        )
+        self.proposed.add(proposal.id)
+        return proposal.to_dict()
+
+    def log_evidence(self, args: LogInput, caller: Caller) -> dict[str, Any]:
+        """Append text to the evidence vault."""
+        logged = self.kernel.log(
+            args.text,
+            kind=args.kind,
+            agent=args.agent or caller.name,
+            session=args.session or caller.session,
+            tags=args.tags,
+            source=args.source,
+        )
+        return logged.to_dict()
+
+    def recall(self, args: RecallInput, _caller: Caller) -> dict[str, Any]:
+        """Decisions in force with what contradicts them, and unratified evidence."""
+        found = self.kernel.recall(
+            args.query,
+            k=args.k,
+            as_of=args.as_of,
+            mode=args.mode,
+            rrf_k=args.rrf_k,
+            min_scores={str(ranker): score for ranker, score in (args.min_scores or {}).items()},
+        )
+        return found.to_dict()
+
+    def inject_context(self, args: InjectInput, _caller: Caller) -> dict[str, Any]:
+        """The session-start block within a token budget."""
+        return self.kernel.inject(args.query, budget=args.budget).to_dict()
+
+    def decision_history(self, args: SubjectInput, _caller: Caller) -> dict[str, Any]:
+        """A subject's supersede chain, oldest first."""
+        chain = self.kernel.history(args.subject)
+        return {"subject": text.normalise_subject(args.subject), "decisions": [d.to_dict() for d in chain]}
+
+    def get_decision(self, args: SubjectAtInput, _caller: Caller) -> dict[str, Any]:
+        """The decision in force on exactly one subject, now or at ``as_of``."""
+        subject = text.normalise_subject(args.subject)
+        held = [d for d in self.kernel.decisions(subject, as_of=args.as_of) if d.subject == subject]
+        return {
+            "subject": subject,
+            "as_of": clock.parse_when(args.as_of) if args.as_of else None,
+            "decision": held[0].to_dict() if held else None,
+        }
+
+    def list_decisions(self, args: DecisionsInput, _caller: Caller) -> dict[str, Any]:
+        """Current decisions, those valid at a moment, or all of them."""
+        found = self.kernel.decisions(args.subject, as_of=args.as_of, include_closed=args.include_closed)
+        return {
+            "as_of": clock.parse_when(args.as_of) if args.as_of else None,
+            "decisions": [d.to_dict() for d in found],
+        }
+
+    def list_pending(self, args: QueueInput, _caller: Caller) -> dict[str, Any]:
+        """Pending proposals, oldest first."""
+        return {"proposals": [p.to_dict() for p in self.kernel.queue(args.subject, args.proposer)]}
+
+    def show(self, args: ShowInput, _caller: Caller) -> dict[str, Any]:
+        """One evidence text, proposal or decision."""
+        record = self.kernel.show(args.id)
+        kind = {Evidence: "evidence", Proposal: "proposal", Decision: "decision"}[type(record)]
+        return {"kind": kind, "record": record.to_dict()}
+
+    def search(self, args: SearchInput, _caller: Caller) -> dict[str, Any]:
+        """Keyword search in two sections: ratified decisions, unratified evidence."""
+        return self.kernel.search(args.query, limit=args.limit, as_of=args.as_of).to_dict()
+
+    def withdraw_proposal(self, args: WithdrawInput, caller: Caller) -> dict[str, Any]:
+        """Withdraw a pending proposal that this server made."""
+        proposal_id = clock.check_id(args.id, "proposal")
+        if proposal_id not in self.proposed:
+            raise RefusedError(
+                f"{proposal_id} was not proposed through this MCP server: "
+                "only a person withdraws another's proposal (ctx withdraw, ctx review)"
+            )
+        return self.kernel.withdraw(proposal_id, actor=caller.name, reason=args.reason).to_dict()
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """One MCP tool: its arguments' model, its result's schema and the host method that runs it."""
+
+    name: str
+    title: str
+    description: str
+    arguments: type[BaseModel]
+    result: str
+    run: Callable[[Host, Any, Caller], dict[str, Any]]
+    writes: bool = False
+
+    @property
+    def input_schema_name(self) -> str:
+        """The file in ``schemas/`` that is this tool's input schema."""
+        return next(name for name, model in contracts.SCHEMAS.items() if model is self.arguments)
+
+
+TOOLS: dict[str, ToolSpec] = {
+    spec.name: spec
+    for spec in (
+        ToolSpec(
+            "propose_decision",
+            "Propose a decision",
+            "Queue a decision for a person to ratify; it is not in force until they do. By default it "
+            "supersedes the subject's current decision. Cite logged evidence ids. Returns the proposal "
+            "with what it would supersede and any near-duplicate pending proposal.",
+            ProposeInput,
+            "proposal",
+            Host.propose_decision,
+            writes=True,
+        ),
+        ToolSpec(
+            "log_evidence",
+            "Log evidence",
+            "Append raw text (a conversation excerpt, a note, a log) to the evidence vault, append-only "
+            "and unratified. Logging the same text again returns its first id (duplicate: true).",
+            LogInput,
+            "log",
+            Host.log_evidence,
+            writes=True,
+        ),
+        ToolSpec(
+            "recall",
+            "Recall decisions and evidence",
+            "Hybrid search (keyword, entity, vector): ratified decisions in force, each with the "
+            "superseded decisions it replaced (do not apply those), conflicts and pending proposals, "
+            "and unratified evidence in a separate section.",
+            RecallInput,
+            "recall",
+            Host.recall,
+        ),
+        ToolSpec(
+            "inject_context",
+            "Session context",
+            "The context block to read at the start of a session, within a token budget: current "
+            "decisions (relevant to query, if given), superseded ones not to apply, conflicts, pending "
+            "proposals and a few evidence snippets. The text content is the Markdown block.",
+            InjectInput,
+            "inject",
+            Host.inject_context,
+        ),
+        ToolSpec(
+            "decision_history",
+            "Decision history",
+            "A subject's supersede chain, oldest first, with validity windows, including decisions on "
+            "other subjects linked to it.",
+            SubjectInput,
+            "history",
+            Host.decision_history,
+        ),
+        ToolSpec(
+            "get_decision",
+            "Decision on a subject",
+            "The decision in force on exactly this subject, now or at as_of; decision is null when "
+            "none holds.",
+            SubjectAtInput,
+            "subject-decision",
+            Host.get_decision,
+        ),
+        ToolSpec(
+            "list_decisions",
+            "List decisions",
+            "Current decisions (a subject takes its whole subtree), those valid at as_of, or all of "
+            "them including superseded and retired ones.",
+            DecisionsInput,
+            "decisions",
+            Host.list_decisions,
+        ),
+        ToolSpec(
+            "list_pending",
+            "Pending proposals",
+            "Proposals awaiting a person's review, oldest first: not in force.",
+            QueueInput,
+            "queue",
+            Host.list_pending,
+        ),
+        ToolSpec(
+            "show",
+            "Show a record",
+            "One evidence text (ev_), proposal (pr_) or decision (dc_) by id.",
+            ShowInput,
+            "show",
+            Host.show,
+        ),
+        ToolSpec(
+            "search",
+            "Keyword search",
+            "Keyword search in two sections that are never blended: ratified decisions and unratified "
+            "evidence.",
+            SearchInput,
+            "search",
+            Host.search,
+        ),
+        ToolSpec(
+            "withdraw_proposal",
+            "Withdraw own proposal",
+            "Withdraw a pending proposal made through this server (one you proposed in this session). "
+            "Another agent's proposal cannot be withdrawn here.",
+            WithdrawInput,
+            "proposal",
+            Host.withdraw_proposal,
+            writes=True,
+        ),
+    )
+}
+
+UNKNOWN_TOOL_HINT = (
+    "ratifying, rejecting and retiring decisions are a person's acts (ctx review, or ctx ratify in a "
+    "shell); this server's tools are "
+)
+
+
+@cache
+def _schemas() -> dict[str, dict[str, Any]]:
+    return contracts.schema_documents()
+
+
+def tool_definitions() -> list[types.Tool]:
+    """Every tool as ``tools/list`` describes it, with the schemas from ``schemas/``."""
+    documents = _schemas()
+    return [
+        types.Tool(
+            name=spec.name,
+            title=spec.title,
+            description=spec.description,
+            input_schema=documents[f"{spec.input_schema_name}.schema.json"],
+            output_schema=documents[f"{spec.result}.schema.json"],
+            annotations=types.ToolAnnotations(
+                title=spec.title,
+                read_only_hint=not spec.writes,
+                destructive_hint=False,
+                # Logging the same text twice returns the same id; proposing twice queues two.
+                idempotent_hint=spec.name != "propose_decision",
+                open_world_hint=False,
+            ),
+        )
+        for spec in TOOLS.values()
+    ]
+
+
+def tool_error(message: str) -> types.CallToolResult:
+    """A refused call: the one-line message the CLI prints after ``ctx: error:``."""
+    return types.CallToolResult(content=[types.TextContent(type="text", text=message)], is_error=True)
+
+
+class ToolArgumentError(Exception):
+    """Arguments that do not match the tool's input schema."""
+
+
+def parse_arguments(spec: ToolSpec, arguments: dict[str, Any] | None) -> BaseModel:
+    """The call's arguments as the tool's input model, or a one-line ToolArgumentError."""
+    try:
+        # Strict JSON validation accepts what the schema accepts: no "5" for an integer.
+        return spec.arguments.model_validate_json(json.dumps(arguments or {}), strict=True)
+    except ValidationError as exc:
+        # propose_decision takes the document `ctx propose --json` reads, and says so the same way.
+        prefix = "invalid proposal JSON" if spec.arguments is ProposeInput else "invalid arguments"
+        raise ToolArgumentError(f"{prefix}: {contracts.first_problem(exc)}") from None
+
+
+def _client_name(ctx: ServerRequestContext[Any]) -> str | None:
+    params = ctx.session.client_params
+    return params.client_info.name if params is not None and params.client_info is not None else None
+
+
+def make_server(host: Host) -> Server[Any]:
+    """The MCP server for ``host``: lists the tools and runs each call on one worker thread."""
+    # One facade call at a time: the store is one SQLite connection (and one transaction state).
+    limiter = anyio.CapacityLimiter(1)
+
+    async def list_tools(
+        _ctx: ServerRequestContext[Any], _params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=tool_definitions())
+
+    async def call_tool(
+        ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        spec = TOOLS.get(params.name)
+        if spec is None:
+            return tool_error(f"unknown tool {params.name!r}: {UNKNOWN_TOOL_HINT}{', '.join(TOOLS)}")
+        try:
+            arguments = parse_arguments(spec, params.arguments)
+            caller = host.caller(_client_name(ctx))
+            data = await anyio.to_thread.run_sync(partial(spec.run, host, arguments, caller), limiter=limiter)
+        except ToolArgumentError as exc:
+            return tool_error(str(exc))
+        except CtxError as exc:
+            return tool_error(exc.message.splitlines()[0])
+        except Exception as exc:
+            # A bug, not bad input: keep serving, report it in one line, the traceback on stderr.
+            traceback.print_exc(file=sys.stderr)
+            return tool_error(f"internal error: {type(exc).__name__}: {exc}".splitlines()[0])
+        # The Markdown block is what an agent reads at session start; the JSON is in structuredContent.
+        shown = data["markdown"] if spec.name == "inject_context" else json.dumps(data, ensure_ascii=False)
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=shown)], structured_content=data
+        )
+
+    return Server(
+        "ctx",
+        version=version("ctx-kernel"),
+        title="ctx decision kernel",
+        instructions=INSTRUCTIONS,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
+
+
+def serve(kernel: Ctx, *, agent: str | None = None, session: str | None = None) -> None:
+    """Serve MCP over standard input and output until the client closes them."""
+    host = Host(kernel, agent=agent, session=session)
+    host.start_warming()
+    server = make_server(host)
+
+    async def run() -> None:
+        async with stdio_server() as (read_stream, write_stream):
+            await server.run(read_stream, write_stream, server.create_initialization_options())
+
+    try:
+        anyio.run(run)
+    finally:
+        host.stop_warming()

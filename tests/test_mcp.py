@@ -1,0 +1,509 @@
+"""`ctx mcp` through the MCP SDK's own client: the tools, their schemas, their errors, the human gate.
+
+One server process serves the whole module (starting one costs about a second); tests that
+write use subjects of their own, so their order does not matter.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+from conftest import run_ctx_process
+from jsonschema import Draft202012Validator
+from mcp import types
+from mcp_support import Agent, connect, error_text, server_params
+from test_bad_input import snapshot
+from test_json_schemas import assert_valid
+
+from kernel import Ctx
+from kernel.hosts.cli import main
+
+SCHEMA_DIR = Path(__file__).resolve().parent.parent / "schemas"
+UNKNOWN_EV = "ev_" + "0" * 26
+UNKNOWN_PR = "pr_" + "0" * 26
+UNKNOWN_DC = "dc_" + "0" * 26
+
+# Every tool, with the files in schemas/ that are its input schema and its result schema.
+TOOLS = {
+    "propose_decision": ("propose-input", "proposal"),
+    "log_evidence": ("log-input", "log"),
+    "recall": ("recall-input", "recall"),
+    "inject_context": ("inject-input", "inject"),
+    "decision_history": ("subject-input", "history"),
+    "get_decision": ("subject-at-input", "subject-decision"),
+    "list_decisions": ("decisions-input", "decisions"),
+    "list_pending": ("queue-input", "queue"),
+    "show": ("show-input", "show"),
+    "search": ("search-input", "search"),
+    "withdraw_proposal": ("withdraw-input", "proposal"),
+}
+WRITERS = {"propose_decision", "log_evidence", "withdraw_proposal"}
+
+
+def schema(name: str) -> dict:
+    return json.loads((SCHEMA_DIR / f"{name}.schema.json").read_text(encoding="utf-8"))
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
+    """A store with a superseded chain, a retired decision, evidence and another agent's proposal."""
+    db = tmp_path_factory.mktemp("mcp-store") / ".ctx" / "ctx.db"
+    kernel, _ = Ctx.init(db, embedder=None)
+    with kernel:
+        note = kernel.log(
+            "Sessions expire mid-upload; the access token is never refreshed.", agent="claude"
+        ).id
+        first = kernel.propose("auth.tokens", "Use JWT with refresh-token rotation", evidence=[note])
+        superseded = kernel.ratify(first.id, reviewer="alice").decision
+        second = kernel.propose(
+            "auth.tokens", "Use opaque session ids stored in Redis, revocable per user", proposer="claude"
+        )
+        current = kernel.ratify(second.id, reviewer="alice").decision
+        build = kernel.propose("build.tool", "Use make for builds", proposer="claude")
+        retired = kernel.ratify(build.id, reviewer="alice").decision
+        kernel.retire("build.tool", reviewer="alice", reason="moved to just")
+        database = kernel.propose("db.engine", "Use PostgreSQL 16 for every service", proposer="claude")
+        kernel.ratify(database.id, reviewer="bob")
+        pending = kernel.propose("auth.tokens", "Use PASETO v4 tokens", evidence=[note], proposer="claude").id
+    return {
+        "db": db,
+        "note": note,
+        "superseded": superseded,
+        "current": current,
+        "retired": retired,
+        "pending": pending,
+    }
+
+
+@pytest.fixture(scope="module")
+def agent(world, tmp_path_factory: pytest.TempPathFactory, model_cache: Path):
+    """One `ctx mcp` server on the module's store, with its own config folder and the test model cache."""
+    folder = tmp_path_factory.mktemp("mcp-server")
+    env = {"CTX_CONFIG_DIR": str(folder / "config"), "CTX_CACHE_DIR": str(model_cache)}
+    errlog_path = folder / "stderr.txt"
+    with (
+        errlog_path.open("w", encoding="utf-8") as errlog,
+        Agent(server_params(world["db"], env), errlog) as a,
+    ):
+        yield a
+    assert "Traceback" not in errlog_path.read_text(encoding="utf-8")
+
+
+def facade(world) -> Ctx:
+    return Ctx.open(world["db"], embedder=None)
+
+
+def ok(result: types.CallToolResult, tool: str) -> dict:
+    """A successful result: structured content valid against its schema, and the same JSON as text."""
+    assert not result.is_error, result.content
+    data = result.structured_content
+    assert_valid(TOOLS[tool][1], data)
+    text = result.content[0].text
+    if tool == "inject_context":
+        assert text == data["markdown"]
+    else:
+        assert json.loads(text) == data
+    return data
+
+
+def cli_error(capsys: pytest.CaptureFixture[str], db: Path, *args: str, stdin: bytes = b"") -> str:
+    """The one line `ctx` prints for bad input, without its ``ctx: error:`` prefix."""
+    capsys.readouterr()
+    saved = sys.stdin
+    sys.stdin = io.TextIOWrapper(io.BytesIO(stdin), encoding="utf-8")
+    try:
+        with pytest.raises(SystemExit) as exit_info:
+            main(["--db", str(db), *args])
+    finally:
+        sys.stdin = saved
+    assert exit_info.value.code in (1, 2)
+    err = capsys.readouterr().err
+    assert err.startswith("ctx: error: ") and err.count("\n") == 1, err
+    return err.removeprefix("ctx: error: ").rstrip("\n")
+
+
+# -- the tool list --------------------------------------------------------------------------------
+
+
+def test_lists_every_tool_with_the_schemas_from_the_schemas_folder(agent):
+    tools = {tool.name: tool for tool in agent.tools()}
+    assert set(tools) == set(TOOLS)
+    for name, (input_name, output_name) in TOOLS.items():
+        assert tools[name].input_schema == schema(input_name), name
+        assert tools[name].output_schema == schema(output_name), name
+        assert tools[name].description and tools[name].title
+
+
+def test_no_tool_can_ratify_reject_retire_or_edit(agent):
+    for tool in agent.tools():
+        for act in ("ratif", "reject", "retire", "approve", "edit", "amend", "update", "delete", "settle"):
+            assert act not in tool.name, tool.name
+        assert tool.annotations.destructive_hint is False
+        assert tool.annotations.read_only_hint is (tool.name not in WRITERS)
+        assert "reviewer" not in tool.input_schema["properties"]
+
+
+@pytest.mark.parametrize("name", ["ratify", "reject", "retire", "ratify_proposal", "approve"])
+def test_ratifying_through_mcp_is_impossible(agent, world, name):
+    before = snapshot(world["db"])
+    arguments = {"id": world["pending"], "proposal_id": world["pending"], "reviewer": "alice", "yes": True}
+    message = error_text(agent.call(name, arguments))
+    assert message.startswith(
+        f"unknown tool {name!r}: ratifying, rejecting and retiring decisions are a person's"
+    )
+    assert snapshot(world["db"]) == before
+    with facade(world) as kernel:
+        assert kernel.proposal(world["pending"]).status == "pending"
+        assert kernel.verify_audit().ok
+
+
+# -- good calls -----------------------------------------------------------------------------------
+
+
+def test_log_evidence(agent, world):
+    body = "CI log: the upload job retried 3 times against the token endpoint."
+    first = ok(agent.call("log_evidence", {"text": body, "kind": "log", "tags": ["ci"]}), "log_evidence")
+    again = ok(agent.call("log_evidence", {"text": body}), "log_evidence")
+    assert first["duplicate"] is False
+    assert again == {"id": first["id"], "duplicate": True, "redacted": 0}
+    secret = "deploy key AKIAIOSFODNN7EXAMPLE from the runbook"
+    arguments = {"text": secret, "source": "docs/runbook.md#L9"}
+    scrubbed = ok(agent.call("log_evidence", arguments), "log_evidence")
+    assert scrubbed["redacted"] == 1
+    with facade(world) as kernel:
+        stored = kernel.evidence(first["id"])
+        redacted = kernel.evidence(scrubbed["id"])
+    assert (stored.text, stored.kind, stored.tags) == (body, "log", ["ci"])
+    assert stored.agent == "mcp:pytest-agent"  # the client's own name when the call names none
+    assert redacted.text == "deploy key [REDACTED:aws-access-key] from the runbook"
+    assert redacted.source == "docs/runbook.md#L9"
+
+
+def test_propose_decision(agent, world):
+    note = ok(agent.call("log_evidence", {"text": "Redis eviction lost sessions twice."}), "log_evidence")[
+        "id"
+    ]
+    arguments = {
+        "subject": "Auth . Tokens",
+        "decision": "Keep sessions in Postgres instead of Redis",
+        "rationale": "Eviction dropped sessions.",
+        "evidence": [note],
+        "session": "s-42",
+    }
+    proposal = ok(agent.call("propose_decision", arguments), "propose_decision")
+    assert proposal["subject"] == "auth.tokens"
+    assert proposal["status"] == "pending" and proposal["decision_id"] is None
+    assert proposal["supersedes"] == [world["current"].id]
+    assert proposal["proposer"] == "mcp:pytest-agent"
+    with facade(world) as kernel:
+        stored = kernel.proposal(proposal["id"])
+        assert stored.to_dict() == proposal
+        assert proposal["id"] in [p.id for p in kernel.queue("auth")]
+        assert kernel.decisions("auth.tokens")[0].id == world["current"].id  # nothing ratified
+        assert kernel.verify_audit().ok
+
+
+def test_propose_with_its_own_proposer_name(agent):
+    arguments = {"subject": "ci.runner", "decision": "Run CI on self-hosted runners", "proposer": "codex"}
+    assert ok(agent.call("propose_decision", arguments), "propose_decision")["proposer"] == "codex"
+
+
+def test_get_decision(agent, world):
+    current = ok(agent.call("get_decision", {"subject": "auth.tokens"}), "get_decision")
+    assert current["decision"]["id"] == world["current"].id and current["as_of"] is None
+    then = {"subject": "auth.tokens", "as_of": world["superseded"].valid_from}
+    assert ok(agent.call("get_decision", then), "get_decision")["decision"]["id"] == world["superseded"].id
+    # A subject's subtree is not the subject: `auth` itself has no decision.
+    assert ok(agent.call("get_decision", {"subject": "auth"}), "get_decision")["decision"] is None
+    assert ok(agent.call("get_decision", {"subject": "build.tool"}), "get_decision")["decision"] is None
+
+
+def test_decision_history(agent, world):
+    history = ok(agent.call("decision_history", {"subject": "auth.tokens"}), "decision_history")
+    assert [d["id"] for d in history["decisions"]] == [world["superseded"].id, world["current"].id]
+    assert history["decisions"][0]["superseded_by"] == [world["current"].id]
+
+
+def test_list_decisions(agent, world):
+    current = ok(agent.call("list_decisions", {}), "list_decisions")
+    assert world["current"].id in [d["id"] for d in current["decisions"]]
+    assert all(d["current"] for d in current["decisions"])
+    everything = ok(agent.call("list_decisions", {"include_closed": True}), "list_decisions")
+    assert {world["superseded"].id, world["retired"].id} <= {d["id"] for d in everything["decisions"]}
+    subtree = ok(agent.call("list_decisions", {"subject": "db"}), "list_decisions")
+    assert [d["subject"] for d in subtree["decisions"]] == ["db.engine"]
+
+
+def test_list_pending(agent, world):
+    pending = ok(agent.call("list_pending", {"subject": "auth.tokens", "proposer": "claude"}), "list_pending")
+    assert [p["id"] for p in pending["proposals"]] == [world["pending"]]
+    assert ok(agent.call("list_pending"), "list_pending")["proposals"]
+
+
+@pytest.mark.parametrize("role", ["note", "pending", "current"])
+def test_show(agent, world, role):
+    item = world[role] if isinstance(world[role], str) else world[role].id
+    shown = ok(agent.call("show", {"id": item.lower()}), "show")  # ids are case-insensitive, as in the CLI
+    assert shown["record"]["id"] == item
+    assert shown["kind"] == {"note": "evidence", "pending": "proposal", "current": "decision"}[role]
+
+
+def test_search(agent, world):
+    found = ok(agent.call("search", {"query": 'redis NOT "NEAR('}), "search")
+    assert world["current"].id in [d["id"] for d in found["decisions"]]
+
+
+def test_inject_context(agent, world):
+    block = ok(agent.call("inject_context", {"budget": 600}), "inject_context")
+    assert block["tokens"] <= 600
+    assert world["current"].id in block["markdown"]
+    with facade(world) as kernel:
+        assert kernel.inject(budget=600).markdown == block["markdown"]
+
+
+def test_recall_keyword(agent, world):
+    found = ok(agent.call("recall", {"query": "redis sessions", "mode": "keyword", "k": 3}), "recall")
+    assert found["decisions"][0]["id"] == world["current"].id
+    assert found["vectors"]["state"] == "unused"
+
+
+def test_recall_with_vectors(agent, world, real_model):
+    """The real model: a paraphrase with no shared keyword still finds the decision."""
+    found = ok(agent.call("recall", {"query": "which relational database do we run?"}), "recall")
+    assert found["vectors"]["state"] in ("on", "partial")
+    hit = next(d for d in found["decisions"] if d["subject"] == "db.engine")
+    assert hit["scores"]["vector"] is not None
+    strict = {
+        "query": "which relational database do we run?",
+        "mode": "vector",
+        "min_scores": {"vector": 0.99},
+    }
+    assert ok(agent.call("recall", strict), "recall")["decisions"] == []
+
+
+def test_withdraw_own_proposal_only(agent, world):
+    mine = ok(
+        agent.call("propose_decision", {"subject": "api.style", "decision": "Use REST"}), "propose_decision"
+    )
+    withdrawn = ok(
+        agent.call("withdraw_proposal", {"id": mine["id"], "reason": "wrong"}), "withdraw_proposal"
+    )
+    assert withdrawn["status"] == "withdrawn" and withdrawn["resolved_by"] == "mcp:pytest-agent"
+    before = snapshot(world["db"])
+    message = error_text(agent.call("withdraw_proposal", {"id": world["pending"]}))
+    assert message == (
+        f"{world['pending']} was not proposed through this MCP server: only a person withdraws another's "
+        "proposal (ctx withdraw, ctx review)"
+    )
+    assert snapshot(world["db"]) == before
+
+
+# -- bad calls: the CLI's one-line message, and nothing changes ------------------------------------
+
+SAME_AS_CLI = [
+    ("show", {"id": "xyz"}, ["show", "xyz"]),
+    ("show", {"id": UNKNOWN_PR}, ["show", UNKNOWN_PR]),
+    ("show", {"id": "ev-" + "0" * 26}, ["show", "ev-" + "0" * 26]),
+    ("decision_history", {"subject": "no.such"}, ["history", "no.such"]),
+    ("decision_history", {"subject": "a..b"}, ["history", "a..b"]),
+    ("get_decision", {"subject": "a..b"}, ["decisions", "--subject", "a..b"]),
+    ("get_decision", {"subject": "auth", "as_of": "yesterday"}, ["decisions", "--as-of", "yesterday"]),
+    ("list_decisions", {"as_of": "2026-13-45"}, ["decisions", "--as-of", "2026-13-45"]),
+    ("list_pending", {"subject": "   "}, ["queue", "--subject", "   "]),
+    ("recall", {"query": "   "}, ["recall", "   "]),
+    ("recall", {"query": "!!!"}, ["recall", "!!!"]),
+    ("recall", {"query": "x", "as_of": "soon"}, ["recall", "x", "--as-of", "soon"]),
+    ("search", {"query": '"'}, ["search", '"']),
+    ("inject_context", {"query": "   "}, ["inject", "--query", "   "]),
+    ("log_evidence", {"text": "   "}, ["log", "   "]),
+    ("log_evidence", {"text": "a\x00b"}, ["log", "-"]),
+    (
+        "propose_decision",
+        {"subject": "a.b", "decision": "x", "evidence": [UNKNOWN_EV]},
+        ["propose", "--subject", "a.b", "--decision", "x", "--evidence", UNKNOWN_EV],
+    ),
+    (
+        "propose_decision",
+        {"subject": "a.b", "decision": "x", "supersedes": [UNKNOWN_DC]},
+        ["propose", "--subject", "a.b", "--decision", "x", "--supersedes", UNKNOWN_DC],
+    ),
+    (
+        "propose_decision",
+        {"subject": "a.b", "decision": "   "},
+        ["propose", "--subject", "a.b", "--decision", "   "],
+    ),
+    (
+        "propose_decision",
+        {"subject": "not a subject!", "decision": "x"},
+        ["propose", "--subject", "not a subject!", "--decision", "x"],
+    ),
+    # The same document `ctx propose --json -` reads: the same message for what its schema refuses.
+    (
+        "propose_decision",
+        {"subject": "a.b", "decision": "x", "evidence": ["ev_nope"]},
+        ["propose", "--json", "-"],
+    ),
+    (
+        "propose_decision",
+        {"subject": "a.b", "decision": "x", "status": "ratified"},
+        ["propose", "--json", "-"],
+    ),
+    ("propose_decision", {"subject": "a.b"}, ["propose", "--json", "-"]),
+    ("propose_decision", {"subject": 7, "decision": "x"}, ["propose", "--json", "-"]),
+    ("withdraw_proposal", {"id": "xyz"}, ["withdraw", "xyz"]),
+    ("withdraw_proposal", {"id": UNKNOWN_EV}, ["withdraw", UNKNOWN_EV]),
+]
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "argv"), SAME_AS_CLI, ids=[f"{t}-{i}" for i, (t, _, _) in enumerate(SAME_AS_CLI)]
+)
+def test_bad_input_gets_the_cli_message(agent, world, capsys, tool, arguments, argv):
+    before = snapshot(world["db"])
+    message = error_text(agent.call(tool, arguments))
+    assert snapshot(world["db"]) == before, "a refused call changed the store"
+    if argv is None:
+        return
+    if argv[-1] == "-":
+        stdin = (arguments["text"] if tool == "log_evidence" else json.dumps(arguments)).encode()
+    else:
+        stdin = b""
+    assert message == cli_error(capsys, world["db"], *argv, stdin=stdin)
+    assert snapshot(world["db"]) == before
+
+
+SCHEMA_REFUSES = [
+    ("recall", {}),
+    ("recall", {"query": 5}),
+    ("recall", {"query": "x", "k": 0}),
+    ("recall", {"query": "x", "k": 101}),
+    ("recall", {"query": "x", "k": "5"}),
+    ("recall", {"query": "x", "mode": "fuzzy"}),
+    ("recall", {"query": "x", "min_scores": {"bm25": 1}}),
+    ("recall", {"query": "x", "explain": True}),
+    ("inject_context", {"budget": 10}),
+    ("log_evidence", {"text": "x", "kind": "secret"}),
+    ("log_evidence", {"text": ""}),
+    ("log_evidence", {"text": "x", "tags": "ci"}),
+    ("search", {"query": "x", "limit": 0}),
+    ("show", {}),
+    ("show", {"id": None}),
+    ("list_decisions", {"include_closed": "yes"}),
+    ("list_pending", {"status": "ratified"}),
+    ("withdraw_proposal", {"reason": "no"}),
+]
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments"), SCHEMA_REFUSES, ids=[f"{t}-{i}" for i, (t, _) in enumerate(SCHEMA_REFUSES)]
+)
+def test_the_server_refuses_what_the_input_schema_refuses(agent, world, tool, arguments):
+    assert not Draft202012Validator(schema(TOOLS[tool][0])).is_valid(arguments)
+    before = snapshot(world["db"])
+    message = error_text(agent.call(tool, arguments))
+    assert message.startswith("invalid arguments: "), message
+    assert snapshot(world["db"]) == before
+
+
+def test_no_store_is_one_line_and_exit_1(tmp_path):
+    result = run_ctx_process("mcp", "--db", str(tmp_path / "missing.db"))
+    assert result.returncode == 1
+    assert result.stdout == b""
+    assert result.stderr.decode().splitlines() == [
+        f"ctx: error: no ctx store at {tmp_path / 'missing.db'}: run `ctx init` first"
+    ]
+
+
+# -- many agents at once --------------------------------------------------------------------------
+
+AGENTS = 4
+ROUNDS = 10
+
+
+@pytest.mark.slow
+def test_many_agents_at_once_lose_nothing(tmp_path, model_cache, real_model):
+    """Four `ctx mcp` processes log, propose and recall on one store at the same time."""
+    db = tmp_path / ".ctx" / "ctx.db"
+    with Ctx.init(db, embedder=None)[0] as kernel:
+        kernel.ratify(kernel.propose("auth.tokens", "Use JWT with refresh rotation").id, reviewer="alice")
+        audit_before = len(kernel.audit_events())
+    env = {"CTX_CONFIG_DIR": str(tmp_path / "config"), "CTX_CACHE_DIR": str(model_cache)}
+    done: dict[int, dict] = {}
+    everyone_connected = anyio.Event()
+    connected = [0]
+
+    async def check(result: types.CallToolResult) -> dict:
+        assert not result.is_error, result.content[0].text
+        return result.structured_content
+
+    async def one_agent(index: int) -> None:
+        params = server_params(db, env, "--agent", f"agent-{index}")
+        with (tmp_path / f"agent-{index}.err").open("w") as errlog:
+            async with connect(params, errlog) as session:
+                connected[0] += 1
+                if connected[0] == AGENTS:
+                    everyone_connected.set()
+                await everyone_connected.wait()
+                notes, shared, proposals, recalls = [], [], [], []
+                for k in range(ROUNDS):
+                    own = await check(
+                        await session.call_tool("log_evidence", {"text": f"agent {index} note {k}"})
+                    )
+                    common = await check(
+                        await session.call_tool("log_evidence", {"text": f"shared note {k}"})
+                    )
+                    subject = "auth.tokens" if k % 2 else f"team{index}.topic{k % 3}"
+                    proposal = await check(
+                        await session.call_tool(
+                            "propose_decision",
+                            {
+                                "subject": subject,
+                                "decision": f"agent {index} option {k} for {subject}",
+                                "evidence": [own["id"], common["id"]],
+                            },
+                        )
+                    )
+                    if k % 3 == 0:
+                        found = await check(await session.call_tool("recall", {"query": f"option {k} note"}))
+                        recalls.append(found["vectors"]["state"])
+                    notes.append(own)
+                    shared.append(common["id"])
+                    proposals.append(proposal)
+        done[index] = {"notes": notes, "shared": shared, "proposals": proposals, "recalls": recalls}
+
+    async def everyone() -> None:
+        async with anyio.create_task_group() as group:
+            for index in range(AGENTS):
+                group.start_soon(one_agent, index)
+
+    anyio.run(everyone)
+    for index in range(AGENTS):
+        assert "Traceback" not in (tmp_path / f"agent-{index}.err").read_text()
+    assert sorted(done) == list(range(AGENTS))
+    with Ctx.open(db, embedder=None) as kernel:
+        queued = {p.id: p for p in kernel.queue()}
+        made = [p for run in done.values() for p in run["proposals"]]
+        assert set(queued) == {p["id"] for p in made} and len(made) == AGENTS * ROUNDS
+        for index, run in done.items():
+            assert all(note["duplicate"] is False for note in run["notes"])
+            for note, common, proposal in zip(run["notes"], run["shared"], run["proposals"], strict=True):
+                assert kernel.evidence(note["id"]).agent == f"agent-{index}"
+                # The store lists cited evidence by id; propose() returns it in the order cited.
+                stored, returned = queued[proposal["id"]].to_dict(), dict(proposal)
+                cited = sorted([note["id"], common])
+                assert sorted(stored.pop("evidence")) == sorted(returned.pop("evidence")) == cited
+                assert stored == returned
+                assert queued[proposal["id"]].proposer == f"agent-{index}"
+            assert set(run["recalls"]) <= {"on", "partial"}
+        # Every agent logged the same shared texts: one id each, whoever logged it first.
+        assert len({tuple(run["shared"]) for run in done.values()}) == 1
+        report = kernel.verify_audit()
+        assert report.ok, report.problem
+        logged = AGENTS * ROUNDS + ROUNDS
+        assert report.rows - audit_before == logged + AGENTS * ROUNDS
+        assert kernel.integrity_check() == "ok"
