@@ -372,6 +372,144 @@ class AuditVerifyOut(_Strict):
     problem: str | None
 
 
+Sha256 = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
+EventType = Literal[
+    "proposal",
+    "ratification",
+    "rejection",
+    "withdrawal",
+    "supersession",
+    "retirement",
+    "evidence",
+    "import",
+    "other",
+]
+
+
+class AuditRecordOut(_Strict):
+    """One audit event in an export (a line of FILE, or a CSV row).
+
+    ``seq`` ... ``after`` are the exact hashed fields: ``hash`` is sha256 of ``prev_hash`` followed
+    by the canonical JSON (sorted keys, no whitespace, UTF-8) of ``{seq, at, actor, action, target,
+    before, after}``. The fields between are derived from them for reading; verification checks
+    that they agree.
+    """
+
+    seq: Annotated[int, Field(ge=1)]
+    at: Timestamp
+    event: EventType
+    actor: str
+    reviewer: str | None = Field(
+        description="The person, for a ratification, rejection, retirement, supersession or import."
+    )
+    action: str
+    target: str
+    subject: str | None
+    text: str | None = Field(description="The decision text proposed, ratified or imported.")
+    amended_from: str | None = Field(description="The proposed text, when the reviewer amended it.")
+    reason: str | None
+    decision_id: DecisionId | None
+    superseded_by: DecisionId | None
+    settled_by: ProposalId | None
+    evidence: list[EvidenceId] = Field(description="Evidence the proposal or ratification cites.")
+    content_hash: Sha256 | None = Field(description="sha256 of a logged evidence text (never exported).")
+    before: str | None = Field(description="The hashed JSON text of the state before, exactly as stored.")
+    after: str | None = Field(description="The hashed JSON text of the state after, exactly as stored.")
+    prev_hash: Sha256
+    hash: Sha256
+
+
+class AuditCountsOut(_Strict):
+    """Records per event type."""
+
+    proposal: Annotated[int, Field(ge=0)]
+    ratification: Annotated[int, Field(ge=0)]
+    rejection: Annotated[int, Field(ge=0)]
+    withdrawal: Annotated[int, Field(ge=0)]
+    supersession: Annotated[int, Field(ge=0)]
+    retirement: Annotated[int, Field(ge=0)]
+    evidence: Annotated[int, Field(ge=0)]
+    import_: Annotated[int, Field(ge=0, alias="import")]
+    other: Annotated[int, Field(ge=0)]
+
+
+class AuditKeyOut(_Strict):
+    """The signing key's public half (for identification; a verifier trusts its own copy)."""
+
+    algorithm: Literal["ed25519"]
+    key_id: Sha256 = Field(description="sha256 of the raw 32-byte public key.")
+    public_key: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9+/]{43}=$")] = Field(
+        description="The raw public key, base64."
+    )
+
+
+class AuditManifestBody(_Strict):
+    """What the signature covers: the export's shape, its place in the store's chain, and the key."""
+
+    format: Literal["ctx-audit-export"]
+    format_version: Literal[1]
+    records_file: str = Field(description="The records file's name when it was written.")
+    records_format: Literal["jsonl", "csv"]
+    records_sha256: Sha256 = Field(description="sha256 of the records file's bytes.")
+    records: Annotated[int, Field(ge=1)]
+    counts: AuditCountsOut
+    first_seq: Annotated[int, Field(ge=1)]
+    last_seq: Annotated[int, Field(ge=1)]
+    anchor_hash: Sha256 = Field(
+        description="The hash the first record links to: the hash of row first_seq - 1, or 64 zeros."
+    )
+    first_hash: Sha256
+    last_hash: Sha256
+    since: Timestamp | None
+    until: Timestamp | None
+    first_at: Timestamp
+    last_at: Timestamp
+    exported_at: Timestamp
+    store_id: str
+    store_schema_version: int
+    store_head_seq: Annotated[int, Field(ge=1)] = Field(description="The store's last audit row then.")
+    store_head_hash: Sha256
+    key: AuditKeyOut
+
+
+class AuditSignatureOut(_Strict):
+    """An Ed25519 signature of the manifest's canonical JSON, base64."""
+
+    algorithm: Literal["ed25519"]
+    value: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9+/]{86}==$")]
+
+
+class AuditManifestOut(_Strict):
+    """``FILE.manifest.json`` (and ``ctx audit export --json``): the signed manifest of an export."""
+
+    manifest: AuditManifestBody
+    signature: AuditSignatureOut
+
+
+class AuditExportVerifyOut(_Strict):
+    """``ctx audit verify FILE --json``: whether an export is intact and signed by the trusted key."""
+
+    ok: bool
+    file: str
+    manifest: str
+    format: Literal["jsonl", "csv"] | None
+    records: Annotated[int, Field(ge=0)] = Field(description="Records read before the first problem, or all.")
+    first_seq: int | None
+    last_seq: int | None
+    anchor_hash: Sha256 | None
+    last_hash: Sha256 | None
+    signed_by: Sha256 | None = Field(description="The key id the manifest names.")
+    trusted_key: Sha256 = Field(description="The id of the key the signature was checked against.")
+    trusted_key_source: str = Field(description="Where the trusted key came from (--pubkey or local).")
+    signature_ok: bool
+    first_bad_line: int | None = Field(
+        description="JSON Lines: the line; CSV: the spreadsheet row (the header is row 1)."
+    )
+    first_bad_seq: int | None
+    problem: str | None
+    problems: list[str]
+
+
 class RankerScoreOut(_Strict):
     """One ranker's view of a hit: raw score (higher is better; BM25 negated) and rank (1 is best)."""
 
@@ -614,6 +752,9 @@ SCHEMAS: dict[str, type[BaseModel]] = {
     "show": ShowOut,
     "search": SearchOut,
     "audit-verify": AuditVerifyOut,
+    "audit-record": AuditRecordOut,
+    "audit-manifest": AuditManifestOut,
+    "audit-export-verify": AuditExportVerifyOut,
     "recall": RecallOut,
     "inject": InjectOut,
     "reindex": ReindexOut,

@@ -61,9 +61,12 @@ if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
 
     from kernel import embed, recall
+    from kernel.audit_export import ExportResult
+    from kernel.audit_verify import ExportReport
     from kernel.embed import Embedder
     from kernel.inject import Injection
     from kernel.sharing import ImportReport
+    from kernel.signing import KeyInfo, Passphrase
 
 # token_sort_ratio of "subject decision" against each pending proposal; 82 flags rewordings
 # and reorderings of the same sentence but not a different choice on the same subject.
@@ -449,6 +452,7 @@ class Ctx:
                 "subject": new.subject,
                 "decision": new.decision,
                 "supersedes": [old.id for old in replaced],
+                "evidence": list(new.evidence),
             }
             if new.amended:
                 after["amended_from"] = proposal.decision
@@ -889,9 +893,115 @@ class Ctx:
             seconds=round(time.perf_counter() - started, 2),
         )
 
-    def verify_audit(self) -> ChainReport:
-        """Recompute the audit chain; the report names the first bad row."""
-        return verify_chain(self.store.audit_rows())
+    def verify_audit(self, *, state: bool = False) -> ChainReport:
+        """Recompute the audit chain; the report names the first bad row.
+
+        With ``state``, also replay the log against the decision, proposal and evidence tables, so an
+        edit made beside the log (raw SQL on a decision, a row added or removed) is found too.
+        """
+        if not state:
+            return verify_chain(self.store.audit_rows())
+        return self._verified_log()[0]
+
+    def _verified_log(self) -> tuple[ChainReport, list[dict[str, Any]]]:
+        """The whole log and its report: the chain, then the tables replayed against it (one snapshot)."""
+        from kernel.audit_state import check_state  # noqa: PLC0415
+
+        with self.store.snapshot():
+            rows = list(self.store.audit_rows())
+            report = verify_chain(rows)
+            problem = check_state(self.store, rows) if report.ok else None
+        if problem is not None:
+            message = f"the tables differ from the audit log: {problem.problem}"
+            report = ChainReport(False, report.rows, report.last_hash, problem.seq, message)
+        return report, rows
+
+    def export_audit(
+        self,
+        out: Path,
+        *,
+        passphrase: Passphrase,
+        since: str | None = None,
+        until: str | None = None,
+        fmt: str = "jsonl",
+    ) -> ExportResult:
+        """Write a signed export of the audit log (``out`` and ``out.manifest.json``), or of a time range.
+
+        ``passphrase`` unlocks the signing key: the text, or a function that asks for it (called only
+        once the key is found). Refuses when the store's chain is broken or its tables disagree with
+        the log: an export vouches for what it holds.
+        """
+        from kernel import audit_export, signing  # noqa: PLC0415 - cryptography loads only here
+        from kernel.store.migrate import HEAD_VERSION  # noqa: PLC0415
+
+        if fmt not in audit_export.RECORD_FORMATS:
+            raise UsageError(f"unknown format {fmt!r}: use one of {', '.join(audit_export.RECORD_FORMATS)}")
+        start = clock.parse_when(since, end_of_day=False) if since is not None else None
+        end = clock.parse_when(until) if until is not None else None
+        if start is not None and end is not None and start > end:
+            raise UsageError(f"--since {since} is after --until {until}")
+        key, key_info = signing.unlock(passphrase)
+        report, rows = self._verified_log()
+        if not report.ok:
+            raise RefusedError(f"not exporting: the store's audit log does not verify: {report.problem}")
+        selected = audit_export.select_range(rows, start, end)
+        if not selected:
+            where = " in that range" if start or end else ""
+            raise RefusedError(f"no audit events{where}: nothing to export")
+        facts = audit_export.StoreFacts(
+            store_id=self.store.get_meta("store_id") or "unknown",
+            schema_version=HEAD_VERSION,  # opening a store upgrades it to this version
+            head_seq=rows[-1]["seq"],
+            head_hash=report.last_hash,
+        )
+        return audit_export.write_export(
+            selected,
+            out,
+            fmt=fmt,
+            since=start,
+            until=end,
+            exported_at=clock.now(),
+            store=facts,
+            key=key,
+            key_info=key_info,
+        )
+
+    @staticmethod
+    def verify_audit_export(
+        path: Path, *, pubkey: Path | None = None, manifest: Path | None = None
+    ) -> ExportReport:
+        """Check an export file against its signed manifest and a trusted public key; needs no store.
+
+        ``pubkey`` is the exporter's public key (PEM); without it the local signing key is trusted.
+        """
+        from kernel import audit_verify, signing  # noqa: PLC0415
+
+        if pubkey is not None:
+            trusted, _ = signing.load_public_key(pubkey)
+            source = f"--pubkey {pubkey}"
+        else:
+            if not signing.has_key():
+                raise UsageError("no key to trust: pass --pubkey with the exporter's public key (PEM)")
+            info = signing.local_key()
+            trusted = signing.parse_public_key(info.public_pem.encode("ascii"), str(info.public_path))
+            source = f"local key {info.public_path}"
+        return audit_verify.verify_export(
+            path, manifest_path=manifest, trusted=trusted, trusted_source=source
+        )
+
+    @staticmethod
+    def create_signing_key(passphrase: Passphrase, *, force: bool = False) -> KeyInfo:
+        """Create the user's audit signing key (private half encrypted with ``passphrase``)."""
+        from kernel import signing  # noqa: PLC0415
+
+        return signing.init_key(passphrase, force=force)
+
+    @staticmethod
+    def signing_key() -> KeyInfo:
+        """The user's audit signing key's public half; refuses when there is none."""
+        from kernel import signing  # noqa: PLC0415
+
+        return signing.local_key()
 
     def audit_events(self) -> list[AuditEvent]:
         """The whole audit log, oldest first."""

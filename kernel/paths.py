@@ -44,6 +44,11 @@ def config_dir() -> Path:
     return Path(user_config_dir("ctx", appauthor=False))
 
 
+def keys_dir() -> Path:
+    """Where the audit signing key lives: ``keys/`` in the user's config folder."""
+    return config_dir() / "keys"
+
+
 def load_config() -> dict[str, Any]:
     """The user's ``config.toml`` as a dict (empty when there is none)."""
     path = config_dir() / "config.toml"

@@ -34,6 +34,7 @@ def isolated_env(tmp_path: Path, model_cache: Path, monkeypatch: pytest.MonkeyPa
         "CTX_MODEL_DIR",
         "CTX_EMBEDDING_MODEL",
         "CTX_VECTORS",
+        "CTX_KEY_PASSPHRASE",
     ):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("CTX_CONFIG_DIR", str(tmp_path / "config"))

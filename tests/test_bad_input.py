@@ -558,6 +558,7 @@ STORE_COMMANDS = [
     ("show", "ev_" + "0" * 26),
     ("search", "auth"),
     ("audit", "verify"),
+    ("audit", "export", "--out", "audit.jsonl"),
     ("log", "a note"),
     ("log", "-"),
     ("propose", "--subject", "a.b", "--decision", "x"),

@@ -402,7 +402,7 @@ class KernelMachine(RuleBasedStateMachine):
         assert {p.id for p in self.kernel.queue()} == {i for i, s in self.status.items() if s == "pending"}
 
     def _audit_holds(self) -> None:
-        report = self.kernel.verify_audit()
+        report = self.kernel.verify_audit(state=True)  # the chain, and the tables replayed against it
         assert report.ok, report
         assert report.rows == sum(self.actions.values())
         assert Counter(e.action for e in self.kernel.audit_events()) == self.actions

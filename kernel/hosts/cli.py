@@ -664,18 +664,159 @@ def audit() -> None:
     """The hash-chained audit log."""
 
 
-@audit.command("verify")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON (schemas/audit-verify.schema.json).")
+def _passphrase(confirm: bool) -> str:
+    """``CTX_KEY_PASSPHRASE``, else a hidden prompt on a terminal (asked twice when creating a key)."""
+    given = os.environ.get("CTX_KEY_PASSPHRASE")
+    if given is not None:
+        return given
+    if not sys.stdin.isatty():
+        raise UsageError("no passphrase for the signing key: set CTX_KEY_PASSPHRASE or run on a terminal")
+    return click.prompt(
+        "Passphrase for the signing key", hide_input=True, confirmation_prompt=confirm, err=True
+    )
+
+
+@audit.command("export")
+@click.option(
+    "--out",
+    required=True,
+    type=click.Path(dir_okay=False),
+    help="The records file to write; the signed manifest goes beside it as OUT.manifest.json.",
+)
+@click.option("--since", metavar="DATE", help="Start at this moment (a bare date means its start, UTC).")
+@click.option("--until", metavar="DATE", help="End at this moment (a bare date means its end, UTC).")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["jsonl", "csv"]),
+    default="jsonl",
+    show_default=True,
+    help="JSON Lines, or CSV for a spreadsheet (cells that would run as formulas are escaped).",
+)
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print the signed manifest (schemas/audit-manifest.schema.json)."
+)
 @_with_store
-def audit_verify(kernel: Ctx, as_json: bool) -> None:
-    """Recompute the audit chain; names the first bad row and exits 1 if there is one."""
-    report = kernel.verify_audit()
+def audit_export(
+    kernel: Ctx, out: str, since: str | None, until: str | None, fmt: str, as_json: bool
+) -> None:
+    """Write a signed, tamper-evident export of the audit log that a reviewer can verify without ctx.
+
+    Asks for the signing key's passphrase (or reads CTX_KEY_PASSPHRASE); see `ctx keys init`.
+    """
+    result = kernel.export_audit(
+        Path(out), passphrase=lambda: _passphrase(confirm=False), since=since, until=until, fmt=fmt
+    )
     if as_json:
-        _emit_json(report.to_dict())
-    elif report.ok:
-        click.echo(f"audit chain ok: {report.rows} rows, last hash {report.last_hash}")
-    if not report.ok:
-        raise CtxError(f"audit chain broken at row {report.first_bad_seq}: {report.problem}")
+        _emit_json(result.to_dict())
+        return
+    manifest = result.manifest
+    click.echo(
+        f"exported {manifest['records']} events (seq {manifest['first_seq']}..{manifest['last_seq']}) "
+        f"to {result.records_path}"
+    )
+    click.echo(f"manifest {result.manifest_path}, signed with key {manifest['key']['key_id']}")
+
+
+@audit.command("verify")
+@click.argument("file", required=False, type=click.Path(exists=True, dir_okay=False))
+@click.option(
+    "--pubkey",
+    type=click.Path(exists=True, dir_okay=False),
+    help="The exporter's public key (PEM) to trust; default: your own signing key's public half.",
+)
+@click.option(
+    "--manifest",
+    type=click.Path(exists=True, dir_okay=False),
+    help="The export's signed manifest (default: FILE.manifest.json).",
+)
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print JSON (schemas/audit-verify.schema.json; with FILE, schemas/audit-export-verify.schema.json).",
+)
+@_db_option
+@click.pass_context
+def audit_verify(
+    ctx: click.Context,
+    file: str | None,
+    pubkey: str | None,
+    manifest: str | None,
+    as_json: bool,
+    db_here: str | None,
+) -> None:
+    """Verify the store's audit log, or with FILE an export: exits 1 naming the first bad row or record.
+
+    Without FILE: recomputes the store's hash chain and replays it against the decisions, proposals
+    and evidence. With FILE: checks the manifest's signature against the trusted key, the records'
+    chain from the manifest's anchor, and that the records are the ones the manifest counts.
+    """
+    if file is None:
+        if pubkey or manifest:
+            raise UsageError("--pubkey and --manifest verify an export: name its FILE")
+        kernel = Ctx.open(paths.find_store(db_here or ctx.find_root().obj.get("db")))
+        try:
+            report = kernel.verify_audit(state=True)
+        finally:
+            kernel.close()
+        if as_json:
+            _emit_json(report.to_dict())
+        elif report.ok:
+            click.echo(f"audit chain ok: {report.rows} rows, last hash {report.last_hash}")
+        if not report.ok:
+            raise CtxError(f"audit log does not verify: {report.problem}")
+        return
+    found = Ctx.verify_audit_export(
+        Path(file),
+        pubkey=Path(pubkey) if pubkey else None,
+        manifest=Path(manifest) if manifest else None,
+    )
+    if as_json:
+        _emit_json(found.to_dict())
+    elif found.ok:
+        click.echo(
+            f"export ok: {found.records} records (seq {found.first_seq}..{found.last_seq}), "
+            f"anchored at {found.anchor_hash}, last hash {found.last_hash}"
+        )
+        click.echo(f"signed by key {found.trusted_key}, trusted from {found.trusted_key_source}")
+    if not found.ok:
+        raise CtxError(f"export {file} does not verify: {found.problem}")
+
+
+@cli.group()
+def keys() -> None:
+    """The Ed25519 key that signs audit exports (in your user config folder, not the project)."""
+
+
+@keys.command("init")
+@click.option(
+    "--force", is_flag=True, help="Replace an existing key (its public half is kept beside the new one)."
+)
+def keys_init(force: bool) -> None:
+    """Create the audit signing key, its private half encrypted with a passphrase.
+
+    The passphrase is asked twice on a terminal, or read from CTX_KEY_PASSPHRASE.
+    """
+    info = Ctx.create_signing_key(lambda: _passphrase(confirm=True), force=force)
+    click.echo(f"created signing key {info.key_id}")
+    click.echo(f"private key (encrypted): {info.private_path}")
+    click.echo(f"public key: {info.public_path}")
+
+
+@keys.command("export-public")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["pem", "raw"]),
+    default="pem",
+    show_default=True,
+    help="PEM (SubjectPublicKeyInfo), or raw: the 32-byte key in base64.",
+)
+def keys_export_public(fmt: str) -> None:
+    """Print the public key that verifies your audit exports; give it to the reviewer."""
+    info = Ctx.signing_key()
+    click.echo(info.public_pem.rstrip("\n") if fmt == "pem" else info.public_raw)
 
 
 @cli.group()

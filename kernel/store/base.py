@@ -30,6 +30,9 @@ class Store(Protocol):
     def savepoint(self) -> AbstractContextManager[None]:
         """A nested step inside a transaction that can fail alone."""
 
+    def snapshot(self) -> AbstractContextManager[None]:
+        """A read transaction: every read inside it sees the same committed state, and no writer waits."""
+
     def get_meta(self, key: str) -> str | None:
         """A metadata value, or None."""
 

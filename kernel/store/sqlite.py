@@ -63,6 +63,7 @@ class SQLiteStore(IndexQueries):
         self.location = str(path)
         self._conn = conn
         self._in_tx = False
+        self._in_snapshot = False
         self._reader: SQLiteStore | None = None
 
     @classmethod
@@ -133,6 +134,20 @@ class SQLiteStore(IndexQueries):
                 raise RefusedError(f"refused by the store: {exc}") from exc
             raise
         self._conn.execute("RELEASE step")
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """A deferred read transaction: WAL gives every read inside it the same committed state."""
+        if self._in_tx or self._in_snapshot:
+            yield
+            return
+        self._conn.execute("BEGIN")
+        self._in_snapshot = True
+        try:
+            yield
+        finally:
+            self._in_snapshot = False
+            self._conn.execute("COMMIT")
 
     def _begin(self) -> None:
         # busy_timeout already waits; SQLite's busy handler is unfair under contention,
