@@ -46,6 +46,8 @@ EVENT_TYPES = {
     "evidence.logged": "evidence",
     "decision.imported": "import",
     "proposal.imported": "import",
+    "vault.encrypted": "vault",
+    "vault.rekeyed": "vault",
 }
 EVENTS = (
     "proposal",
@@ -56,6 +58,7 @@ EVENTS = (
     "retirement",
     "evidence",
     "import",
+    "vault",
     "other",
 )
 # Events that are a person's act: the actor is the reviewer.

@@ -382,6 +382,7 @@ EventType = Literal[
     "retirement",
     "evidence",
     "import",
+    "vault",
     "other",
 ]
 
@@ -430,6 +431,7 @@ class AuditCountsOut(_Strict):
     retirement: Annotated[int, Field(ge=0)]
     evidence: Annotated[int, Field(ge=0)]
     import_: Annotated[int, Field(ge=0, alias="import")]
+    vault: Annotated[int, Field(ge=0, description="Encryption at rest turned on, or its key rotated.")]
     other: Annotated[int, Field(ge=0)]
 
 

@@ -143,6 +143,7 @@ def test_export_verifies_and_matches_the_schemas(cli, tmp_path, world, signing_k
         "retirement": 1,
         "evidence": 1,
         "import": 0,
+        "vault": 0,
         "other": 0,
     }
     with Ctx.open(tmp_path / "project" / ".ctx" / "ctx.db") as kernel:

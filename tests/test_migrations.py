@@ -24,6 +24,7 @@ def test_revisions_are_named_and_ordered():
         "m003_sources",
         "m004_recall",
         "m005_provenance",
+        "m006_vault",
     ]
     assert len(migrate.revisions()) == migrate.HEAD_VERSION
 
@@ -81,7 +82,7 @@ def test_migrated_schema_objects(kernel: Ctx, store_path: Path):
     assert conn.execute("PRAGMA user_version").fetchone()[0] == migrate.HEAD_VERSION
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
-    assert conn.execute("SELECT version_num FROM alembic_version").fetchone()[0] == "m005_provenance"
+    assert conn.execute("SELECT version_num FROM alembic_version").fetchone()[0] == "m006_vault"
     conn.close()
 
 

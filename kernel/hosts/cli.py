@@ -8,6 +8,7 @@ import os
 import sys
 import time
 from collections.abc import Callable
+from contextlib import nullcontext
 from datetime import UTC, datetime
 from functools import wraps
 from pathlib import Path
@@ -135,15 +136,71 @@ def cli(ctx: click.Context, db: str | None) -> None:
     ctx.ensure_object(dict)["db"] = db
 
 
+_KEY_FILE_HELP = (
+    "Key file (default: CTX_VAULT_KEY, else CTX_VAULT_KEY_FILE, else vault/<store id>.key "
+    "in the config folder); created 0600 if missing."
+)
+
+
 @cli.command()
+@click.option("--encrypt", is_flag=True, help="Encrypt evidence text at rest (AES-256-GCM).")
+@click.option("--key-file", type=click.Path(dir_okay=False, path_type=Path), help=_KEY_FILE_HELP)
 @_db_option
 @click.pass_context
-def init(ctx: click.Context, db_here: str | None) -> None:
+def init(ctx: click.Context, encrypt: bool, key_file: Path | None, db_here: str | None) -> None:
     """Create the store (.ctx/ctx.db in the working folder, or --db / CTX_DB)."""
     target = paths.init_target(db_here or ctx.obj.get("db"))
     kernel, created = Ctx.init(target)
-    kernel.close()
-    click.echo(f"{'created' if created else 'already present, schema up to date:'} {target}")
+    with kernel:
+        click.echo(f"{'created' if created else 'already present, schema up to date:'} {target}")
+        if encrypt and not (kernel.encrypted and not created):
+            _seal(kernel, kernel.encrypt, key_file, "encrypting")
+        elif key_file is not None:
+            raise UsageError("--key-file goes with --encrypt")
+
+
+@cli.command("encrypt")
+@click.option("--key-file", type=click.Path(dir_okay=False, path_type=Path), help=_KEY_FILE_HELP)
+@_with_store
+def encrypt_command(kernel: Ctx, key_file: Path | None) -> None:
+    """Encrypt every evidence text at rest; resumable, and new evidence is encrypted from then on.
+
+    Evidence vectors and entity mentions are dropped (they would give the text away); keyword
+    search keeps working on keyed tokens. Keep the key safe: without it the evidence is lost.
+    """
+    _seal(kernel, kernel.encrypt, key_file, "encrypting")
+
+
+@cli.command()
+@click.option("--key-file", type=click.Path(dir_okay=False, path_type=Path), help="The current key file.")
+@_with_store
+def rekey(kernel: Ctx, key_file: Path | None) -> None:
+    """Encrypt every evidence text again under a new key; safe to interrupt and run again.
+
+    The new key waits in <key file>.new until every row uses it, then replaces the key file.
+    """
+    _seal(kernel, kernel.rekey, key_file, "re-encrypting")
+
+
+def _seal(kernel: Ctx, step: Callable[..., Any], key_file: Path | None, label: str) -> None:
+    show = sys.stderr.isatty()
+    bar: Any = (
+        click.progressbar(length=1, label=label, file=sys.stderr, show_pos=True) if show else nullcontext()
+    )
+    with bar:
+        shown = 0
+
+        def progress(done: int, total: int) -> None:
+            nonlocal shown
+            if show:
+                bar.length = max(total, 1)
+                bar.update(done - shown)
+                shown = done
+
+        report = step(key_file=key_file, progress=progress)
+    click.echo(f"{report.sealed} evidence texts sealed with key {report.key_id} ({report.key_source})")
+    if report.key_created:
+        click.echo(f"key written to {report.key_source}: back it up; without it the evidence cannot be read")
 
 
 @cli.command()

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kernel.records import AuditEvent, Decision, Evidence, Proposal
+
+if TYPE_CHECKING:
+    from kernel.vault import Vault
 
 
 class Store(Protocol):
@@ -35,6 +38,30 @@ class Store(Protocol):
 
     def get_meta(self, key: str) -> str | None:
         """A metadata value, or None."""
+
+    def delete_meta(self, key: str) -> None: ...
+
+    def vault(self) -> Vault | None: ...
+
+    def is_sealed(self) -> bool: ...
+
+    def offer_key(self, where: str, key: bytes) -> None: ...
+
+    def forget_vault(self) -> None: ...
+
+    def plain_evidence(self, limit: int) -> list[tuple[int, str, str]]: ...
+
+    def sealed_evidence_not_under(self, key_id: str, limit: int) -> list[tuple[int, str, bytes]]: ...
+
+    def count_evidence_to_seal(self, key_id: str | None) -> int: ...
+
+    def seal_evidence(self, rowid: int, blob: bytes, plain: str | None, index_text: str | None) -> None: ...
+
+    def forget_evidence_derivatives(self) -> None: ...
+
+    def secure_delete(self) -> None: ...
+
+    def scrub(self) -> None: ...
 
     def set_meta(self, key: str, value: str) -> None:
         """Set a metadata value."""

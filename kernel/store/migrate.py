@@ -13,7 +13,7 @@ from typing import Any
 from kernel.errors import StoreError
 
 # The number of the newest migration in kernel/migrations/versions.
-HEAD_VERSION = 5
+HEAD_VERSION = 6
 MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
 
 

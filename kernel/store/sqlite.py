@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 import time
@@ -16,6 +17,8 @@ from kernel.errors import RefusedError, StoreError
 from kernel.records import AuditEvent, Decision, Evidence, Proposal
 from kernel.store import migrate
 from kernel.store.sqlite_index import IndexQueries
+from kernel.vault import Vault, VaultError, is_sealed
+from kernel.vault import snippet as vault_snippet
 
 _DECISION_COLS = (
     "id, subject, decision, rationale, valid_from, valid_until, ratified_by, ratified_at, "
@@ -35,14 +38,10 @@ def _placeholders(values: list[Any]) -> str:
     return ",".join("?" * len(values))
 
 
-def _evidence(row: tuple[Any, ...]) -> Evidence:
-    return Evidence(*row[:5], json.loads(row[5]), *row[6:])
-
-
-def _evidence_row(evidence: Evidence) -> tuple[Any, ...]:
+def _evidence_row(evidence: Evidence, text: str | bytes) -> tuple[Any, ...]:
     return (
         evidence.id,
-        evidence.text,
+        text,
         evidence.kind,
         evidence.agent,
         evidence.session,
@@ -65,6 +64,8 @@ class SQLiteStore(IndexQueries):
         self._in_tx = False
         self._in_snapshot = False
         self._reader: SQLiteStore | None = None
+        self._vault: Vault | None = None
+        self._offered: list[tuple[str, bytes]] = []
 
     @classmethod
     def create(cls, path: Path) -> SQLiteStore:
@@ -95,6 +96,7 @@ class SQLiteStore(IndexQueries):
         """A second connection to the same file, for reads that run beside this one's."""
         if self._reader is None:
             self._reader = SQLiteStore(self.path, driver.connect(self.path))
+            self._reader._vault = self._vault
         return self._reader
 
     # -- transactions -------------------------------------------------------------------
@@ -185,6 +187,111 @@ class SQLiteStore(IndexQueries):
             (key, value),
         )
 
+    def delete_meta(self, key: str) -> None:
+        """Forget one meta key."""
+        self._conn.execute("DELETE FROM meta WHERE key = ?", (key,))
+
+    # -- the sealed vault -----------------------------------------------------------------
+
+    def vault(self) -> Vault | None:
+        """The keys of a sealed (encrypted) vault, unlocked on first use; None for a plain one."""
+        if self._vault is None:
+            meta = dict(self._q("SELECT key, value FROM meta WHERE key LIKE 'vault%' OR key = 'store_id'"))
+            if "vault_key_id" not in meta:
+                return None
+            self._vault = Vault.unlock(meta, meta["store_id"], self._offered)
+        return self._vault
+
+    def offer_key(self, where: str, key: bytes) -> None:
+        """Make a key from elsewhere (a --key-file, a rekey's new key) available to unlock the vault."""
+        self._offered.append((where, key))
+        self.forget_vault()
+
+    def plain_evidence(self, limit: int) -> list[tuple[int, str, str]]:
+        """``(rowid, id, text)`` of evidence rows still in clear, oldest first."""
+        return [
+            (r[0], r[1], r[2])
+            for r in self._q(
+                "SELECT rowid, id, text FROM evidence WHERE typeof(text) = 'text' ORDER BY rowid LIMIT ?",
+                (limit,),
+            )
+        ]
+
+    def sealed_evidence_not_under(self, key_id: str, limit: int) -> list[tuple[int, str, bytes]]:
+        """``(rowid, id, blob)`` of sealed rows whose key is not ``key_id``, oldest first."""
+        return [
+            (r[0], r[1], r[2])
+            for r in self._q(
+                "SELECT rowid, id, text FROM evidence WHERE typeof(text) = 'blob' "
+                "AND substr(text, 6, 8) <> ? ORDER BY rowid LIMIT ?",
+                (bytes.fromhex(key_id), limit),
+            )
+        ]
+
+    def count_evidence_to_seal(self, key_id: str | None) -> int:
+        """Rows that are plain, or sealed under another key than ``key_id``."""
+        row = self._one(
+            "SELECT count(*) FROM evidence WHERE typeof(text) = 'text' "
+            "OR (? IS NOT NULL AND substr(text, 6, 8) <> ?)",
+            (key_id, bytes.fromhex(key_id) if key_id else None),
+        )
+        return int(row[0]) if row else 0
+
+    def seal_evidence(self, rowid: int, blob: bytes, plain: str | None, index_text: str | None) -> None:
+        """Replace a row's text by its sealed form; a plain row's index words become keyed tokens."""
+        if plain is not None:
+            self._conn.execute(
+                "INSERT INTO evidence_fts (evidence_fts, rowid, text) VALUES ('delete', ?, ?)", (rowid, plain)
+            )
+            self._conn.execute("INSERT INTO evidence_fts (rowid, text) VALUES (?, ?)", (rowid, index_text))
+        self._conn.execute("UPDATE evidence SET text = ? WHERE rowid = ?", (blob, rowid))
+
+    def forget_evidence_derivatives(self) -> None:
+        """Drop what was derived from plain evidence text: its vectors, entity mentions, lone entities."""
+        self._conn.execute("DELETE FROM evidence_vector")
+        if self._one("SELECT 1 FROM sqlite_master WHERE name = 'vec_evidence'"):
+            self._conn.execute("DELETE FROM vec_evidence")
+        self._conn.execute("DELETE FROM entity_mention WHERE item LIKE 'ev\\_%' ESCAPE '\\'")
+        self._conn.execute("DELETE FROM entity WHERE id NOT IN (SELECT entity_id FROM entity_mention)")
+
+    def secure_delete(self) -> None:
+        """Zero what this connection frees from now on (old plain text, ciphertext under an old key)."""
+        self._conn.execute("PRAGMA secure_delete = ON")
+
+    def scrub(self) -> None:
+        """Merge the text index into one segment (dropping the plain words of sealed rows) and empty the WAL.
+
+        Not VACUUM: it may renumber the implicit rowids the index and the vectors point at.
+        """
+        self._conn.execute("INSERT INTO evidence_fts (evidence_fts) VALUES ('optimize')")
+        self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+    def is_sealed(self) -> bool:
+        """True when evidence text is encrypted at rest (without needing the key)."""
+        return self._vault is not None or self.get_meta("vault_key_id") is not None
+
+    def forget_vault(self) -> None:
+        """Read the vault's keys again on next use (after encrypt or rekey changed them)."""
+        self._vault = None
+        if self._reader is not None:
+            self._reader._vault = None
+
+    def _evidence(self, row: tuple[Any, ...]) -> Evidence:
+        text = row[1]
+        if is_sealed(text):
+            vault = self.vault()
+            if vault is None:
+                raise VaultError(f"evidence {row[0]} is sealed but the store names no vault key")
+            text = vault.open(row[0], text)
+            if hashlib.sha256(text.encode("utf-8")).hexdigest() != row[6]:
+                raise VaultError(f"evidence {row[0]} does not match its content hash: it was altered")
+        return Evidence(row[0], text, *row[2:5], json.loads(row[5]), *row[6:])
+
+    def evidence_match(self, match: str) -> str:
+        """An evidence FTS5 query as the index holds it (keyed tokens in a sealed vault)."""
+        vault = self.vault()
+        return match if vault is None else vault.match(match)
+
     # -- evidence -------------------------------------------------------------------------
 
     def evidence_id_for_hash(self, content_hash: str) -> str | None:
@@ -193,16 +300,23 @@ class SQLiteStore(IndexQueries):
         return row[0] if row else None
 
     def insert_evidence(self, evidence: Evidence) -> None:
-        """Append evidence to the vault (the FTS index follows by trigger)."""
-        self._conn.execute(
+        """Append evidence to the vault; the FTS index follows (by trigger, or keyed tokens if sealed)."""
+        vault = self.vault()
+        text = evidence.text if vault is None else vault.seal(evidence.id, evidence.text)
+        cursor = self._conn.execute(
             f"INSERT INTO evidence ({_EVIDENCE_COLS}) VALUES ({_placeholders([0] * 11)})",
-            _evidence_row(evidence),
+            _evidence_row(evidence, text),
         )
+        if vault is not None:
+            self._conn.execute(
+                "INSERT INTO evidence_fts (rowid, text) VALUES (?, ?)",
+                (cursor.lastrowid, vault.index_text(evidence.text)),
+            )
 
     def get_evidence(self, evidence_id: str) -> Evidence | None:
         """One evidence row."""
         row = self._one(f"SELECT {_EVIDENCE_COLS} FROM evidence WHERE id = ?", (evidence_id,))
-        return _evidence(row) if row else None
+        return self._evidence(row) if row else None
 
     def missing_evidence(self, ids: list[str]) -> list[str]:
         """Those of ``ids`` that name no evidence."""
@@ -558,15 +672,19 @@ class SQLiteStore(IndexQueries):
 
     def search_evidence(self, match: str, limit: int) -> list[tuple[Evidence, float, str]]:
         """Evidence matching an FTS5 query with a snippet, best BM25 first."""
+        vault = self.vault()
+        snippet = "snippet(evidence_fts, 0, '[', ']', '…', 16)" if vault is None else "''"
         rows = self._q(
             f"""SELECT {", ".join("e." + c for c in _EVIDENCE_COLS.split(", "))},
-                       bm25(evidence_fts) AS score,
-                       snippet(evidence_fts, 0, '[', ']', '…', 16)
+                       bm25(evidence_fts) AS score, {snippet}
                 FROM evidence_fts JOIN evidence e ON e.rowid = evidence_fts.rowid
                 WHERE evidence_fts MATCH ? ORDER BY score LIMIT ?""",
-            (match, limit),
+            (self.evidence_match(match), limit),
         )
-        return [(_evidence(r[:11]), r[11], r[12]) for r in rows]
+        found = [(self._evidence(r[:11]), r[11], r[12]) for r in rows]
+        if vault is not None:
+            found = [(e, score, vault_snippet(e.text, match)) for e, score, _ in found]
+        return found
 
     def data_version(self) -> int:
         """SQLite's ``data_version``: changes when another connection commits."""

@@ -11,11 +11,11 @@ better than random vectors do, and rescoring restores the exact order.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from kernel.records import Evidence
+from kernel.vault import snippet as vault_snippet
 
 KINDS = ("decision", "evidence")
 CHUNK_SLOTS = 16  # chunk_id = owner rowid * CHUNK_SLOTS + chunk number
@@ -34,6 +34,15 @@ class IndexQueries:
         raise NotImplementedError
 
     def _one(self, sql: str, params: tuple[Any, ...] | list[Any] = ()) -> tuple[Any, ...] | None:
+        raise NotImplementedError
+
+    def _evidence(self, row: tuple[Any, ...]) -> Evidence:
+        raise NotImplementedError
+
+    def evidence_match(self, match: str) -> str:
+        raise NotImplementedError
+
+    def is_sealed(self) -> bool:
         raise NotImplementedError
 
     # -- entities -------------------------------------------------------------------------
@@ -168,7 +177,7 @@ class IndexQueries:
         top = self._q(
             "SELECT rowid, bm25(evidence_fts) AS score FROM evidence_fts WHERE evidence_fts MATCH ? "
             "ORDER BY score LIMIT ?",
-            (match, limit),
+            (self.evidence_match(match), limit),
         )
         ids = self.ids_for_rowids("evidence", [r[0] for r in top])
         return [(ids[rowid], score) for rowid, score in top if rowid in ids]
@@ -177,12 +186,14 @@ class IndexQueries:
         """True when at least ``threshold`` evidence texts contain ``term`` (counting stops there)."""
         row = self._one(
             "SELECT count(*) FROM (SELECT 1 FROM evidence_fts WHERE evidence_fts MATCH ? LIMIT ?)",
-            (f'"{term}"', threshold),
+            (self.evidence_match(f'"{term}"'), threshold),
         )
         return bool(row) and row[0] >= threshold
 
     def evidence_snippets(self, match: str, ids: Sequence[str]) -> dict[str, str]:
         """FTS5 snippets (matches in [brackets]) of the evidence ``ids`` that match ``match``."""
+        if self.is_sealed():  # the index holds tokens, not words: cut the snippet from the text
+            return {e.id: vault_snippet(e.text, match) for e in self.evidence_by_ids(ids).values()}
         out = {}
         for item in ids:
             # One point query per hit: FTS5 looks a rowid up directly instead of running MATCH over the vault.
@@ -207,7 +218,7 @@ class IndexQueries:
             f"WHERE id IN ({_marks(ids)})",
             list(ids),
         )
-        return {r[0]: Evidence(*r[:5], json.loads(r[5]), *r[6:]) for r in rows}
+        return {r[0]: self._evidence(r) for r in rows}
 
     def recent_evidence_ids(self, limit: int) -> list[str]:
         """Ids of the newest evidence texts, newest first."""
@@ -268,6 +279,8 @@ class IndexQueries:
         Rows are embedded in rowid order and never change, so the newest embedded rowid
         is a high-water mark.
         """
+        if kind == "evidence" and self.is_sealed():
+            return []  # a vector would give a sealed text's meaning away: sealed vaults have none
         table = _table(kind)
         column = (
             "subject || ': ' || decision || coalesce('\n' || rationale, '')" if kind == "decision" else "text"
@@ -284,6 +297,8 @@ class IndexQueries:
 
     def pending_vector_count(self, kind: str) -> int:
         """How many rows still wait for a vector."""
+        if kind == "evidence" and self.is_sealed():
+            return 0
         table = _table(kind)
         row = self._one(
             f"SELECT count(*) FROM {table} "
