@@ -17,6 +17,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter, ValidationError
 
 from kernel import text
+from kernel.audit_export import EVENTS
 from kernel.facade import DEFAULT_BUDGET, MAX_BUDGET, MAX_QUERY_CHARS, MIN_BUDGET
 from kernel.records import EVIDENCE_KINDS
 
@@ -373,18 +374,7 @@ class AuditVerifyOut(_Strict):
 
 
 Sha256 = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
-EventType = Literal[
-    "proposal",
-    "ratification",
-    "rejection",
-    "withdrawal",
-    "supersession",
-    "retirement",
-    "evidence",
-    "import",
-    "vault",
-    "other",
-]
+EventType = Literal[EVENTS]
 
 
 class AuditRecordOut(_Strict):
