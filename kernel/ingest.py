@@ -145,13 +145,21 @@ def _worker_setup() -> None:
     threading.Thread(target=watch, daemon=True).start()
 
 
+def _spawn_can_start() -> bool:
+    # A spawned worker runs the parent's main module again; code read from stdin has none to run.
+    import sys  # noqa: PLC0415
+
+    main_file = getattr(sys.modules.get("__main__"), "__file__", None)
+    return main_file is None or os.path.exists(main_file)
+
+
 def prepare_all(items: Iterable[Item], *, redact: bool, parallel: bool = False) -> Iterator[Outcome]:
     """Prepare records in order, in this process or (``parallel``) in one worker process.
 
     The worker takes chunks of PREPARE_CHUNK records with at most PREPARE_AHEAD chunks in
     flight, so memory stays bounded and the caller writes while the next chunk is prepared.
     """
-    if not parallel:
+    if not parallel or not _spawn_can_start():
         for item in items:
             yield from _prepare_items([item], redact)
         return

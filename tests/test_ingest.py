@@ -437,3 +437,19 @@ def test_the_ingest_benchmark_runs_and_prints_its_figures():
     assert len(figures) == 4
     assert "(added 300, duplicates 0, rejected 0, redacted 6)" in figures[0]
     assert "(added 0, duplicates 300, " in figures[1]
+
+
+def test_parallel_logging_from_code_read_on_stdin_falls_back_to_one_process(tmp_path):
+    import subprocess
+
+    code = f"""
+from pathlib import Path
+from kernel import Ctx
+from kernel.ingest import EvidenceInput, Item
+kernel, _ = Ctx.init(Path({str(tmp_path / "s.db")!r}))
+report = kernel.log_many((Item(n, EvidenceInput(text=f"note {{n}}")) for n in range(50)), parallel=True)
+print(report.added)
+"""
+    result = subprocess.run([sys.executable, "-"], input=code, capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "50"

@@ -66,6 +66,10 @@ class SQLiteStore(IndexQueries):
         self._reader: SQLiteStore | None = None
         self._vault: Vault | None = None
         self._offered: list[tuple[str, bytes]] = []
+        # Facts that hold until this connection's transaction ends: it holds the write lock, so
+        # no other writer can change them (the vault's state; the audit chain's last row).
+        self._tx_plain = False
+        self._tx_audit_tail: tuple[int, str] | None = None
 
     @classmethod
     def create(cls, path: Path) -> SQLiteStore:
@@ -109,6 +113,7 @@ class SQLiteStore(IndexQueries):
             return
         self._begin()
         self._in_tx = True
+        self._tx_plain, self._tx_audit_tail = False, None
         try:
             yield
             self._conn.execute("COMMIT")
@@ -122,6 +127,7 @@ class SQLiteStore(IndexQueries):
             raise
         finally:
             self._in_tx = False
+            self._tx_plain, self._tx_audit_tail = False, None
 
     @contextmanager
     def savepoint(self) -> Iterator[None]:
@@ -132,6 +138,7 @@ class SQLiteStore(IndexQueries):
         except BaseException as exc:
             self._conn.execute("ROLLBACK TO step")
             self._conn.execute("RELEASE step")
+            self._tx_audit_tail = None  # the step's audit rows are gone
             if isinstance(exc, driver.dbapi.IntegrityError):
                 raise RefusedError(f"refused by the store: {exc}") from exc
             raise
@@ -186,18 +193,23 @@ class SQLiteStore(IndexQueries):
             "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
             (key, value),
         )
+        self._tx_plain = False
 
     def delete_meta(self, key: str) -> None:
         """Forget one meta key."""
         self._conn.execute("DELETE FROM meta WHERE key = ?", (key,))
+        self._tx_plain = False
 
     # -- the sealed vault -----------------------------------------------------------------
 
     def vault(self) -> Vault | None:
         """The keys of a sealed (encrypted) vault, unlocked on first use; None for a plain one."""
         if self._vault is None:
+            if self._tx_plain:
+                return None
             meta = dict(self._q("SELECT key, value FROM meta WHERE key LIKE 'vault%' OR key = 'store_id'"))
             if "vault_key_id" not in meta:
+                self._tx_plain = self._in_tx
                 return None
             self._vault = Vault.unlock(meta, meta["store_id"], self._offered)
         return self._vault
@@ -268,7 +280,13 @@ class SQLiteStore(IndexQueries):
 
     def is_sealed(self) -> bool:
         """True when evidence text is encrypted at rest (without needing the key)."""
-        return self._vault is not None or self.get_meta("vault_key_id") is not None
+        if self._vault is not None:
+            return True
+        if self._tx_plain:
+            return False
+        sealed = self.get_meta("vault_key_id") is not None
+        self._tx_plain = self._in_tx and not sealed
+        return sealed
 
     def forget_vault(self) -> None:
         """Read the vault's keys again on next use (after encrypt or rekey changed them)."""
@@ -621,7 +639,7 @@ class SQLiteStore(IndexQueries):
         """Append a hash-chained audit row; must run inside :meth:`transaction`."""
         if not self._in_tx:
             raise RuntimeError("append_audit needs an open transaction")
-        last = self._one("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1")
+        last = self._tx_audit_tail or self._one("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1")
         seq, prev = (last[0] + 1, last[1]) if last else (1, GENESIS_HASH)
         row = {
             "seq": seq,
@@ -638,6 +656,7 @@ class SQLiteStore(IndexQueries):
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (*row.values(), prev, digest),
         )
+        self._tx_audit_tail = (seq, digest)
         return AuditEvent(**row, prev_hash=prev, hash=digest)
 
     def audit_rows(self) -> Iterator[dict[str, Any]]:
