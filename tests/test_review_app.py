@@ -206,18 +206,35 @@ async def test_filter_by_proposer_subject_and_fuzzy_words(store: Path) -> None:
     kernel.close()
 
 
+async def _wait_for_row(pilot, key: str) -> None:
+    for _ in range(80):
+        await asyncio.sleep(0.05)
+        await settle(pilot)
+        if key in _rows(pilot.app):
+            return
+
+
 async def test_new_proposal_appears_while_the_app_is_open(store: Path) -> None:
     app, kernel = review_app(store, poll=0.1)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await asyncio.sleep(0.3)  # past the first change checks
+        assert len(_rows(app)) == 5
+        with Ctx.open(store, embedder=None) as agent:
+            new = agent.propose("ci.cache", "Cache pip downloads between CI runs.", proposer="codex")
+        await _wait_for_row(pilot, new.id)
+        assert new.id in _rows(app)
+    kernel.close()
+
+
+async def test_a_proposal_made_before_the_first_change_check_still_appears(store: Path) -> None:
+    app, kernel = review_app(store, poll=1.0)
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
         assert len(_rows(app)) == 5
         with Ctx.open(store, embedder=None) as agent:
             new = agent.propose("ci.cache", "Cache pip downloads between CI runs.", proposer="codex")
-        for _ in range(40):
-            await asyncio.sleep(0.05)
-            await settle(pilot)
-            if new.id in _rows(app):
-                break
+        await _wait_for_row(pilot, new.id)
         assert new.id in _rows(app)
     kernel.close()
 
@@ -379,4 +396,16 @@ async def test_command_palette_switches_screens_and_runs_actions(store: Path) ->
         await pilot.press(*"Sort", "enter")
         await settle(pilot)
         assert isinstance(app.screen, QueueScreen) and app.screen.sort == "subject"
+    kernel.close()
+
+
+async def test_no_thread_touches_the_store_once_the_app_has_quit(store: Path) -> None:
+    app, kernel = review_app(store, poll=0.01)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await asyncio.sleep(0.1)  # change checks are running in threads
+        await pilot.press("q")
+    with pytest.raises(RuntimeError, match="closed"):
+        app.backend.run(lambda k: k.queue())
+    assert app.backend.changed() is False
     kernel.close()

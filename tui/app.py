@@ -48,23 +48,22 @@ class ReviewApp(App[None]):
         self.poll_seconds = poll
         self.sub_title = f"reviewer: {backend.reviewer}"
         self.last_ratified: Decision | None = None
-        self._version: int | None = None
 
     def on_mount(self) -> None:
         """Start the cheap change check."""
         if self.poll_seconds:
             self.set_interval(self.poll_seconds, self._check_for_changes)
 
+    def on_unmount(self) -> None:
+        """No thread may touch the store once the app is gone (its owner closes it next)."""
+        self.backend.close()
+
     def _check_for_changes(self) -> None:
         self.run_worker(self._poll, thread=True, group="poll", exclusive=True, exit_on_error=False)
 
     def _poll(self) -> None:
-        version = self.backend.poll()
-        if version is None:
-            return
-        if self._version is not None and version != self._version:
+        if self.backend.changed():
             self.call_from_thread(self.store_changed)
-        self._version = version
 
     def store_changed(self) -> None:
         """Another process wrote to the store: refresh the screens on show."""

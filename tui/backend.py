@@ -31,11 +31,22 @@ class Backend:
         self.reviewer = reviewer
         self.now = now
         self._prefetched: dict[str, Future[object]] = {}
+        # Taken before any screen reads, so a commit landing between the first read and the
+        # first poll still counts as a change.
+        self._seen_version = kernel.data_version()
+        self._closed = False
 
     def run(self, call: Callable[[Ctx], T]) -> T:
         """Run ``call`` with the facade, waiting for any other call to finish first."""
         with self._lock:
+            if self._closed:
+                raise RuntimeError("the review app has closed")
             return call(self._kernel)
+
+    def close(self) -> None:
+        """Wait for the call in flight, then refuse new ones: the owner may now close the store."""
+        with self._lock:
+            self._closed = True
 
     def prefetch(self, name: str, call: Callable[[Ctx], object]) -> None:
         """Start ``call`` now, in a thread, so its result is ready when a screen asks (``take``)."""
@@ -54,11 +65,15 @@ class Backend:
         """The prefetched result of ``name`` (once), or None."""
         return self._prefetched.pop(name, None)
 
-    def poll(self) -> int | None:
-        """The store's change counter, or None when another call holds the store right now."""
+    def changed(self) -> bool:
+        """Whether another process committed since the last check (False while a call holds the store)."""
         if not self._lock.acquire(blocking=False):
-            return None
+            return False
         try:
-            return self._kernel.data_version()
+            if self._closed:
+                return False
+            version = self._kernel.data_version()
         finally:
             self._lock.release()
+        changed, self._seen_version = version != self._seen_version, version
+        return changed
