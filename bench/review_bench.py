@@ -5,7 +5,9 @@ Runs the real app headless (Textual's test driver) at 100x30 over a cached store
 
 - the facade's ``review_queue()`` on its own;
 - app start to the first screen with every row loaded;
-- cursor moves and page moves, each until the next frame is drawn (mean and p95).
+- cursor moves and page moves, each until the next frame is drawn (mean and p95);
+- the Audit screen's verdict: the chain recomputed and the tables replayed against it, as
+  ``ctx audit verify`` does (it runs in a worker thread; the screen shows the log meanwhile).
 
 The same figures for a queue of 100 are printed first: the difference is what the size costs
 (the rest is Textual's own start-up and the test driver's per-key overhead).
@@ -101,8 +103,18 @@ def report(path: Path, decisions: int, moves: int, runs: int) -> None:
             start = time.perf_counter()
             entries = kernel.review_queue()
             timings.append((time.perf_counter() - start) * 1000)
+        verdicts = []
+        for _ in range(3):
+            start = time.perf_counter()
+            verdict = kernel.verify_audit(state=True)
+            verdicts.append((time.perf_counter() - start) * 1000)
+        assert verdict.ok, verdict.problem
     print(f"\n{len(entries)} pending proposals, {decisions} current decisions")
     print(f"  review_queue() (facade)        median {statistics.median(timings):7.1f} ms")
+    print(
+        f"  audit verdict ({verdict.rows} rows)  median {statistics.median(verdicts):7.1f} ms  "
+        "(worker thread, Audit screen)"
+    )
     results = [asyncio.run(drive(path, moves)) for _ in range(runs)]
     opens = [r["open"][0] for r in results]
     print(

@@ -383,6 +383,7 @@ SCHEMA_REFUSES = [
     ("recall", {"query": "x", "k": 0}),
     ("recall", {"query": "x", "k": 101}),
     ("recall", {"query": "x", "k": "5"}),
+    ("recall", {"query": "x", "k": 5.5}),
     ("recall", {"query": "x", "mode": "fuzzy"}),
     ("recall", {"query": "x", "min_scores": {"bm25": 1}}),
     ("recall", {"query": "x", "explain": True}),
@@ -408,6 +409,17 @@ def test_the_server_refuses_what_the_input_schema_refuses(agent, world, tool, ar
     message = error_text(agent.call(tool, arguments))
     assert message.startswith("invalid arguments: "), message
     assert snapshot(world["db"]) == before
+
+
+def test_an_integral_number_is_an_integer_as_json_schema_says(agent, world):
+    """JSON Schema counts 5.0 as an integer, and clients that only have floats send it so."""
+    arguments = {"query": "redis sessions", "mode": "keyword", "k": 1.0, "rrf_k": 60.0}
+    assert Draft202012Validator(schema(TOOLS["recall"][0])).is_valid(arguments)
+    found = ok(agent.call("recall", arguments), "recall")
+    assert (found["k"], found["rrf_k"]) == (1, 60)
+    assert [d["id"] for d in found["decisions"]] == [world["current"].id]
+    block = ok(agent.call("inject_context", {"budget": 600.0}), "inject_context")
+    assert block["tokens"] <= 600
 
 
 def test_no_store_is_one_line_and_exit_1(tmp_path):

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from kernel import Ctx
+from kernel import Ctx, driver
 from tests.review_support import freeze_clock, review_app, seeded_store, settle
 from tui.dialogs.confirm import ConfirmDialog
 from tui.dialogs.edit import EditDialog
@@ -379,6 +379,30 @@ async def test_text_that_looks_like_markup_is_shown_literally(store: Path) -> No
         assert check.decisions("docs.markup")[0].decision == text
 
 
+async def test_the_audit_screen_names_a_decision_changed_beside_the_log(store: Path) -> None:
+    """The screen gives `ctx audit verify`'s verdict: an intact chain is not enough."""
+    conn = driver.connect(store, load_vec=False)
+    conn.execute(
+        "UPDATE decision SET valid_until = '2030-01-01T00:00:00.000000Z', closed_by = 'retired' "
+        "WHERE valid_until IS NULL AND subject = 'db.driver'"
+    )
+    conn.commit()
+    conn.close()
+    with Ctx.open(store, embedder=None) as kernel:
+        assert kernel.verify_audit().ok  # the chain alone still verifies
+        expected = kernel.verify_audit(state=True)
+    assert not expected.ok
+    app, kernel = review_app(store)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await settle(pilot)
+        await pilot.press("4")
+        await settle(pilot)
+        status = str(app.screen.query_one("#chain").render())
+        assert f"AUDIT LOG BROKEN at row {expected.first_bad_seq}" in status
+        assert "valid_until differs" in status
+    kernel.close()
+
+
 async def test_command_palette_switches_screens_and_runs_actions(store: Path) -> None:
     app, kernel = review_app(store)
     async with app.run_test(size=(100, 30)) as pilot:
@@ -388,7 +412,7 @@ async def test_command_palette_switches_screens_and_runs_actions(store: Path) ->
         await pilot.press(*"Audit", "enter")
         await settle(pilot)
         assert type(app.screen).__name__ == "AuditScreen"
-        assert "audit chain verified" in str(app.screen.query_one("#chain").render())
+        assert "audit log verified" in str(app.screen.query_one("#chain").render())
         await pilot.press("1")
         await settle(pilot)
         await pilot.press("ctrl+p")

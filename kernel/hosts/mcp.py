@@ -361,11 +361,24 @@ class ToolArgumentError(Exception):
     """Arguments that do not match the tool's input schema."""
 
 
+def _integral_floats_as_ints(value: Any) -> Any:
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {key: _integral_floats_as_ints(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_integral_floats_as_ints(item) for item in value]
+    return value
+
+
 def parse_arguments(spec: ToolSpec, arguments: dict[str, Any] | None) -> BaseModel:
     """The call's arguments as the tool's input model, or a one-line ToolArgumentError."""
     try:
-        # Strict JSON validation accepts what the schema accepts: no "5" for an integer.
-        return spec.arguments.model_validate_json(json.dumps(arguments or {}), strict=True)
+        # Strict JSON validation accepts what the schema accepts: no "5" for an integer. JSON
+        # Schema counts 5.0 as an integer, and strict pydantic does not, so integral floats go in
+        # as ints (a number field takes an int as well).
+        document = json.dumps(_integral_floats_as_ints(arguments or {}))
+        return spec.arguments.model_validate_json(document, strict=True)
     except ValidationError as exc:
         # propose_decision takes the document `ctx propose --json` reads, and says so the same way.
         prefix = "invalid proposal JSON" if spec.arguments is ProposeInput else "invalid arguments"

@@ -1,4 +1,4 @@
-"""The audit log, newest first, with the hash chain's verification status."""
+"""The audit log, newest first, with the verdict `ctx audit verify` gives on it."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from tui.widgets.rows import Column, Row, RowList
 
 
 class AuditScreen(KernelScreen):
-    """Every act on the store; the chain is recomputed each time the screen loads."""
+    """Every act on the store; each time the screen loads, the chain is recomputed and replayed."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -47,14 +47,17 @@ class AuditScreen(KernelScreen):
         self.reload()
 
     def reload(self) -> None:
-        """Read the log and verify the chain."""
+        """Read the log and verify it as `ctx audit verify` does: the chain, then the tables against it."""
 
         def load(kernel: Ctx) -> tuple[list[AuditEvent], bool, str]:
-            report = kernel.verify_audit()
+            report = kernel.verify_audit(state=True)
             if report.ok:
-                status = f"audit chain verified: {report.rows} rows, last hash {report.last_hash[:16]}…"
+                status = (
+                    f"audit log verified: {report.rows} rows, the tables agree with it, "
+                    f"last hash {report.last_hash[:16]}…"
+                )
             else:
-                status = f"AUDIT CHAIN BROKEN at row {report.first_bad_seq}: {report.problem}"
+                status = f"AUDIT LOG BROKEN at row {report.first_bad_seq}: {report.problem}"
             return kernel.audit_events(), report.ok, status
 
         self.fetch(load, self._loaded, group="audit")
