@@ -112,8 +112,8 @@ def report(path: Path, decisions: int, moves: int, runs: int) -> None:
     print(f"\n{len(entries)} pending proposals, {decisions} current decisions")
     print(f"  review_queue() (facade)        median {statistics.median(timings):7.1f} ms")
     print(
-        f"  audit verdict ({verdict.rows} rows)  median {statistics.median(verdicts):7.1f} ms  "
-        "(worker thread, Audit screen)"
+        f"  {f'audit verdict ({verdict.rows} rows)':<30} median {statistics.median(verdicts):7.1f} ms  "
+        "(Audit screen, worker thread)"
     )
     results = [asyncio.run(drive(path, moves)) for _ in range(runs)]
     opens = [r["open"][0] for r in results]

@@ -125,7 +125,8 @@ def test_bad_lines_are_reported_by_number_and_skipped(cli, kernel, tmp_path, sto
         + b"\n"
     )
     result = cli("log", "--jsonl", str(path), "--json")
-    assert result.code == 0, result.err
+    assert result.code == 1, result.err  # a script must notice; the good lines are still stored
+    assert result.err == "ctx: error: 7 lines were rejected; the other lines were logged\n"
     report = json.loads(result.out)
     jsonschema.validate(report, schema("log-batch"))
     assert (report["added"], report["rejected_count"]) == (2, 7)
@@ -138,7 +139,9 @@ def test_bad_lines_are_reported_by_number_and_skipped(cli, kernel, tmp_path, sto
     assert "UTF-8" in by_line[9]
     assert sorted(e.text for e in kernel.recent_evidence(10)) == ["a good line", "another good line"]
     text = cli("log", "--jsonl", str(path))
+    assert text.code == 1
     assert "  line 2: malformed JSON" in text.out
+    assert text.out.startswith("added 0, duplicates 2, rejected 7")
 
 
 def test_jsonl_from_stdin(cli, kernel):

@@ -237,8 +237,8 @@ def log(
 
     Obvious secrets are replaced by typed placeholders such as [REDACTED:aws-access-key]
     before the text is stored, unless --no-redact. With --jsonl, records are committed 500
-    at a time; a bad line is reported by number and skipped, and running the same file
-    again adds nothing.
+    at a time; a bad line is reported by number and skipped (the good lines are stored, and
+    the exit status is 1), and running the same file again adds nothing.
     """
     if jsonl is not None:
         if body is not None:
@@ -251,6 +251,11 @@ def log(
             click.echo("\n".join(bulk.summary(report, redact=not no_redact)))
         if report.interrupted:
             sys.exit(130)
+        if report.rejected_count:
+            # Scripts must notice a bad line; everything else in the file is already committed.
+            lines = "1 line was" if report.rejected_count == 1 else f"{report.rejected_count} lines were"
+            click.echo(f"ctx: error: {lines} rejected; the other lines were logged", err=True)
+            sys.exit(1)
         return
     if body is None:
         raise UsageError("missing TEXT (or - for standard input, or --jsonl FILE)")
