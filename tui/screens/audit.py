@@ -25,7 +25,7 @@ class AuditScreen(KernelScreen):
     def compose(self) -> ComposeResult:
         """Chain status, then the log."""
         yield Header()
-        yield Static("Verifying the audit chain…", id="chain")
+        yield Static("Verifying the audit log…", id="chain")
         yield RowList(
             [
                 Column("#", 5),
