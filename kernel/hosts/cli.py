@@ -254,8 +254,7 @@ def log(
         if report.rejected_count:
             # Scripts must notice a bad line; everything else in the file is already committed.
             lines = "1 line was" if report.rejected_count == 1 else f"{report.rejected_count} lines were"
-            click.echo(f"ctx: error: {lines} rejected; the other lines were logged", err=True)
-            sys.exit(1)
+            _fail(f"{lines} rejected; the other lines were logged", 1)
         return
     if body is None:
         raise UsageError("missing TEXT (or - for standard input, or --jsonl FILE)")
