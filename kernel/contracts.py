@@ -68,7 +68,11 @@ class ProposeInput(_Strict):
         max_length=100,
         description="Decisions it replaces besides the subject's current one (which it replaces anyway).",
     )
-    proposer: Name | None = Field(default=None, description="Who proposes (default: the agent's name).")
+    proposer: Name | None = Field(
+        default=None,
+        description="Who proposes (default: the agent's name). Over MCP the server's agent name is "
+        "recorded and any other name is refused.",
+    )
     session: Annotated[str, StringConstraints(max_length=text.MAX_NAME_CHARS)] | None = Field(
         default=None, description="The agent's session id."
     )
@@ -82,7 +86,11 @@ class LogInput(_Strict):
         "returns its first id."
     )
     kind: EvidenceKind = Field(default="note", description="What the text is.")
-    agent: Name | None = Field(default=None, description="Who logged it (default: the agent's name).")
+    agent: Name | None = Field(
+        default=None,
+        description="Who logged it (default: the agent's name). Over MCP the server's agent name is "
+        "recorded and any other name is refused.",
+    )
     session: SessionText | None = Field(default=None, description="The agent's session id.")
     tags: list[SessionText] = Field(default_factory=list, max_length=50)
     source: Annotated[str, StringConstraints(max_length=2_000)] | None = Field(

@@ -33,3 +33,7 @@ class StoreError(CtxError):
     """The store is missing, from a newer version, locked or damaged."""
 
     exit_code = 1
+
+
+class StalePlanError(RefusedError):
+    """A person approved a change the store no longer matches (another reviewer acted first)."""

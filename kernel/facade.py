@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from kernel import clock, entities, text
 from kernel.audit import ChainReport, verify_chain
-from kernel.errors import CtxError, NotFoundError, RefusedError, StoreError, UsageError
+from kernel.errors import CtxError, NotFoundError, RefusedError, StalePlanError, StoreError, UsageError
 from kernel.fts import match_query
 from kernel.ingest import BatchReport, EvidenceInput, Item, Prepared, prepare, prepare_all
 from kernel.records import (
@@ -31,13 +31,16 @@ from kernel.review import (
     ClosingWindow,
     ProposalContext,
     QueueEntry,
+    RatificationPlan,
     RatifyPreview,
     age,
+    plain_diff,
     short_age,
     word_diff,
 )
 from kernel.store.base import Store
 from kernel.store.sqlite import SQLiteStore
+from kernel.text import visible
 
 __all__ = [
     "STALE_AFTER",
@@ -51,9 +54,13 @@ __all__ = [
     "ProposalContext",
     "QueueEntry",
     "Ratification",
+    "RatificationPlan",
     "RatifyPreview",
+    "StalePlanError",
     "age",
+    "plain_diff",
     "short_age",
+    "visible",
     "word_diff",
 ]
 
@@ -304,10 +311,10 @@ class Ctx:
     ) -> Proposal:
         """Queue a proposal for a person to ratify; records what it would supersede and near-duplicates."""
         subject = text.normalise_subject(subject)
-        decision = text.require_text(decision, "decision", text.MAX_DECISION_CHARS)
-        rationale = text.optional_text(rationale, "rationale", text.MAX_RATIONALE_CHARS)
-        proposer = text.require_text(proposer, "proposer", text.MAX_NAME_CHARS)
-        session = text.optional_text(session, "session", text.MAX_NAME_CHARS)
+        decision = text.require_shown(decision, "decision", text.MAX_DECISION_CHARS)
+        rationale = text.optional_shown(rationale, "rationale", text.MAX_RATIONALE_CHARS)
+        proposer = text.require_shown(proposer, "proposer", text.MAX_NAME_CHARS)
+        session = text.optional_shown(session, "session", text.MAX_NAME_CHARS)
         evidence_ids = list(dict.fromkeys(clock.check_id(e, "evidence") for e in evidence))
         explicit = list(dict.fromkeys(clock.check_id(d, "decision") for d in supersedes))
         with self.store.transaction():
@@ -318,6 +325,8 @@ class Ctx:
                 if self.store.get_decision(decision_id) is None:
                     raise NotFoundError(f"no decision {decision_id}")
             current = self.store.current_decision(subject)
+            if current is None:
+                self.check_new_subject(subject)
             would_supersede = list(explicit)
             if current is not None and current.id not in would_supersede:
                 would_supersede.append(current.id)
@@ -351,6 +360,30 @@ class Ctx:
                 _proposal_summary(proposal),
             )
         return proposal
+
+    def check_new_subject(self, subject: str) -> None:
+        """Refuse a subject that looks like a different existing one (Unicode TR39 skeletons)."""
+        known = self.store.known_subjects()
+        if subject in known:
+            return
+        mine = text.skeleton(subject)
+        for other in known:
+            if subject.isascii() and other.isascii():
+                continue  # an ASCII subject is its own skeleton
+            if text.skeleton(other) == mine:
+                odd = next(
+                    (i for i, (a, b) in enumerate(zip(subject, other, strict=False)) if a != b),
+                    min(len(subject), len(other)),
+                )
+                detail = (
+                    f" (character {odd + 1} is {text.describe_char(subject[odd])})"
+                    if odd < len(subject)
+                    else ""
+                )
+                raise RefusedError(
+                    f"subject {subject} looks like the existing subject {other} but is a different "
+                    f"string{detail}: use {other}, or a subject that does not look like it"
+                )
 
     def _near_duplicate(self, subject: str, decision: str) -> tuple[str | None, float | None]:
         pending = self.store.pending_texts()
@@ -391,113 +424,164 @@ class Ctx:
             raise RefusedError(f"proposal {proposal.id} is {proposal.status}, not pending")
         return proposal
 
+    def plan_ratification(
+        self, proposal_id: str, *, decision: str | None = None, settle: Sequence[str] | None = None
+    ) -> RatificationPlan:
+        """What ratifying would change: the new decision, what it supersedes and closes, the
+        proposals it settles (default: its whole review group) and what it contradicts.
+
+        Show it to the person, then pass it to :meth:`ratify`, which carries out exactly this
+        plan or refuses if the store changed in between.
+        """
+        from kernel import review  # noqa: PLC0415
+
+        settled = None if settle is None else [clock.check_id(s, "proposal") for s in settle]
+        return review.plan(self, self.pending(proposal_id), decision, settled)
+
+    def preview_ratify(
+        self, proposal_id: str, *, decision: str | None = None, settle: Sequence[str] | None = None
+    ) -> RatificationPlan:
+        """The same as :meth:`plan_ratification` (its earlier name)."""
+        return self.plan_ratification(proposal_id, decision=decision, settle=settle)
+
     def ratify(
         self,
-        proposal_id: str,
+        proposal: str | RatificationPlan,
         *,
         reviewer: str,
         decision: str | None = None,
-        settle: Sequence[str] = (),
+        settle: Sequence[str] | None = None,
     ) -> Ratification:
         """A person's act: turn a pending proposal into the current decision on its subject.
 
-        Atomically closes the window of the subject's current decision and of every
-        current decision the proposal names, and links each to the new decision.
-        ``decision`` ratifies an amended text; the amendment is recorded. ``settle`` names
-        pending proposals of the same review group, closed as settled by this one.
+        Given a plan from :meth:`plan_ratification` (what the person was shown), carries out
+        exactly that plan, or refuses with :class:`StalePlanError` naming what changed since.
+        Given a proposal id, plans and carries out in one step: ``decision`` ratifies an
+        amended text (recorded), ``settle`` names the review-group proposals closed as settled
+        by this one (default: the whole group, as the review app does).
+        Atomically closes the windows the plan closes and links each superseded decision.
         """
-        reviewer = text.require_text(reviewer, "reviewer", text.MAX_NAME_CHARS)
-        amended_text = (
-            text.require_text(decision, "decision", text.MAX_DECISION_CHARS) if decision is not None else None
-        )
-        pid = clock.check_id(proposal_id, "proposal")
-        settled = list(dict.fromkeys(clock.check_id(s, "proposal") for s in settle))
+        reviewer = text.require_shown(reviewer, "reviewer", text.MAX_NAME_CHARS)
         with self.store.transaction():
-            proposal = self.pending(pid)
-            self._check_group(proposal, settled)
-            targets = list(proposal.explicit_supersedes)
-            current = self.store.current_decision(proposal.subject)
-            if current is not None and current.id not in targets:
-                targets.append(current.id)
-            replaced = [self._require_decision(d) for d in targets]
-            # A successor never starts before what it replaces, even if the wall clock stepped back.
-            at = max([clock.now(), *(old.valid_from for old in replaced)])
-            final_text = amended_text or proposal.decision
-            new = Decision(
-                id=clock.new_id("dc"),
-                subject=proposal.subject,
-                decision=final_text,
-                rationale=proposal.rationale,
-                valid_from=at,
-                valid_until=None,
-                ratified_by=reviewer,
-                ratified_at=at,
-                proposal_id=proposal.id,
-                amended=final_text != proposal.decision,
-                closed_by=None,
-                close_reason=None,
-                evidence=list(proposal.evidence),
-            )
-            for old in replaced:
-                if old.current:
-                    self.store.close_decision(old.id, at, "superseded", f"superseded by {new.id}")
-            self.store.insert_decision(new)
-            self.store.add_mentions(new.id, entities.for_decision(new.subject, new.decision, new.rationale))
-            for old in replaced:
-                if self.store.is_ancestor(old.id, new.id):
-                    raise RefusedError(f"superseding {old.id} would make a cycle")
-                self.store.link(old.id, new.id, at)
-            self.record_conflicts([new.id])
-            self.store.resolve_proposal(proposal.id, "ratified", at, reviewer, None, new.id)
-            after: dict[str, Any] = {
-                "status": "ratified",
-                "decision_id": new.id,
-                "subject": new.subject,
-                "decision": new.decision,
-                "supersedes": [old.id for old in replaced],
-                "evidence": list(new.evidence),
-            }
-            if new.amended:
-                after["amended_from"] = proposal.decision
+            return self._ratify(proposal, reviewer, decision, settle)
+
+    def ratify_all(self, plans: Sequence[RatificationPlan], *, reviewer: str) -> list[Ratification]:
+        """Ratify several shown plans in one transaction: all of them, or none if any is refused."""
+        reviewer = text.require_shown(reviewer, "reviewer", text.MAX_NAME_CHARS)
+        touched: dict[str, str] = {}
+        for plan in plans:
+            for pid in [plan.proposal.id, *(p.id for p in plan.settles)]:
+                if pid in touched:
+                    raise UsageError(f"{pid} is in the plans of both {touched[pid]} and {plan.proposal.id}")
+                touched[pid] = plan.proposal.id
+        with self.store.transaction():
+            return [self._ratify(plan, reviewer, None, None) for plan in plans]
+
+    def _ratify(
+        self,
+        proposal: str | RatificationPlan,
+        reviewer: str,
+        decision: str | None,
+        settle: Sequence[str] | None,
+    ) -> Ratification:
+        from kernel import review  # noqa: PLC0415
+
+        if isinstance(proposal, RatificationPlan):
+            if decision is not None or settle is not None:
+                raise UsageError("a ratification plan already holds the text and the proposals it settles")
+            shown = proposal
+            pending = self._still_pending(shown.proposal.id, None)
+            for other in shown.settles:
+                self._still_pending(other.id, shown.proposal.id)
+            amended = shown.text if shown.amended else None
+            plan = review.plan(self, pending, amended, [p.id for p in shown.settles], conflicts=False)
+            reason = review.stale_reason(shown, plan, self.store.get_decision)
+            if reason is not None:
+                raise StalePlanError(f"not ratified: {reason}")
+        else:
+            pid = clock.check_id(proposal, "proposal")
+            settled = None if settle is None else [clock.check_id(s, "proposal") for s in settle]
+            plan = review.plan(self, self.pending(pid), decision, settled, conflicts=False)
+        return self._carry_out(plan, reviewer)
+
+    def _still_pending(self, proposal_id: str, settled_by: str | None) -> Proposal:
+        found = self.proposal(proposal_id)
+        if found.status == "pending":
+            return found
+        when = f" by {text.visible(found.resolved_by or '?')} at {(found.resolved_at or '?')[:19]}"
+        if settled_by is None:
+            raise RefusedError(f"proposal {found.id} was already {found.status}{when}")
+        raise StalePlanError(
+            f"not ratified: {found.id}, which approving {settled_by} was shown to settle, was "
+            f"{found.status}{when} since; review it again"
+        )
+
+    def _carry_out(self, plan: RatificationPlan, reviewer: str) -> Ratification:
+        """Write ``plan`` inside the caller's transaction (its freshness already checked)."""
+        proposal = plan.proposal
+        replaced = plan.supersedes
+        # A successor never starts before what it replaces, even if the wall clock stepped back.
+        at = max([clock.now(), *(old.valid_from for old in replaced)])
+        new = Decision(
+            id=clock.new_id("dc"),
+            subject=proposal.subject,
+            decision=plan.text,
+            rationale=proposal.rationale,
+            valid_from=at,
+            valid_until=None,
+            ratified_by=reviewer,
+            ratified_at=at,
+            proposal_id=proposal.id,
+            amended=plan.amended,
+            closed_by=None,
+            close_reason=None,
+            evidence=list(proposal.evidence),
+        )
+        for window in plan.closes:
+            self.store.close_decision(window.decision.id, at, "superseded", f"superseded by {new.id}")
+        self.store.insert_decision(new)
+        self.store.add_mentions(new.id, entities.for_decision(new.subject, new.decision, new.rationale))
+        for old in replaced:
+            if self.store.is_ancestor(old.id, new.id):
+                raise RefusedError(f"superseding {old.id} would make a cycle")
+            self.store.link(old.id, new.id, at)
+        self.record_conflicts([new.id])
+        self.store.resolve_proposal(proposal.id, "ratified", at, reviewer, None, new.id)
+        after: dict[str, Any] = {
+            "status": "ratified",
+            "decision_id": new.id,
+            "subject": new.subject,
+            "decision": new.decision,
+            "supersedes": [old.id for old in replaced],
+            "evidence": list(new.evidence),
+        }
+        if new.amended:
+            after["amended_from"] = proposal.decision
+        self.store.append_audit(at, reviewer, "proposal.ratified", proposal.id, {"status": "pending"}, after)
+        for old in replaced:
             self.store.append_audit(
-                at, reviewer, "proposal.ratified", proposal.id, {"status": "pending"}, after
+                at,
+                reviewer,
+                "decision.superseded",
+                old.id,
+                {"valid_until": old.valid_until},
+                {"valid_until": old.valid_until or at, "superseded_by": new.id},
             )
-            for old in replaced:
-                self.store.append_audit(
-                    at,
-                    reviewer,
-                    "decision.superseded",
-                    old.id,
-                    {"valid_until": old.valid_until},
-                    {"valid_until": old.valid_until or at, "superseded_by": new.id},
-                )
-            for other in settled:
-                note = f"settled by {proposal.id}, ratified as {new.id}"
-                self.store.resolve_proposal(other, "rejected", at, reviewer, note, None)
-                self.store.append_audit(
-                    at,
-                    reviewer,
-                    "proposal.rejected",
-                    other,
-                    {"status": "pending"},
-                    {"status": "rejected", "reason": note, "settled_by": proposal.id, "decision_id": new.id},
-                )
-            result = self.store.get_decision(new.id)
+        settled = [other.id for other in plan.settles]
+        for other in settled:
+            note = f"settled by {proposal.id}, ratified as {new.id}"
+            self.store.resolve_proposal(other, "rejected", at, reviewer, note, None)
+            self.store.append_audit(
+                at,
+                reviewer,
+                "proposal.rejected",
+                other,
+                {"status": "pending"},
+                {"status": "rejected", "reason": note, "settled_by": proposal.id, "decision_id": new.id},
+            )
+        result = self.store.get_decision(new.id)
         assert result is not None
         return Ratification(proposal.id, result, [old.id for old in replaced], settled)
-
-    def _check_group(self, proposal: Proposal, settled: list[str]) -> None:
-        if not settled:
-            return
-        if proposal.id in settled:
-            raise UsageError(f"{proposal.id} cannot settle itself")
-        group = {p.id for p in self.review_group(proposal.id)}
-        for other in settled:
-            self.pending(other)
-            if other not in group:
-                raise RefusedError(
-                    f"{other} is not in the review group of {proposal.id} (same subject or near-duplicate)"
-                )
 
     def _require_decision(self, decision_id: str) -> Decision:
         found = self.store.get_decision(decision_id)
@@ -507,14 +591,14 @@ class Ctx:
 
     def reject(self, proposal_id: str, *, reviewer: str, reason: str) -> Proposal:
         """A person's act: reject a pending proposal, keeping it and the reason for audit."""
-        reviewer = text.require_text(reviewer, "reviewer", text.MAX_NAME_CHARS)
-        reason = text.require_text(reason, "reason", text.MAX_REASON_CHARS)
+        reviewer = text.require_shown(reviewer, "reviewer", text.MAX_NAME_CHARS)
+        reason = text.require_shown(reason, "reason", text.MAX_REASON_CHARS)
         return self._resolve(proposal_id, "rejected", reviewer, reason)
 
     def withdraw(self, proposal_id: str, *, actor: str, reason: str | None = None) -> Proposal:
         """Withdraw a pending proposal (its proposer changed their mind)."""
-        actor = text.require_text(actor, "actor", text.MAX_NAME_CHARS)
-        reason = text.optional_text(reason, "reason", text.MAX_REASON_CHARS)
+        actor = text.require_shown(actor, "actor", text.MAX_NAME_CHARS)
+        reason = text.optional_shown(reason, "reason", text.MAX_REASON_CHARS)
         return self._resolve(proposal_id, "withdrawn", actor, reason)
 
     def _resolve(self, proposal_id: str, status: str, actor: str, note: str | None) -> Proposal:
@@ -571,14 +655,6 @@ class Ctx:
 
         return review.proposal_conflicts(self, [clock.check_id(p, "proposal") for p in proposal_ids])
 
-    def preview_ratify(
-        self, proposal_id: str, *, decision: str | None = None, settle: Sequence[str] | None = None
-    ) -> RatifyPreview:
-        """What ratifying would change: the new decision, the windows it closes, the proposals it settles."""
-        from kernel import review  # noqa: PLC0415
-
-        return review.preview(self, self.pending(proposal_id), decision, settle)
-
     def proposal_context(self, proposal_id: str, *, related: int = 5) -> ProposalContext:
         """A proposal with its subject's current decision and chain, contradictions, related decisions
         found by recall, cited evidence, review group, and the change ratifying it would make."""
@@ -591,8 +667,8 @@ class Ctx:
     def retire(self, subject: str, *, reviewer: str, reason: str) -> Decision:
         """Close the current decision on a subject with no successor."""
         subject = text.normalise_subject(subject)
-        reviewer = text.require_text(reviewer, "reviewer", text.MAX_NAME_CHARS)
-        reason = text.require_text(reason, "reason", text.MAX_REASON_CHARS)
+        reviewer = text.require_shown(reviewer, "reviewer", text.MAX_NAME_CHARS)
+        reason = text.require_shown(reason, "reason", text.MAX_REASON_CHARS)
         with self.store.transaction():
             current = self.store.current_decision(subject)
             if current is None:

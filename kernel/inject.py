@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from kernel.recall import SUPERSEDED_WARNING, Recall, Related
 from kernel.records import Decision, Evidence, Proposal
+from kernel.text import visible
 
 if TYPE_CHECKING:
     from kernel.facade import Ctx
@@ -200,6 +201,7 @@ def build(kernel: Ctx, query: str | None, budget: int) -> Injection:
         lines.append(
             f"\n_{left_out} more items did not fit the budget of {budget} tokens; ask `ctx recall`._"
         )
-    injection.markdown = "\n".join(lines) + "\n"
+    # Stored text reaches a terminal or an agent's context: hidden characters are spelled out.
+    injection.markdown = visible("\n".join(lines) + "\n")
     injection.tokens = count_tokens(injection.markdown)
     return injection

@@ -6,14 +6,15 @@ Pure functions over facade records; the review app and the CLI render them.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 from kernel import clock
-from kernel.errors import CtxError
+from kernel.errors import CtxError, NotFoundError, RefusedError, UsageError
 from kernel.records import Decision, Evidence, Proposal
+from kernel.text import MAX_DECISION_CHARS, require_shown, visible
 
 if TYPE_CHECKING:
     from kernel.facade import Ctx
@@ -51,32 +52,67 @@ class ClosingWindow:
 
 
 @dataclass(frozen=True)
-class RatifyPreview:
-    """Exactly what ratifying a proposal changes in the kernel."""
+class RatificationPlan:
+    """Exactly what ratifying a proposal changes in the kernel: the one object that the preview
+    shows and ``Ctx.ratify`` executes, refusing when the store no longer matches it."""
 
     proposal: Proposal
     subject: str
     text: str
     amended: bool
+    # Every decision the new one supersedes (linked); the current ones among them are closed.
+    supersedes: list[Decision]
     closes: list[ClosingWindow]
     settles: list[Proposal]
     contradicts: list[Related] = field(default_factory=list)
 
+    def key(self) -> tuple[object, ...]:
+        """What must still hold when the plan is carried out (contradictions are advice, not state)."""
+        return (
+            self.proposal.id,
+            self.text,
+            tuple(d.id for d in self.supersedes),
+            tuple(c.decision.id for c in self.closes),
+            tuple(p.id for p in self.settles),
+        )
+
     def lines(self) -> list[str]:
-        """The change as plain sentences, for a confirmation."""
-        out = [f"New current decision on {self.subject}{' (amended)' if self.amended else ''}:", self.text]
-        for closing in self.closes:
-            old = closing.decision
+        """The change as plain sentences, for a confirmation (stored text shown visibly)."""
+        heading = f"New current decision on {self.subject}{' (amended)' if self.amended else ''}:"
+        out = [heading, visible(self.text)]
+        if self.amended:
             out.append(
-                f"Closes {old.id} on {old.subject} ({closing.reason}), valid since {old.valid_from[:10]}"
+                "Changed from the proposed text: " + visible(plain_diff(self.proposal.decision, self.text))
             )
-        if not self.closes:
+        closing = {c.decision.id for c in self.closes}
+        for window in self.closes:
+            old = window.decision
+            out.append(
+                f"Closes {old.id} on {old.subject} ({window.reason}), valid since {old.valid_from[:10]}: "
+                + visible(_one_line(old.decision))
+            )
+        for old in self.supersedes:
+            if old.id not in closing:
+                out.append(f"Links {old.id} on {old.subject} as superseded (already closed: {old.closed_by})")
+        if not self.supersedes:
             out.append("Supersedes nothing: the subject has no current decision.")
         for other in self.settles:
-            out.append(f"Closes proposal {other.id} by {other.proposer} as settled by this one")
+            out.append(
+                f"Closes proposal {other.id} by {visible(other.proposer)} as settled by this one: "
+                + visible(_one_line(other.decision))
+            )
         for related in self.contradicts:
-            out.append(f"Contradicts current decision on {related.subject}: {related.text}")
+            out.append(f"Contradicts current decision on {related.subject}: {visible(related.text)}")
         return out
+
+
+# The name the review app and older callers know the plan by.
+RatifyPreview = RatificationPlan
+
+
+def _one_line(text: str, limit: int = 120) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 @dataclass(frozen=True)
@@ -90,7 +126,7 @@ class ProposalContext:
     related: list[Decision]
     evidence: list[Evidence]
     group: list[Proposal]
-    preview: RatifyPreview
+    preview: RatificationPlan
 
 
 def group_queue(pending: Sequence[Proposal], current: dict[str, Decision]) -> list[QueueEntry]:
@@ -154,6 +190,14 @@ def word_diff(old: str, new: str) -> list[tuple[str, str]]:
     return out
 
 
+def plain_diff(old: str, new: str) -> str:
+    """A word diff as plain text, like ``git diff --word-diff=plain``: ``[-removed-]{+added+}``."""
+    out: list[str] = []
+    for op, piece in word_diff(old, new):
+        out.append(piece if op == "=" else f"[-{piece}-]" if op == "-" else f"{{+{piece}+}}")
+    return "".join(out)
+
+
 def parse_stamp(stamp: str) -> datetime:
     """A canonical ctx timestamp as an aware datetime."""
     return datetime.fromisoformat(stamp.replace("Z", "+00:00")).astimezone(UTC)
@@ -208,31 +252,100 @@ def proposal_conflicts(kernel: Ctx, proposal_ids: Sequence[str]) -> dict[str, li
     return out
 
 
-def preview(
-    kernel: Ctx, proposal: Proposal, decision: str | None, settle: Sequence[str] | None
-) -> RatifyPreview:
-    """What ratifying ``proposal`` (with ``decision`` as amended text) would change."""
-    closes: list[ClosingWindow] = []
-    current = kernel.store.current_decision(proposal.subject)
-    for decision_id in proposal.explicit_supersedes:
-        old = kernel.store.get_decision(decision_id)
-        if old is not None and old.current:
-            closes.append(ClosingWindow(old, "named by the proposal"))
-    if current is not None and all(c.decision.id != current.id for c in closes):
-        closes.append(ClosingWindow(current, "current decision on the subject"))
+def plan(
+    kernel: Ctx,
+    proposal: Proposal,
+    decision: str | None,
+    settle: Sequence[str] | None,
+    *,
+    conflicts: bool = True,
+) -> RatificationPlan:
+    """What ratifying ``proposal`` (with ``decision`` as amended text) would change.
+
+    It supersedes every decision the proposal names and the subject's current decision,
+    closing those still current; it settles ``settle`` (default: the whole review group).
+    """
+    store = kernel.store
+    targets = list(proposal.explicit_supersedes)
+    current = store.current_decision(proposal.subject)
+    if current is not None and current.id not in targets:
+        targets.append(current.id)
+    found = store.decisions_by_ids(targets)
+    missing = [t for t in targets if t not in found]
+    if missing:
+        raise NotFoundError(f"no decision {missing[0]}")
+    supersedes = [found[t] for t in targets]
+    closes = [
+        ClosingWindow(
+            old,
+            "current decision on the subject"
+            if current is not None and old.id == current.id
+            else "named by the proposal",
+        )
+        for old in supersedes
+        if old.current
+    ]
     group = kernel.review_group(proposal.id)
-    chosen = set(settle) if settle is not None else {p.id for p in group}
-    text = (decision or proposal.decision).strip()
-    conflicts = proposal_conflicts(kernel, [proposal.id]).get(proposal.id, [])
-    return RatifyPreview(
+    if settle is None:
+        settles = group
+    else:
+        members = {p.id: p for p in group}
+        settles = []
+        for other in dict.fromkeys(settle):
+            if other == proposal.id:
+                raise UsageError(f"{proposal.id} cannot settle itself")
+            if other not in members:
+                found = kernel.store.get_proposal(other)
+                if found is None:
+                    raise NotFoundError(f"no proposal {other}")
+                if found.status != "pending":
+                    raise RefusedError(f"proposal {other} is {found.status}, not pending")
+                raise RefusedError(
+                    f"{other} is not in the review group of {proposal.id} "
+                    "(pending proposals on the same subject, and near-duplicates)"
+                )
+            settles.append(members[other])
+    text = (
+        require_shown(decision, "decision", MAX_DECISION_CHARS) if decision is not None else proposal.decision
+    )
+    found_conflicts = proposal_conflicts(kernel, [proposal.id]).get(proposal.id, []) if conflicts else []
+    return RatificationPlan(
         proposal=proposal,
         subject=proposal.subject,
         text=text,
         amended=text != proposal.decision,
+        supersedes=supersedes,
         closes=closes,
-        settles=[p for p in group if p.id in chosen],
-        contradicts=conflicts,
+        settles=settles,
+        contradicts=found_conflicts,
     )
+
+
+def stale_reason(
+    shown: RatificationPlan, now: RatificationPlan, lookup: Callable[[str], Decision | None]
+) -> str | None:
+    """Why ``shown`` no longer describes what ratifying would do (``now``), naming what changed;
+    ``lookup`` reads a decision as it stands."""
+    if shown.key() == now.key():
+        return None
+    shown_ids = {d.id for d in shown.supersedes}
+    for window in now.closes:
+        if window.decision.id not in shown_ids:
+            new = window.decision
+            return (
+                f"{new.subject} now has current decision {new.id}, ratified by {visible(new.ratified_by)} "
+                f"at {new.ratified_at[:19]}, which the approval you saw did not close; review it again"
+            )
+    still_open = {c.decision.id for c in now.closes}
+    for window in shown.closes:
+        old = lookup(window.decision.id) or window.decision
+        if old.id not in still_open:
+            when = f" at {old.valid_until[:19]}" if old.valid_until else ""
+            return (
+                f"{old.id} on {old.subject}, which the approval you saw closes, was "
+                f"{old.closed_by or 'closed'}{when} since; review it again"
+            )
+    return "what ratifying changes is no longer what you saw; review it again"
 
 
 def context(kernel: Ctx, proposal: Proposal, related: int) -> ProposalContext:
@@ -249,9 +362,9 @@ def context(kernel: Ctx, proposal: Proposal, related: int) -> ProposalContext:
     if found is not None:
         similar = [h.decision for h in found.decisions if h.decision.subject != proposal.subject][:related]
     if proposal.status == "pending":
-        change = preview(kernel, proposal, None, None)
+        change = plan(kernel, proposal, None, None)
         contradicts, group = change.contradicts, change.settles
     else:
-        change = RatifyPreview(proposal, proposal.subject, proposal.decision, False, [], [])
+        change = RatificationPlan(proposal, proposal.subject, proposal.decision, False, [], [], [])
         contradicts, group = [], []
     return ProposalContext(proposal, current, chain, contradicts, similar, evidence, group, change)

@@ -208,9 +208,19 @@ def test_propose_decision(agent, world):
         assert kernel.verify_audit().ok
 
 
-def test_propose_with_its_own_proposer_name(agent):
-    arguments = {"subject": "ci.runner", "decision": "Run CI on self-hosted runners", "proposer": "codex"}
-    assert ok(agent.call("propose_decision", arguments), "propose_decision")["proposer"] == "codex"
+def test_an_agent_cannot_propose_or_log_in_a_persons_name(agent, world):
+    """The proposer is the server's agent: a call naming a person is refused and stores nothing."""
+    arguments = {"subject": "ci.runner", "decision": "Run CI on self-hosted runners", "proposer": "alice"}
+    refused = agent.call("propose_decision", arguments)
+    assert refused.is_error and "'alice' is not this server's agent" in refused.content[0].text
+    logged = agent.call("log_evidence", {"text": "alice agreed to self-hosted runners", "agent": "alice"})
+    assert logged.is_error and "'alice' is not this server's agent" in logged.content[0].text
+    with facade(world) as kernel:
+        assert [p for p in kernel.queue() if p.subject == "ci.runner"] == []
+        assert kernel.search("self-hosted runners").evidence == []
+    # naming itself, or no one, is the same as the server's own name
+    arguments["proposer"] = "mcp:pytest-agent"
+    assert ok(agent.call("propose_decision", arguments), "propose_decision")["proposer"] == "mcp:pytest-agent"
 
 
 def test_get_decision(agent, world):

@@ -196,7 +196,8 @@ class KernelMachine(RuleBasedStateMachine):
             "new": f"{proposal.decision}, amended by the reviewer",
         }[amend]
         targets = self._expected_targets(proposal)
-        result = self.kernel.ratify(proposal_id, reviewer=REVIEWER, decision=text)
+        # settle nothing: the model keeps the rest of the review group pending
+        result = self.kernel.ratify(proposal_id, reviewer=REVIEWER, decision=text, settle=[])
         new = result.decision
         assert result.proposal_id == proposal_id
         assert result.superseded == targets

@@ -47,6 +47,8 @@ class ReviewApp(App[None]):
         self.backend = backend
         self.poll_seconds = poll
         self.sub_title = f"reviewer: {backend.reviewer}"
+        if not backend.reviewer_confirmed:
+            self.sub_title += " (login name, not configured: confirmed at the first act)"
         self.last_ratified: Decision | None = None
 
     def on_mount(self) -> None:
@@ -109,9 +111,14 @@ def make_app(
     *,
     now: Callable[[], datetime] = utc_now,
     poll: float | None = POLL_SECONDS,
+    reviewer_confirmed: bool = True,
 ) -> ReviewApp:
-    """The one app factory, used by ``ctx review``, the demo and the tests."""
-    backend = Backend(kernel, reviewer, now)
+    """The one app factory, used by ``ctx review``, the demo and the tests.
+
+    ``reviewer_confirmed`` is False when ``reviewer`` is only a guess (the login name): the
+    title bar says so and the first act asks the person to confirm or correct it.
+    """
+    backend = Backend(kernel, reviewer, now, reviewer_confirmed=reviewer_confirmed)
     # The queue is the first screen: read it while Textual starts (a long queue takes a while).
     backend.prefetch("queue", lambda k: k.review_queue())
     return ReviewApp(backend, poll=poll)

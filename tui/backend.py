@@ -25,16 +25,30 @@ class Backend:
     use it at once (a read would run inside another worker's write transaction).
     """
 
-    def __init__(self, kernel: Ctx, reviewer: str, now: Callable[[], datetime] = utc_now) -> None:
+    def __init__(
+        self,
+        kernel: Ctx,
+        reviewer: str,
+        now: Callable[[], datetime] = utc_now,
+        *,
+        reviewer_confirmed: bool = True,
+    ) -> None:
         self._kernel = kernel
         self._lock = threading.Lock()
         self.reviewer = reviewer
+        # False when the name is only the login name: the first act asks the person to confirm it.
+        self.reviewer_confirmed = reviewer_confirmed
         self.now = now
         self._prefetched: dict[str, Future[object]] = {}
         # Taken before any screen reads, so a commit landing between the first read and the
         # first poll still counts as a change.
         self._seen_version = kernel.data_version()
         self._closed = False
+
+    def confirm_reviewer(self, name: str) -> None:
+        """Record acts as ``name`` from now on (the person confirmed or corrected it)."""
+        self.reviewer = name
+        self.reviewer_confirmed = True
 
     def run(self, call: Callable[[Ctx], T]) -> T:
         """Run ``call`` with the facade, waiting for any other call to finish first."""

@@ -6,7 +6,7 @@ from datetime import datetime
 
 from rich.text import Text
 
-from kernel.facade import STALE_AFTER, Decision, QueueEntry, age, short_age, word_diff
+from kernel.facade import STALE_AFTER, Decision, QueueEntry, age, short_age, visible, word_diff
 from tui.widgets.rows import Row
 
 # Ages past half the stale limit turn amber, past it red: a queue left to rot should look like it.
@@ -49,10 +49,10 @@ def queue_row(entry: QueueEntry, now: datetime, *, selected: bool, contradicts: 
         (
             Text("✓" if selected else " ", style="bold green"),
             age_text(proposal.created_at, now),
-            Text(proposal.subject, style="bold"),
-            Text(proposal.proposer),
+            Text(visible(proposal.subject), style="bold"),
+            Text(visible(proposal.proposer)),
             badges(entry, contradicts),
-            Text(" ".join(proposal.decision.split())),
+            Text(one_line(proposal.decision)),
         ),
     )
 
@@ -67,7 +67,12 @@ def state(decision: Decision) -> Text:
     """current / superseded / retired, coloured."""
     if decision.current:
         return Text("current", style="bold green")
-    return Text(decision.closed_by or "closed", style="red")
+    return Text(visible(decision.closed_by or "closed"), style="red")
+
+
+def one_line(text: str) -> str:
+    """Stored text on one line, hidden characters spelled out."""
+    return visible(" ".join(text.split()))
 
 
 def diff_text(old: str, new: str) -> Text:
@@ -75,9 +80,9 @@ def diff_text(old: str, new: str) -> Text:
     out = Text()
     for op, piece in word_diff(old, new):
         if op == "=":
-            out.append(piece)
+            out.append(visible(piece))
         elif op == "-":
-            out.append(f"[-{piece}-]", style="red strike")
+            out.append(f"[-{visible(piece)}-]", style="red strike")
         else:
-            out.append(f"{{+{piece}+}}", style="bold green")
+            out.append(f"{{+{visible(piece)}+}}", style="bold green")
     return out

@@ -18,7 +18,7 @@ import click
 
 from kernel import paths, text
 from kernel.errors import CtxError, StoreError, UsageError
-from kernel.facade import DEFAULT_BUDGET, MAX_BUDGET, MIN_BUDGET, Ctx, age, short_age
+from kernel.facade import DEFAULT_BUDGET, MAX_BUDGET, MIN_BUDGET, Ctx, age, plain_diff, short_age
 from kernel.hosts import bulk
 from kernel.ingest import (
     PARALLEL_FROM,
@@ -34,8 +34,13 @@ from kernel.records import EVIDENCE_KINDS, Decision, Evidence, Proposal
 MAX_JSON_INPUT_BYTES = 200_000
 
 
+def _say(message: object = "", *, err: bool = False, nl: bool = True) -> None:
+    """Print human output; stored text in it is shown with hidden characters spelled out."""
+    click.echo(text.visible(message) if isinstance(message, str) else message, err=err, nl=nl)
+
+
 def _emit_json(data: Any) -> None:
-    click.echo(json.dumps(data, indent=2, ensure_ascii=False))
+    click.echo(text.json_visible(json.dumps(data, indent=2, ensure_ascii=False)))
 
 
 _DB_HELP = "Store file to use (default: CTX_DB, else the nearest .ctx/ctx.db above the working folder)."
@@ -152,7 +157,7 @@ def init(ctx: click.Context, encrypt: bool, key_file: Path | None, db_here: str 
     target = paths.init_target(db_here or ctx.obj.get("db"))
     kernel, created = Ctx.init(target)
     with kernel:
-        click.echo(f"{'created' if created else 'already present, schema up to date:'} {target}")
+        _say(f"{'created' if created else 'already present, schema up to date:'} {target}")
         if encrypt and not (kernel.encrypted and not created):
             _seal(kernel, kernel.encrypt, key_file, "encrypting")
         elif key_file is not None:
@@ -198,9 +203,9 @@ def _seal(kernel: Ctx, step: Callable[..., Any], key_file: Path | None, label: s
                 shown = done
 
         report = step(key_file=key_file, progress=progress)
-    click.echo(f"{report.sealed} evidence texts sealed with key {report.key_id} ({report.key_source})")
+    _say(f"{report.sealed} evidence texts sealed with key {report.key_id} ({report.key_source})")
     if report.key_created:
-        click.echo(f"key written to {report.key_source}: back it up; without it the evidence cannot be read")
+        _say(f"key written to {report.key_source}: back it up; without it the evidence cannot be read")
 
 
 @cli.command()
@@ -248,7 +253,7 @@ def log(
         if as_json:
             _emit_json(report.to_dict())
         else:
-            click.echo("\n".join(bulk.summary(report, redact=not no_redact)))
+            _say("\n".join(bulk.summary(report, redact=not no_redact)))
         if report.interrupted:
             sys.exit(130)
         if report.rejected_count:
@@ -272,9 +277,9 @@ def log(
     if as_json:
         _emit_json(result.to_dict())
     else:
-        click.echo(result.id + ("  (already in the vault)" if result.duplicate else ""))
+        _say(result.id + ("  (already in the vault)" if result.duplicate else ""))
     if result.redacted:
-        click.echo(f"redacted {result.redacted} secret(s) before storing", err=True)
+        _say(f"redacted {result.redacted} secret(s) before storing", err=True)
 
 
 def _log_jsonl(kernel: Ctx, name: str, defaults: EvidenceInput, *, redact: bool) -> BatchReport:
@@ -354,11 +359,11 @@ def propose(
     if as_json:
         _emit_json(proposal.to_dict())
         return
-    click.echo(proposal.id)
+    _say(proposal.id)
     if proposal.supersedes:
-        click.echo(f"would supersede: {', '.join(proposal.supersedes)}", err=True)
+        _say(f"would supersede: {', '.join(proposal.supersedes)}", err=True)
     if proposal.near_duplicate_of:
-        click.echo(
+        _say(
             f"near-duplicate of pending {proposal.near_duplicate_of} "
             f"(similarity {proposal.near_duplicate_score:.0f})",
             err=True,
@@ -396,15 +401,21 @@ def queue(kernel: Ctx, subject: str | None, proposer: str | None, as_json: bool)
         _emit_json({"proposals": [p.to_dict() for p in found]})
         return
     if not found:
-        click.echo("no pending proposals")
+        _say("no pending proposals")
     for proposal in found:
-        click.echo(_proposal_line(proposal))
+        _say(_proposal_line(proposal))
 
 
 @cli.command()
 @click.argument("proposal_id", metavar="ID")
 @click.option("--decision", help="Ratify this amended text instead (the amendment is recorded).")
 @click.option("--reviewer", help="Your name (default: CTX_REVIEWER or config; asked on a terminal).")
+@click.option(
+    "--settle/--no-settle",
+    default=True,
+    show_default=True,
+    help="Close the other proposals of its review group as settled by this one, as ctx review does.",
+)
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation (needed without a terminal).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (schemas/ratification.schema.json).")
 @_with_store
@@ -413,28 +424,31 @@ def ratify(
     proposal_id: str,
     decision: str | None,
     reviewer: str | None,
+    settle: bool,
     yes: bool,
     as_json: bool,
 ) -> None:
-    """Ratify a pending proposal: it becomes the current decision on its subject."""
-    proposal = kernel.pending(proposal_id)
+    """Ratify a pending proposal: it becomes the current decision on its subject.
+
+    It shows exactly what changes (the plan ctx review shows) and carries out that plan, or
+    refuses if another reviewer changed the subject in the meantime.
+    """
+    plan = kernel.plan_ratification(proposal_id, decision=decision, settle=None if settle else [])
     name = _reviewer(reviewer, yes, "ratifying")
     if not yes:
-        current = kernel.decisions(proposal.subject)
-        current = [d for d in current if d.subject == proposal.subject]
-        click.echo(f"{proposal.subject}: {decision or proposal.decision}", err=True)
-        for old in current:
-            click.echo(f"  supersedes {old.id}: {old.decision}", err=True)
-        for other in proposal.explicit_supersedes:
-            click.echo(f"  supersedes {other}", err=True)
-    _confirm(f"Ratify {proposal.id} as {name}?", yes)
-    result = kernel.ratify(proposal.id, reviewer=name, decision=decision)
+        _say(f"Ratifying {plan.proposal.id} by {plan.proposal.proposer}:", err=True)
+        for line in plan.lines():
+            _say(f"  {line}", err=True)
+    _confirm(f"Ratify {plan.proposal.id} as {name}?", yes)
+    result = kernel.ratify(plan, reviewer=name)
     if as_json:
         _emit_json(result.to_dict())
         return
-    click.echo(result.decision.id)
+    _say(result.decision.id)
     for old in result.superseded:
-        click.echo(f"superseded {old}", err=True)
+        _say(f"superseded {old}", err=True)
+    for other in result.settled:
+        _say(f"settled {other}", err=True)
 
 
 @cli.command()
@@ -447,9 +461,11 @@ def reject(kernel: Ctx, proposal_id: str, reason: str, reviewer: str | None, yes
     """Reject a pending proposal with a reason."""
     proposal = kernel.pending(proposal_id)
     name = _reviewer(reviewer, yes, "rejecting")
+    if not yes:
+        _say(f"{proposal.id} on {proposal.subject} by {proposal.proposer}:\n  {proposal.decision}", err=True)
     _confirm(f"Reject {proposal.id} ({proposal.subject}) as {name}?", yes)
     kernel.reject(proposal.id, reviewer=name, reason=_check_utf8(reason, "reason"))
-    click.echo(f"rejected {proposal.id}")
+    _say(f"rejected {proposal.id}")
 
 
 @cli.command()
@@ -460,7 +476,7 @@ def reject(kernel: Ctx, proposal_id: str, reason: str, reviewer: str | None, yes
 def withdraw(kernel: Ctx, proposal_id: str, reason: str | None, actor: str | None) -> None:
     """Withdraw a pending proposal."""
     kernel.withdraw(proposal_id, actor=actor or f"cli:{getpass.getuser()}", reason=reason)
-    click.echo(f"withdrawn {proposal_id}")
+    _say(f"withdrawn {proposal_id}")
 
 
 @cli.command()
@@ -472,9 +488,13 @@ def withdraw(kernel: Ctx, proposal_id: str, reason: str | None, actor: str | Non
 def retire(kernel: Ctx, subject: str, reason: str, reviewer: str | None, yes: bool) -> None:
     """Close the current decision on SUBJECT with no successor."""
     name = _reviewer(reviewer, yes, "retiring")
+    if not yes:
+        for current in kernel.decisions(subject):
+            if current.subject == text.normalise_subject(subject):
+                _say(f"{current.id} on {current.subject}:\n  {current.decision}", err=True)
     _confirm(f"Retire the current decision on {text.normalise_subject(subject)} as {name}?", yes)
     decision = kernel.retire(subject, reviewer=name, reason=reason)
-    click.echo(f"retired {decision.id}")
+    _say(f"retired {decision.id}")
 
 
 @cli.command()
@@ -499,9 +519,9 @@ def decisions(
         )
         return
     if not found:
-        click.echo("no decisions")
+        _say("no decisions")
     for decision in found:
-        click.echo(_decision_line(decision))
+        _say(_decision_line(decision))
 
 
 @cli.command()
@@ -515,11 +535,14 @@ def history(kernel: Ctx, subject: str, as_json: bool) -> None:
         _emit_json({"subject": text.normalise_subject(subject), "decisions": [d.to_dict() for d in chain]})
         return
     for decision in chain:
-        click.echo(_decision_line(decision))
+        _say(_decision_line(decision))
         for old in decision.supersedes:
-            click.echo(f"    supersedes {old}")
+            _say(f"    supersedes {old}")
+        if decision.amended and decision.proposal_id:
+            proposed = kernel.proposal(decision.proposal_id).decision
+            _say(f"    amended by {decision.ratified_by}: {plain_diff(proposed, decision.decision)}")
         if decision.closed_by == "retired":
-            click.echo(f"    retired: {decision.close_reason}")
+            _say(f"    retired: {decision.close_reason}")
 
 
 @cli.command()
@@ -535,7 +558,7 @@ def show(kernel: Ctx, item_id: str, as_json: bool) -> None:
         return
     for key, value in record.to_dict().items():
         if value not in (None, [], ""):
-            click.echo(f"{key}: {value}")
+            _say(f"{key}: {value}")
 
 
 @cli.command()
@@ -552,16 +575,16 @@ def search(kernel: Ctx, query: str, limit: int, as_of: str | None, as_json: bool
     if as_json:
         _emit_json(results.to_dict())
         return
-    click.echo("Decisions (ratified):")
+    _say("Decisions (ratified):")
     for decision, _score in results.decisions:
-        click.echo("  " + _decision_line(decision).replace("\n", "\n  "))
+        _say("  " + _decision_line(decision).replace("\n", "\n  "))
     if not results.decisions:
-        click.echo("  none")
-    click.echo("Evidence (unratified):")
+        _say("  none")
+    _say("Evidence (unratified):")
     for evidence, _score, snippet in results.evidence:
-        click.echo(f"  {evidence.id}  {evidence.kind}  {snippet}")
+        _say(f"  {evidence.id}  {evidence.kind}  {snippet}")
     if not results.evidence:
-        click.echo("  none")
+        _say("  none")
 
 
 def _explain(scores: dict[str, Any], rrf: float | None = None) -> str:
@@ -631,40 +654,40 @@ def recall(
         _check_utf8(query, "query"), k=k, as_of=as_of, mode=mode, rrf_k=rrf_k, min_scores=min_scores
     )
     if found.vectors.note and found.vectors.state in ("off", "partial"):
-        click.echo(f"ctx: note: {found.vectors.note}", err=True)
+        _say(f"ctx: note: {found.vectors.note}", err=True)
     if as_json:
         _emit_json(found.to_dict())
         return
     moment = f"at {found.as_of[:19]}" if found.as_of else "now"
-    click.echo(f"Decisions (ratified, in force {moment}):")
+    _say(f"Decisions (ratified, in force {moment}):")
     for hit in found.decisions:
         d = hit.decision
-        click.echo(f"  {hit.rank}. {d.id}  {d.subject}  [since {d.valid_from[:10]}]")
-        click.echo(f"     {d.decision}")
+        _say(f"  {hit.rank}. {d.id}  {d.subject}  [since {d.valid_from[:10]}]")
+        _say(f"     {d.decision}")
         if hit.via:
-            click.echo(f"     (its superseded predecessor {hit.via} matched the query)")
+            _say(f"     (its superseded predecessor {hit.via} matched the query)")
         for related in [*hit.superseded, *hit.conflicts, *hit.pending]:
             flag = f"{related.warning}: " if related.warning else ""
-            click.echo(f"     ! {flag}{related.id} {related.subject}: {related.text}")
-            click.echo(f"       why: {related.why}")
+            _say(f"     ! {flag}{related.id} {related.subject}: {related.text}")
+            _say(f"       why: {related.why}")
         if explain:
-            click.echo(f"     explain: {_explain(hit.scores, hit.rrf)}")
+            _say(f"     explain: {_explain(hit.scores, hit.rrf)}")
     if not found.decisions:
-        click.echo("  none")
+        _say("  none")
     if found.closed:
-        click.echo("No longer in force (do not apply):")
+        _say("No longer in force (do not apply):")
         for closed in found.closed:
-            click.echo(f"  {closed.decision.id}  {closed.decision.subject}: {closed.decision.decision}")
-            click.echo(f"     why: {closed.why}")
-    click.echo("Evidence (unratified, not decisions):")
+            _say(f"  {closed.decision.id}  {closed.decision.subject}: {closed.decision.decision}")
+            _say(f"     why: {closed.why}")
+    _say("Evidence (unratified, not decisions):")
     for ev in found.evidence:
-        click.echo(
+        _say(
             f"  {ev.rank}. {ev.evidence.id}  {ev.evidence.kind}  {ev.evidence.created_at[:10]}  {ev.snippet}"
         )
         if explain:
-            click.echo(f"     explain: {_explain(ev.scores, ev.rrf)}")
+            _say(f"     explain: {_explain(ev.scores, ev.rrf)}")
     if not found.evidence:
-        click.echo("  none")
+        _say("  none")
 
 
 @cli.command()
@@ -691,7 +714,7 @@ def inject(kernel: Ctx, query: str | None, budget: int, fmt: str) -> None:
     if fmt == "json":
         _emit_json(block.to_dict())
     else:
-        click.echo(block.markdown, nl=False)
+        _say(block.markdown, nl=False)
 
 
 @cli.command()
@@ -714,7 +737,7 @@ def reindex(kernel: Ctx, download: bool, as_json: bool) -> None:
         _emit_json(report.to_dict())
         return
     changed = f" (was {report.previous_model})" if report.previous_model not in (None, report.model) else ""
-    click.echo(
+    _say(
         f"embedded {report.decisions} decisions and {report.evidence} evidence texts with "
         f"{report.model}{changed}, {report.dim} dimensions, in {report.seconds:.1f} s"
     )
@@ -772,11 +795,11 @@ def audit_export(
         _emit_json(result.to_dict())
         return
     manifest = result.manifest
-    click.echo(
+    _say(
         f"exported {manifest['records']} events (seq {manifest['first_seq']}..{manifest['last_seq']}) "
         f"to {result.records_path}"
     )
-    click.echo(f"manifest {result.manifest_path}, signed with key {manifest['key']['key_id']}")
+    _say(f"manifest {result.manifest_path}, signed with key {manifest['key']['key_id']}")
 
 
 @audit.command("verify")
@@ -824,7 +847,7 @@ def audit_verify(
         if as_json:
             _emit_json(report.to_dict())
         elif report.ok:
-            click.echo(f"audit chain ok: {report.rows} rows, last hash {report.last_hash}")
+            _say(f"audit chain ok: {report.rows} rows, last hash {report.last_hash}")
         if not report.ok:
             raise CtxError(f"audit log does not verify: {report.problem}")
         return
@@ -836,11 +859,11 @@ def audit_verify(
     if as_json:
         _emit_json(found.to_dict())
     elif found.ok:
-        click.echo(
+        _say(
             f"export ok: {found.records} records (seq {found.first_seq}..{found.last_seq}), "
             f"anchored at {found.anchor_hash}, last hash {found.last_hash}"
         )
-        click.echo(f"signed by key {found.trusted_key}, trusted from {found.trusted_key_source}")
+        _say(f"signed by key {found.trusted_key}, trusted from {found.trusted_key_source}")
     if not found.ok:
         raise CtxError(f"export {file} does not verify: {found.problem}")
 
@@ -860,9 +883,9 @@ def keys_init(force: bool) -> None:
     The passphrase is asked twice on a terminal, or read from CTX_KEY_PASSPHRASE.
     """
     info = Ctx.create_signing_key(lambda: _passphrase(confirm=True), force=force)
-    click.echo(f"created signing key {info.key_id}")
-    click.echo(f"private key (encrypted): {info.private_path}")
-    click.echo(f"public key: {info.public_path}")
+    _say(f"created signing key {info.key_id}")
+    _say(f"private key (encrypted): {info.private_path}")
+    _say(f"public key: {info.public_path}")
 
 
 @keys.command("export-public")
@@ -877,7 +900,7 @@ def keys_init(force: bool) -> None:
 def keys_export_public(fmt: str) -> None:
     """Print the public key that verifies your audit exports; give it to the reviewer."""
     info = Ctx.signing_key()
-    click.echo(info.public_pem.rstrip("\n") if fmt == "pem" else info.public_raw)
+    _say(info.public_pem.rstrip("\n") if fmt == "pem" else info.public_raw)
 
 
 @cli.group()
@@ -918,17 +941,17 @@ def ingest_transcript(
         _emit_json({**report.to_dict(), "files": files})
     else:
         for entry in files:
-            click.echo(
+            _say(
                 f"{entry['path']}: {entry['format']}, {entry['turns']} turns"
                 + (f", {entry['problems']} damaged lines skipped" if entry["problems"] else "")
             )
             for warning in entry["warnings"][: bulk.SHOWN_REJECTIONS]:
-                click.echo(f"  line {warning['line']}: {warning['error']}")
-        click.echo("\n".join(bulk.summary(report, redact=not no_redact)))
+                _say(f"  line {warning['line']}: {warning['error']}")
+        _say("\n".join(bulk.summary(report, redact=not no_redact)))
         if report.added:
-            click.echo("vectors for the new evidence: `ctx reindex` (recall also fills them a few at a time)")
+            _say("vectors for the new evidence: `ctx reindex` (recall also fills them a few at a time)")
     for failure in failures:
-        click.echo(f"ctx: error: {failure}", err=True)
+        _say(f"ctx: error: {failure}", err=True)
     if report.interrupted:
         sys.exit(130)
     if failures:
@@ -1038,7 +1061,7 @@ def hook(ctx: click.Context, event: str, fmt: str | None, db_here: str | None) -
     try:
         location = paths.find_store(db_here or ctx.find_root().obj.get("db"), start)
     except StoreError as exc:
-        click.echo(f"ctx: {exc.message}; transcript not ingested", err=True)
+        _say(f"ctx: {exc.message}; transcript not ingested", err=True)
         return
     with Ctx.open(location) as kernel:
         report, files, failures = _ingest(
@@ -1047,7 +1070,7 @@ def hook(ctx: click.Context, event: str, fmt: str | None, db_here: str | None) -
     if failures:
         raise UsageError(failures[0])
     turns = sum(entry["turns"] for entry in files)
-    click.echo(
+    _say(
         f"ctx: {turns} turns read, {report.added} new evidence texts, "
         f"{report.duplicates} already in the vault",
         err=True,
@@ -1112,14 +1135,14 @@ def import_adr(kernel: Ctx, folder: str, reviewer: str | None, yes: bool, as_jso
     if as_json:
         _emit_json(report.to_dict())
         return
-    click.echo(
+    _say(
         f"imported {len(report.decisions)} decisions and {len(report.proposals)} proposals; "
         f"{len(report.unchanged)} already imported"
     )
     for line in report.skipped:
-        click.echo(f"skipped {line}", err=True)
+        _say(f"skipped {line}", err=True)
     for line in report.warnings:
-        click.echo(f"warning: {line}", err=True)
+        _say(f"warning: {line}", err=True)
 
 
 @cli.group("export")
@@ -1133,7 +1156,7 @@ def export_group() -> None:
 def export_adr(kernel: Ctx, folder: str) -> None:
     """Write every decision as a MADR-style Markdown file in FOLDER (stable names, links both ways)."""
     written = kernel.export_adrs(Path(folder))
-    click.echo(f"wrote {len(written)} files to {folder}")
+    _say(f"wrote {len(written)} files to {folder}")
 
 
 @cli.command("mcp")
@@ -1149,7 +1172,7 @@ def export_adr(kernel: Ctx, folder: str) -> None:
 def mcp_server(kernel: Ctx, agent: str | None, session: str | None) -> None:
     """Serve the store to an agent over MCP (stdio): log, propose, recall; no tool can ratify."""
     if sys.stdin.isatty():
-        click.echo(
+        _say(
             f"ctx mcp: serving {kernel.location} over MCP on standard input; an MCP client starts "
             "this command (see the README). Ctrl+C stops it.",
             err=True,
@@ -1159,15 +1182,11 @@ def mcp_server(kernel: Ctx, agent: str | None, session: str | None) -> None:
     serve(kernel, agent=agent, session=session)
 
 
-def _review_name(given: str | None) -> str:
-    """The reviewer the app acts as: --reviewer, CTX_REVIEWER or config, else the login name."""
-    return given or paths.configured_reviewer() or getpass.getuser()
-
-
-def _run_review(kernel: Ctx, reviewer: str) -> None:
+def _run_review(kernel: Ctx, reviewer: str | None) -> None:
     from tui.app import make_app  # noqa: PLC0415 - Textual loads only for the app
 
-    make_app(kernel, reviewer).run()
+    name = reviewer or paths.configured_reviewer()
+    make_app(kernel, name or getpass.getuser(), reviewer_confirmed=name is not None).run()
 
 
 @cli.command()
@@ -1177,7 +1196,7 @@ def review(kernel: Ctx, reviewer: str | None) -> None:
     """Open the review app: ratify or reject what agents proposed, browse decisions, evidence, audit."""
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise UsageError("ctx review needs a terminal; in scripts use ctx queue, ctx ratify and ctx reject")
-    _run_review(kernel, _review_name(reviewer))
+    _run_review(kernel, reviewer)
 
 
 @cli.command()
@@ -1197,39 +1216,39 @@ def demo(folder: str, no_review: bool) -> None:
     kernel = build_demo(Path(folder))
     try:
         if not no_review and sys.stdin.isatty() and sys.stdout.isatty():
-            _run_review(kernel, _review_name(None))
-            click.echo(f"demo store: {kernel.location}; reopen it with: cd {folder} && ctx review")
+            _run_review(kernel, None)
+            _say(f"demo store: {kernel.location}; reopen it with: cd {folder} && ctx review")
             return
-        click.echo(f"demo store: {kernel.location}\n")
-        click.echo("Current decisions:")
+        _say(f"demo store: {kernel.location}\n")
+        _say("Current decisions:")
         for decision in kernel.decisions():
-            click.echo("  " + _decision_line(decision).replace("\n", "\n  "))
-        click.echo("\nHistory of auth.tokens:")
+            _say("  " + _decision_line(decision).replace("\n", "\n  "))
+        _say("\nHistory of auth.tokens:")
         for decision in kernel.history("auth.tokens"):
-            click.echo("  " + _decision_line(decision).replace("\n", "\n  "))
-        click.echo("\nPending proposals:")
+            _say("  " + _decision_line(decision).replace("\n", "\n  "))
+        _say("\nPending proposals:")
         for proposal in kernel.queue():
-            click.echo("  " + _proposal_line(proposal).replace("\n", "\n  "))
+            _say("  " + _proposal_line(proposal).replace("\n", "\n  "))
         question = "how do we keep users signed in?"
         found = kernel.recall(question, k=3)
-        click.echo(f"\nRecall: {question!r} (vectors {found.vectors.state})")
+        _say(f"\nRecall: {question!r} (vectors {found.vectors.state})")
         for hit in found.decisions:
-            click.echo(f"  {hit.rank}. {hit.decision.subject}: {hit.decision.decision}")
+            _say(f"  {hit.rank}. {hit.decision.subject}: {hit.decision.decision}")
             for related in [*hit.superseded, *hit.conflicts, *hit.pending]:
-                click.echo(f"     ! {related.warning or related.relation}: {related.text}")
+                _say(f"     ! {related.warning or related.relation}: {related.text}")
         for ev in found.evidence:
-            click.echo(f"  evidence (unratified): {ev.snippet}")
+            _say(f"  evidence (unratified): {ev.snippet}")
         if found.vectors.note:
-            click.echo(f"  note: {found.vectors.note}")
+            _say(f"  note: {found.vectors.note}")
         report = kernel.verify_audit()
-        click.echo(f"\naudit chain {'ok' if report.ok else 'BROKEN'}: {report.rows} rows")
-        click.echo(f"\nTry: cd {folder} && ctx queue && ctx recall 'auth tokens' && ctx inject")
+        _say(f"\naudit chain {'ok' if report.ok else 'BROKEN'}: {report.rows} rows")
+        _say(f"\nTry: cd {folder} && ctx queue && ctx recall 'auth tokens' && ctx inject")
     finally:
         kernel.close()
 
 
 def _fail(message: str, code: int) -> NoReturn:
-    click.echo(f"ctx: error: {message}", err=True)
+    _say(f"ctx: error: {message}", err=True)
     sys.exit(code)
 
 
@@ -1240,7 +1259,7 @@ def main(argv: list[str] | None = None) -> None:
     except click.exceptions.Abort:
         _fail("aborted, nothing changed", 1)
     except click.exceptions.NoArgsIsHelpError as exc:
-        click.echo(exc.ctx.get_help() if exc.ctx else str(exc))
+        _say(exc.ctx.get_help() if exc.ctx else str(exc))
         sys.exit(2)
     except click.UsageError as exc:
         hint = f" (see `{exc.ctx.command_path} --help`)" if exc.ctx else ""

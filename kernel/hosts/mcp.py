@@ -67,6 +67,15 @@ class Caller:
     session: str | None
 
 
+def _same_name(field: str, claimed: str | None, caller: Caller) -> None:
+    """Refuse a call that names someone other than the server's agent as its author."""
+    if claimed is not None and claimed.strip() and claimed.strip() != caller.name:
+        raise RefusedError(
+            f"{field} {text.visible(claimed.strip())!r} is not this server's agent {caller.name!r}: "
+            "an MCP client acts under the name the server was started with (ctx mcp --agent NAME)"
+        )
+
+
 class Host:
     """One open store served to one MCP client; facade calls run one at a time on a worker thread."""
 
@@ -102,25 +111,27 @@ class Host:
     # -- tools: each takes validated arguments and returns JSON valid against its result schema --
 
     def propose_decision(self, args: ProposeInput, caller: Caller) -> dict[str, Any]:
-        """Queue a proposal for a person to ratify."""
+        """Queue a proposal for a person to ratify, as this server's agent (never another name)."""
+        _same_name("proposer", args.proposer, caller)
         proposal = self.kernel.propose(
             args.subject,
             args.decision,
             rationale=args.rationale,
             evidence=args.evidence,
             supersedes=args.supersedes,
-            proposer=args.proposer or caller.name,
+            proposer=caller.name,
             session=args.session or caller.session,
         )
         self.proposed.add(proposal.id)
         return proposal.to_dict()
 
     def log_evidence(self, args: LogInput, caller: Caller) -> dict[str, Any]:
-        """Append text to the evidence vault."""
+        """Append text to the evidence vault, written by this server's agent."""
+        _same_name("agent", args.agent, caller)
         logged = self.kernel.log(
             args.text,
             kind=args.kind,
-            agent=args.agent or caller.name,
+            agent=caller.name,
             session=args.session or caller.session,
             tags=args.tags,
             source=args.source,

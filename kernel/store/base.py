@@ -224,6 +224,9 @@ class Store(Protocol):
     def current_subjects(self) -> list[str]:
         """Subjects that have a current decision."""
 
+    def known_subjects(self) -> list[str]:
+        """Every subject a decision (current or not) or a pending proposal is on."""
+
     def vector_tables_exist(self) -> bool:
         """True when the KNN tables exist."""
 

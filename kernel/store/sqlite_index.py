@@ -252,6 +252,15 @@ class IndexQueries:
             r[0] for r in self._q("SELECT subject FROM decision WHERE valid_until IS NULL ORDER BY subject")
         ]
 
+    def known_subjects(self) -> list[str]:
+        """Every subject a decision (current or not) or a pending proposal is on."""
+        return [
+            r[0]
+            for r in self._q(
+                "SELECT subject FROM decision UNION SELECT subject FROM proposal WHERE status = 'pending'"
+            )
+        ]
+
     # -- vectors --------------------------------------------------------------------------
 
     def vector_tables_exist(self) -> bool:

@@ -8,6 +8,8 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Label, Static
 
+from kernel.facade import visible
+
 
 class ConfirmDialog(ModalScreen[bool]):
     """Asks before an irreversible act; returns True to go ahead."""
@@ -26,18 +28,18 @@ class ConfirmDialog(ModalScreen[bool]):
     def compose(self) -> ComposeResult:
         """The question, the list of changes, and two buttons."""
         with Vertical(classes="dialog"):
-            yield Label(self.title_text, classes="dialog-title", markup=False)
+            yield Label(visible(self.title_text), classes="dialog-title", markup=False)
             with VerticalScroll(classes="dialog-body"):
                 for line in self.lines:
-                    yield Static(line, markup=False, classes="dialog-line")
+                    yield Static(visible(line), markup=False, classes="dialog-line")
             yield Label("This cannot be undone in place.", classes="dialog-hint")
             with Horizontal(classes="dialog-buttons"):
                 yield Button(f"{self.confirm} (y)", variant="primary", id="yes")
                 yield Button("Cancel (n)", id="no")
 
     def on_mount(self) -> None:
-        """Focus the confirm button so Enter confirms."""
-        self.query_one("#yes", Button).focus()
+        """Focus Cancel: a stray Enter must not carry out an act that cannot be undone."""
+        self.query_one("#no", Button).focus()
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         """Answer from the button."""

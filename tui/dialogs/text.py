@@ -8,6 +8,8 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Label, Static
 
+from kernel.facade import visible
+
 
 class TextDialog(ModalScreen[None]):
     """A scrollable text; Esc or q closes it."""
@@ -23,11 +25,11 @@ class TextDialog(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         """Title, subtitle and the body."""
         with Vertical(classes="dialog dialog-wide"):
-            yield Label(self.title_text, classes="dialog-title", markup=False)
+            yield Label(visible(self.title_text), classes="dialog-title", markup=False)
             if self.subtitle:
-                yield Label(self.subtitle, classes="dialog-hint", markup=False)
+                yield Label(visible(self.subtitle), classes="dialog-hint", markup=False)
             with VerticalScroll(classes="dialog-body", id="text-body"):
-                yield Static(self.body, markup=False)
+                yield Static(visible(self.body), markup=False)
             yield Label("Esc to close", classes="dialog-hint")
 
     def on_mount(self) -> None:

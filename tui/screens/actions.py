@@ -2,15 +2,34 @@
 
 from __future__ import annotations
 
-from kernel.facade import Ctx, Decision, Proposal, Ratification, RatifyPreview
+from collections.abc import Callable
+
+from kernel.facade import Ctx, Decision, Proposal, Ratification, RatificationPlan, StalePlanError
 from tui.dialogs.confirm import ConfirmDialog
 from tui.dialogs.edit import Draft, EditDialog
 from tui.dialogs.reason import ReasonDialog
+from tui.dialogs.reviewer import ReviewerDialog
 from tui.screens.base import KernelScreen
 
 
 class ReviewActions(KernelScreen):
     """Approve, edit then approve, reject, withdraw; every act is confirmed only when irreversible."""
+
+    def as_reviewer(self, act: Callable[[], None]) -> None:
+        """Run ``act`` once the name to record is settled: a login-name guess is confirmed once."""
+        backend = self.backend
+        if backend.reviewer_confirmed:
+            act()
+            return
+
+        def answered(name: str | None) -> None:
+            if name is None:
+                return
+            backend.confirm_reviewer(name)
+            self.app.sub_title = f"reviewer: {name}"
+            act()
+
+        self.app.push_screen(ReviewerDialog(backend.reviewer), answered)
 
     def acted(self, message: str) -> None:
         """After an act: say what happened and read the store again."""
@@ -19,31 +38,41 @@ class ReviewActions(KernelScreen):
 
     # -- approve --------------------------------------------------------------------------
 
-    def approve(self, proposal_id: str, decision: str | None = None) -> None:
-        """Show exactly what ratifying changes, then ratify on confirmation."""
-        self.fetch(
-            lambda k: k.preview_ratify(proposal_id, decision=decision),
-            self._confirm_approve,
-            group="act",
+    def approve(self, proposal_id: str, decision: str | None = None, *, note: str | None = None) -> None:
+        """Show exactly what ratifying changes (the kernel's plan), then carry out that plan."""
+        self.as_reviewer(
+            lambda: self.fetch(
+                lambda k: k.plan_ratification(proposal_id, decision=decision),
+                lambda plan: self._confirm_approve(plan, note),
+                group="act",
+            )
         )
 
-    def _confirm_approve(self, preview: RatifyPreview) -> None:
+    def _confirm_approve(self, plan: RatificationPlan, note: str | None) -> None:
         reviewer = self.backend.reviewer
-        pid = preview.proposal.id
-        settle = [p.id for p in preview.settles]
-        amended = preview.text if preview.amended else None
 
-        def ratify(kernel: Ctx) -> Ratification:
-            return kernel.ratify(pid, reviewer=reviewer, decision=amended, settle=settle)
+        def ratify(kernel: Ctx) -> Ratification | StalePlanError:
+            try:
+                return kernel.ratify(plan, reviewer=reviewer)
+            except StalePlanError as exc:
+                return exc
 
         def answered(yes: bool | None) -> None:
             if yes:
-                self.fetch(ratify, self._approved, group="act")
+                self.fetch(ratify, lambda r: self._approved(r, plan), group="act")
 
+        lines = plan.lines() if note is None else [note, "", *plan.lines()]
         title = f"Approve as {reviewer}?"
-        self.app.push_screen(ConfirmDialog(title, preview.lines(), "Approve"), answered)
+        self.app.push_screen(ConfirmDialog(title, lines, "Approve"), answered)
 
-    def _approved(self, result: Ratification) -> None:
+    def _approved(self, result: Ratification | StalePlanError, plan: RatificationPlan) -> None:
+        if isinstance(result, StalePlanError):
+            # Another reviewer acted first: show the plan as it now stands, never the old one.
+            self.notify(result.message, title="ctx", severity="warning", timeout=10, markup=False)
+            self.reload()
+            amended = plan.text if plan.amended else None
+            self.approve(plan.proposal.id, amended, note=f"The store changed: {result.message}")
+            return
         self.app.last_ratified = result.decision  # type: ignore[attr-defined]
         parts = [f"Ratified {result.decision.subject} as {result.decision.id}"]
         if result.superseded:
@@ -76,22 +105,22 @@ class ReviewActions(KernelScreen):
                 return
             seen[group] = proposal.id
         ids = [p.id for p in proposals]
-        reviewer = self.backend.reviewer
 
-        def previews(kernel: Ctx) -> list[RatifyPreview]:
-            return [kernel.preview_ratify(pid) for pid in ids]
+        def plans(kernel: Ctx) -> list[RatificationPlan]:
+            return [kernel.plan_ratification(pid) for pid in ids]
 
-        def confirm(found: list[RatifyPreview]) -> None:
+        def confirm(found: list[RatificationPlan]) -> None:
+            reviewer = self.backend.reviewer
             lines: list[str] = []
-            for preview in found:
-                lines.append(f"• {preview.subject}: {preview.text}")
-                lines.extend(f"    {line}" for line in preview.lines()[2:])
+            for plan in found:
+                lines.append(f"• {plan.subject}: {plan.text}")
+                lines.extend(f"    {line}" for line in plan.lines()[2:])
 
-            def ratify_all(kernel: Ctx) -> list[Ratification]:
-                return [
-                    kernel.ratify(p.proposal.id, reviewer=reviewer, settle=[s.id for s in p.settles])
-                    for p in found
-                ]
+            def ratify_all(kernel: Ctx) -> list[Ratification] | StalePlanError:
+                try:
+                    return kernel.ratify_all(found, reviewer=reviewer)
+                except StalePlanError as exc:
+                    return exc
 
             def answered(yes: bool | None) -> None:
                 if yes:
@@ -100,9 +129,14 @@ class ReviewActions(KernelScreen):
             title = f"Approve these {len(found)} proposals as {reviewer}?"
             self.app.push_screen(ConfirmDialog(title, lines, f"Approve {len(found)}"), answered)
 
-        self.fetch(previews, confirm, group="act")
+        self.as_reviewer(lambda: self.fetch(plans, confirm, group="act"))
 
-    def _approved_many(self, results: list[Ratification]) -> None:
+    def _approved_many(self, results: list[Ratification] | StalePlanError) -> None:
+        if isinstance(results, StalePlanError):
+            message = f"Nothing was ratified: {results.message}"
+            self.notify(message, title="ctx", severity="warning", timeout=10, markup=False)
+            self.reload()
+            return
         if results:
             self.app.last_ratified = results[-1].decision  # type: ignore[attr-defined]
         self.acted(f"Ratified {len(results)} proposals.")
@@ -111,9 +145,9 @@ class ReviewActions(KernelScreen):
 
     def reject(self, proposal: Proposal) -> None:
         """Reject with a reason, which is required and kept for audit."""
-        reviewer = self.backend.reviewer
 
         def answered(reason: str | None) -> None:
+            reviewer = self.backend.reviewer
             if reason:
                 self.fetch(
                     lambda k: k.reject(proposal.id, reviewer=reviewer, reason=reason),
@@ -121,13 +155,15 @@ class ReviewActions(KernelScreen):
                     group="act",
                 )
 
-        self.app.push_screen(ReasonDialog(f"Reject {proposal.subject}: why?"), answered)
+        self.as_reviewer(
+            lambda: self.app.push_screen(ReasonDialog(f"Reject {proposal.subject}: why?"), answered)
+        )
 
     def withdraw(self, proposal: Proposal) -> None:
         """Withdraw a proposal (an optional reason)."""
-        reviewer = self.backend.reviewer
 
         def answered(reason: str | None) -> None:
+            reviewer = self.backend.reviewer
             if reason is None:
                 return
             self.fetch(
@@ -137,15 +173,17 @@ class ReviewActions(KernelScreen):
             )
 
         title = f"Withdraw {proposal.subject}?"
-        self.app.push_screen(ReasonDialog(title, required=False, action="Withdraw"), answered)
+        self.as_reviewer(
+            lambda: self.app.push_screen(ReasonDialog(title, required=False, action="Withdraw"), answered)
+        )
 
     # -- a ratified decision is never edited in place -------------------------------------
 
     def propose_replacement(self, decision: Decision, *, text: str | None = None) -> None:
         """Draft a new proposal that supersedes ``decision`` (the only way to change it)."""
-        reviewer = self.backend.reviewer
 
         def drafted(draft: Draft | None) -> None:
+            reviewer = self.backend.reviewer
             if draft is None:
                 return
             self.fetch(
@@ -164,7 +202,11 @@ class ReviewActions(KernelScreen):
             f"A ratified decision cannot be changed or undone in place. This drafts a new proposal on "
             f"{decision.subject} that supersedes {decision.id}; it goes to the queue for review."
         )
-        self.app.push_screen(
-            EditDialog(f"Replace {decision.subject}", text or decision.decision, note=note, rationale=True),
-            drafted,
+        self.as_reviewer(
+            lambda: self.app.push_screen(
+                EditDialog(
+                    f"Replace {decision.subject}", text or decision.decision, note=note, rationale=True
+                ),
+                drafted,
+            )
         )

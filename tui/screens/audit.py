@@ -9,7 +9,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.widgets import Footer, Header, Static
 
-from kernel.facade import AuditEvent, Ctx
+from kernel.facade import AuditEvent, Ctx, visible
 from tui.dialogs.text import TextDialog
 from tui.screens.base import KernelScreen
 from tui.widgets.rows import Column, Row, RowList
@@ -64,13 +64,21 @@ class AuditScreen(KernelScreen):
 
     def _loaded(self, found: tuple[list[AuditEvent], bool, str]) -> None:
         events, ok, status = found
-        self.query_one("#chain", Static).update(Text(status, style="bold green" if ok else "bold red"))
+        self.query_one("#chain", Static).update(
+            Text(visible(status), style="bold green" if ok else "bold red")
+        )
         self.events = {str(e.seq): e for e in events}
         self.query_one(RowList).set_rows(
             [
                 Row(
                     str(e.seq),
-                    (Text(str(e.seq)), Text(e.at[:19]), Text(e.actor), Text(e.action), Text(e.target)),
+                    (
+                        Text(str(e.seq)),
+                        Text(visible(e.at[:19])),
+                        Text(visible(e.actor)),
+                        Text(visible(e.action)),
+                        Text(visible(e.target)),
+                    ),
                 )
                 for e in reversed(events)
             ]

@@ -9,8 +9,8 @@ from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Footer, Header, Input, Static, Tree
 
-from kernel.facade import Decision
-from tui.format import state, window
+from kernel.facade import Decision, visible
+from tui.format import one_line, state, window
 from tui.screens.actions import ReviewActions
 
 
@@ -65,10 +65,13 @@ class BrowserScreen(ReviewActions):
             for depth in range(1, len(parts)):
                 path = ".".join(parts[:depth])
                 if path not in nodes:
-                    nodes[path] = nodes[".".join(parts[: depth - 1])].add(parts[depth - 1], expand=True)
+                    nodes[path] = nodes[".".join(parts[: depth - 1])].add(
+                        Text(visible(parts[depth - 1])), expand=True
+                    )
             parent = nodes[".".join(parts[:-1])]
             parent.add_leaf(
-                Text.assemble((parts[-1], "bold"), f"  {decision.decision[:60]}"), data=decision.id
+                Text.assemble((visible(parts[-1]), "bold"), f"  {one_line(decision.decision[:200])[:60]}"),
+                data=decision.id,
             )
         tree.root.expand()
         if self.chosen is not None and self.chosen.id not in self.decisions:
@@ -82,14 +85,16 @@ class BrowserScreen(ReviewActions):
             return
         self.chosen = decision
         body = Text()
-        body.append(f"{decision.subject}\n", style="bold")
+        body.append(f"{visible(decision.subject)}\n", style="bold")
         body.append_text(state(decision))
         body.append(f"  {window(decision)}  {decision.id}\n\n", style="dim")
-        body.append(f"{decision.decision}\n")
+        body.append(f"{visible(decision.decision)}\n")
         if decision.rationale:
             body.append("\nwhy: ", style="cyan")
-            body.append(f"{decision.rationale}\n")
-        body.append(f"\nratified by {decision.ratified_by} at {decision.ratified_at[:19]}", style="dim")
+            body.append(f"{visible(decision.rationale)}\n")
+        body.append(
+            f"\nratified by {visible(decision.ratified_by)} at {decision.ratified_at[:19]}", style="dim"
+        )
         if decision.amended:
             body.append(" (amended)", style="dim")
         if decision.evidence:

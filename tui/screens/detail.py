@@ -10,9 +10,9 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Footer, Header, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
-from kernel.facade import Ctx, ProposalContext
+from kernel.facade import Ctx, ProposalContext, visible
 from tui.dialogs.text import TextDialog
-from tui.format import age_text, diff_text, state, window
+from tui.format import age_text, diff_text, one_line, state, window
 from tui.screens.actions import ReviewActions
 
 
@@ -98,26 +98,26 @@ class DetailScreen(ReviewActions):
         proposal = found.proposal
         now = self.backend.now()
         head = Text()
-        head.append(proposal.subject, style="bold")
+        head.append(visible(proposal.subject), style="bold")
         head.append(f"  {proposal.id}  ", style="dim")
-        head.append(f"by {proposal.proposer}, ")
+        head.append(f"by {visible(proposal.proposer)}, ")
         head.append_text(age_text(proposal.created_at, now))
         head.append(" old")
         if proposal.session:
-            head.append(f", session {proposal.session}", style="dim")
+            head.append(f", session {visible(proposal.session)}", style="dim")
         if proposal.status != "pending":
             head.append(f"\n{proposal.status}", style="bold red")
             if proposal.resolution_note:
-                head.append(f": {proposal.resolution_note}")
+                head.append(f": {visible(proposal.resolution_note)}")
         if proposal.rationale:
             head.append("\nwhy: ", style="cyan")
-            head.append(proposal.rationale)
+            head.append(visible(proposal.rationale))
         self.query_one("#d-head", Static).update(head)
         current = found.current
         self.query_one("#d-current", Static).update(
-            Text(current.decision) if current else Text("(none: the subject is new)", style="dim")
+            Text(visible(current.decision)) if current else Text("(none: the subject is new)", style="dim")
         )
-        self.query_one("#d-new", Static).update(Text(proposal.decision))
+        self.query_one("#d-new", Static).update(Text(visible(proposal.decision)))
         self.query_one("#d-diff", Static).update(
             diff_text(current.decision, proposal.decision)
             if current
@@ -131,29 +131,29 @@ class DetailScreen(ReviewActions):
         self.query_one("#d-change", Static).update(change)
         conflicts = Text()
         for item in found.contradicts:
-            conflicts.append(f"✗ {item.subject}: ", style="bold magenta")
-            conflicts.append(f"{item.text}\n  {item.why}\n")
+            conflicts.append(f"✗ {visible(item.subject)}: ", style="bold magenta")
+            conflicts.append(f"{visible(item.text)}\n  {visible(item.why)}\n")
         self.query_one("#d-conflicts", Static).update(conflicts or Text("none found", style="dim"))
-        self.query_one("#d-timeline-title", Label).update(f"Timeline of {proposal.subject}")
+        self.query_one("#d-timeline-title", Label).update(Text(f"Timeline of {visible(proposal.subject)}"))
         timeline = Text()
         for decision in found.chain:
             timeline.append("● " if decision.current else "○ ", style="green" if decision.current else "dim")
             timeline.append(f"{window(decision)}  ")
             timeline.append_text(state(decision))
-            timeline.append(f"  {decision.id}\n  {decision.subject}: {decision.decision}\n", style="")
+            timeline.append(f"  {decision.id}\n  {visible(decision.subject)}: {visible(decision.decision)}\n")
         timeline.append("◌ pending  ", style="yellow")
-        timeline.append(proposal.decision)
+        timeline.append(visible(proposal.decision))
         self.query_one("#d-timeline", Static).update(timeline)
         related = Text()
         for decision in found.related:
-            related.append(f"{decision.subject}: ", style="bold")
-            related.append(f"{decision.decision}\n")
+            related.append(f"{visible(decision.subject)}: ", style="bold")
+            related.append(f"{visible(decision.decision)}\n")
         self.query_one("#d-related", Static).update(related or Text("none found", style="dim"))
         options = self.query_one("#d-evidence", OptionList)
         options.clear_options()
         for evidence in found.evidence:
-            preview = " ".join(evidence.text.split())[:160]
-            options.add_option(Option(Text(f"[{evidence.kind}] {preview}"), id=evidence.id))
+            preview = one_line(evidence.text[:400])[:160]
+            options.add_option(Option(Text(f"[{visible(evidence.kind)}] {preview}"), id=evidence.id))
         if found.evidence:
             options.highlighted = 0
         else:

@@ -8,8 +8,9 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import Footer, Header, Input, Static
 
-from kernel.facade import Evidence
+from kernel.facade import Evidence, visible
 from tui.dialogs.text import TextDialog
+from tui.format import one_line
 from tui.screens.base import KernelScreen
 from tui.widgets.rows import Column, Row, RowList
 
@@ -60,9 +61,9 @@ class EvidenceScreen(KernelScreen):
                     e.id,
                     (
                         Text(e.created_at[:10]),
-                        Text(e.kind),
-                        Text(e.agent or "?"),
-                        Text(" ".join(e.text.split())),
+                        Text(visible(e.kind)),
+                        Text(visible(e.agent or "?")),
+                        Text(one_line(e.text[:2000])),
                     ),
                 )
                 for e in found

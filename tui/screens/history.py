@@ -8,7 +8,7 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.widgets import Footer, Header, Label, Static
 
-from kernel.facade import Decision
+from kernel.facade import Decision, visible
 from tui.format import state, window
 from tui.screens.base import KernelScreen
 
@@ -21,15 +21,15 @@ def timeline(chain: list[Decision]) -> Text:
         out.append(f"{window(decision)}  ")
         out.append_text(state(decision))
         out.append(f"  {decision.id}\n", style="dim")
-        out.append(f"  {decision.subject}: ", style="bold")
-        out.append(f"{decision.decision}\n")
-        extra = f"ratified by {decision.ratified_by}"
+        out.append(f"  {visible(decision.subject)}: ", style="bold")
+        out.append(f"{visible(decision.decision)}\n")
+        extra = f"ratified by {visible(decision.ratified_by)}"
         if decision.amended:
             extra += " (amended)"
         if decision.superseded_by:
             extra += f"; superseded by {', '.join(decision.superseded_by)}"
         if decision.close_reason and not decision.superseded_by:
-            extra += f"; {decision.close_reason}"
+            extra += f"; {visible(decision.close_reason)}"
         out.append(f"  {extra}\n\n", style="dim")
     return out
 

@@ -13,7 +13,7 @@ from textual.widgets import Footer, Header, Input, Static
 
 from kernel.facade import QueueEntry
 from tui import filtering
-from tui.format import is_stale, queue_row
+from tui.format import is_stale, one_line, queue_row
 from tui.screens.actions import ReviewActions
 from tui.widgets.rows import Column, Row, RowList
 
@@ -164,10 +164,10 @@ class QueueScreen(ReviewActions):
         else:
             proposal = entry.proposal
             peek.append(f"{proposal.id} ", style="dim")
-            peek.append(" ".join(proposal.decision.split()))
+            peek.append(one_line(proposal.decision))
             if entry.current is not None:
                 peek.append("\nreplaces: ", style="cyan")
-                peek.append(" ".join(entry.current.decision.split()), style="dim")
+                peek.append(one_line(entry.current.decision), style="dim")
             if entry.group_size > 1:
                 peek.append(f"\nsettles {entry.group_size - 1} other proposal(s) in its group", style="bold")
         self.query_one("#peek", Static).update(peek)
