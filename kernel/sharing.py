@@ -55,12 +55,12 @@ def _rationale(record: adr.AdrRecord) -> str | None:
     body = record.context or ""
     if record.consequences:
         body = f"{body}\n\nConsequences: {record.consequences}".strip()
-    return body[: text.MAX_RATIONALE_CHARS]
+    return text.optional_shown(body[: text.MAX_RATIONALE_CHARS], "rationale", text.MAX_RATIONALE_CHARS)
 
 
 def import_adrs(kernel: Ctx, folder: Path, reviewer: str) -> ImportReport:
     """Import a folder of ADRs: accepted and superseded ones as decisions with rebuilt chains."""
-    reviewer = text.require_text(reviewer, "reviewer", text.MAX_NAME_CHARS)
+    reviewer = text.require_shown(reviewer, "reviewer", text.MAX_NAME_CHARS)
     records, errors, warnings = adr.read_adr_folder(folder)
     report = ImportReport(warnings=list(warnings))
     report.skipped = [f"{e.path}: {e.reason}" for e in errors]
@@ -106,8 +106,11 @@ def import_adrs(kernel: Ctx, folder: Path, reviewer: str) -> ImportReport:
                 continue
             try:
                 subject = text.normalise_subject(record.meta.get("subject") or record.subject)
-                body = text.require_text(record.decision, "decision", text.MAX_DECISION_CHARS)
-            except UsageError as exc:
+                body = text.require_shown(record.decision, "decision", text.MAX_DECISION_CHARS)
+                _rationale(record)  # refuses hidden characters before anything is written
+                if kernel.store.current_decision(subject) is None:
+                    kernel.check_new_subject(subject)
+            except (UsageError, RefusedError) as exc:
                 report.skipped.append(f"{source}: {exc.message}")
                 continue
             if record.status in ("proposed", "rejected"):

@@ -82,7 +82,8 @@ def _reviewer(db: str, out: str, start: object, done: object) -> None:
                 try:
                     if roll < 0.55:
                         amended = f"{proposal.decision} (amended)" if rng.random() < 0.2 else None
-                        result = kernel.ratify(proposal.id, reviewer=REVIEWER, decision=amended)
+                        # settle nothing: the checks below model each proposal on its own
+                        result = kernel.ratify(proposal.id, reviewer=REVIEWER, decision=amended, settle=[])
                         ratified.append(
                             {
                                 "proposal": proposal.id,
