@@ -177,7 +177,9 @@ def check_heads(
 
     problems: list[str] = []
     checked: list[SignedHead] = []
-    for head in heads:
+    # The same signed document found twice (a file and the store's copy) is one checkpoint.
+    unique = {h.signature: h for h in reversed(heads)}
+    for head in reversed(unique.values()):
         key = trusted.get(head.key_id)
         if key is None:
             problems.append(
