@@ -890,6 +890,10 @@ class Ctx:
         if progress is not None:
             progress(0, total)
         recall.backfill(self.store, embedder, total, step)
+        from kernel.derived import rebuild_index  # noqa: PLC0415
+
+        rebuild_index(self.store)
+        self._entity_index_cache = None
         self.ensure_conflicts(force=True)
         return ReindexReport(
             model=embedder.model_id,

@@ -563,3 +563,32 @@ def test_the_review_audit_screen_sees_a_forged_link(kernel, store_path, world):
     tamper(store_path, TAMPERS["link-a-current-decision-as-superseded"][0].format(**world))
     report = kernel.verify_audit(state=True)
     assert not report.ok and "supersession row" in report.problem
+
+
+# -- derived data -----------------------------------------------------------------------------------
+
+
+def test_reindex_rebuilds_a_planted_text_index_entry_and_lost_mentions(store_path):
+    from embedders import HashEmbedder
+
+    kernel, _ = Ctx.init(store_path, embedder=HashEmbedder())
+    with kernel:
+        note = kernel.log("Admins reported `yubikey` problems", agent="claude").id
+        proposal = kernel.propose("auth.admin", "Require `yubikey` MFA for admins", evidence=[note])
+        decision = kernel.ratify(proposal.id, reviewer="alice").decision.id
+        conn = driver.connect(store_path, load_vec=False)
+        rowid = conn.execute("SELECT rowid FROM decision WHERE id = ?", (decision,)).fetchone()[0]
+        conn.execute(
+            "INSERT INTO decision_fts (rowid, subject, decision, rationale) VALUES (?, 'x', 'sms codes', '')",
+            (rowid,),
+        )
+        conn.execute("DELETE FROM entity_mention")
+        conn.commit()
+        conn.close()
+        assert kernel.verify_audit(state=True).ok  # derived data is not what verify checks
+        assert [d.id for d, _ in kernel.search("sms").decisions] == [decision]
+        kernel.reindex()
+        assert kernel.search("sms").decisions == []
+        assert [d.id for d, _ in kernel.search("yubikey").decisions] == [decision]
+        hit = kernel.recall("yubikey", mode="entity").decisions
+        assert [h.decision.id for h in hit] == [decision]

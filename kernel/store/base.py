@@ -146,6 +146,9 @@ class Store(Protocol):
     def link_rows(self, table: str) -> list[tuple[Any, ...]]:
         """Every row of a link table the audit replay checks (supersession, citations, conflicts)."""
 
+    def rebuild_text_index(self, *, evidence: bool) -> None:
+        """Rebuild the keyword index of decisions (and of evidence) from the rows, and forget mentions."""
+
     def evidence_ids(self) -> list[str]:
         """The id of every evidence row, oldest first."""
 

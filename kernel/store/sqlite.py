@@ -673,6 +673,14 @@ class SQLiteStore(IndexQueries):
         columns = _LINK_TABLES[table]  # a fixed name, never user text
         return self._q(f"SELECT {columns} FROM {table} ORDER BY {columns}")
 
+    def rebuild_text_index(self, *, evidence: bool) -> None:
+        """Rebuild the keyword index of decisions (and of evidence) from the rows, and forget mentions."""
+        self._conn.execute("INSERT INTO decision_fts (decision_fts) VALUES ('rebuild')")
+        self._conn.execute("DELETE FROM entity_mention WHERE item LIKE 'dc\\_%' ESCAPE '\\'")
+        if evidence:
+            self._conn.execute("INSERT INTO evidence_fts (evidence_fts) VALUES ('rebuild')")
+            self._conn.execute("DELETE FROM entity_mention WHERE item LIKE 'ev\\_%' ESCAPE '\\'")
+
     def evidence_ids(self) -> list[str]:
         """The id of every evidence row, oldest first."""
         return [r[0] for r in self._q("SELECT id FROM evidence ORDER BY rowid")]
