@@ -14,9 +14,9 @@ test:
 lint:
     {{venv}}ruff check . && {{venv}}ruff format --check . && {{venv}}lint-imports
 
-# Rewrite schemas/ from kernel/contracts.py.
+# Rewrite schemas/ from kernel/contracts.py, and the migrated schema verify checks against.
 schemas:
-    {{venv}}python -m kernel.contracts
+    {{venv}}python -m kernel.contracts && {{venv}}python -m kernel.audit_schema
 
 # Build the demo store and show it.
 demo:

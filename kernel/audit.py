@@ -32,6 +32,10 @@ class ChainReport:
     last_hash: str
     first_bad_seq: int | None = None
     problem: str | None = None
+    problems: tuple[str, ...] = ()
+    checkpoints: int = 0
+    checkpoint_seq: int | None = None
+    notes: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready form (``schemas/audit-verify.schema.json``)."""
@@ -41,6 +45,10 @@ class ChainReport:
             "last_hash": self.last_hash,
             "first_bad_seq": self.first_bad_seq,
             "problem": self.problem,
+            "problems": list(self.problems) or ([self.problem] if self.problem else []),
+            "checkpoints": self.checkpoints,
+            "checkpoint_seq": self.checkpoint_seq,
+            "notes": list(self.notes),
         }
 
 

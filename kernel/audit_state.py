@@ -1,20 +1,27 @@
 """Replay the audit log and compare it with the store's tables.
 
 The hash chain proves the log was not edited; it says nothing about the tables beside it. An
-edit made with raw SQL (a decision's text changed after dropping its trigger, a proposal
-resolved, an evidence text swapped, a row added or removed) leaves the store disagreeing with
-its own log. This module rebuilds, from the log alone, what every decision, proposal and
-evidence row must say, and names the first row that does not.
+edit made with raw SQL (a decision's text changed after dropping its trigger, a supersession link
+or a citation added or removed, a proposal resolved, an evidence text or its metadata swapped)
+leaves the store disagreeing with its own log. This module rebuilds, from the log alone, what
+every row an agent or a person reads as truth must say, and names the first table, row and field
+that does not.
+
+Rows written by an earlier ctx lack some fields (an imported decision's rationale, an evidence
+text's speaker, the links an ADR import made). A field whose key is absent from its audit row is
+not checked, and the report's notes say which; every row ctx writes now carries all of them.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from kernel.records import Decision
 from kernel.store.base import Store
 
 _CHUNK = 500
@@ -40,6 +47,21 @@ class StateProblem:
     problem: str
 
 
+@dataclass(frozen=True)
+class StateReport:
+    """Every disagreement found (first one first) and what the log could not say."""
+
+    problems: list[StateProblem]
+    notes: list[str]
+
+    @property
+    def first(self) -> StateProblem | None:
+        """The earliest problem in log order; those no audit row explains come last."""
+        if not self.problems:
+            return None
+        return min(self.problems, key=lambda p: (p.seq is None, p.seq or 0))
+
+
 def _after(row: Mapping[str, Any]) -> dict[str, Any]:
     raw = row.get("after")
     if not raw:
@@ -51,77 +73,195 @@ def _after(row: Mapping[str, Any]) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+# Keys an earlier ctx did not always write; absent, the field they describe is not checked.
+_EVIDENCE_OPTIONAL = ("kind", "session", "tags", "speaker", "occurred_at")
+_PROPOSAL_OPTIONAL = (
+    "supersedes",
+    "explicit_supersedes",
+    "near_duplicate_of",
+    "near_duplicate_score",
+    "session",
+)
+_IMPORTED_PROPOSAL_OPTIONAL = ("decision", "rationale", "proposer", "created_at")
+_IMPORTED_DECISION_OPTIONAL = ("rationale", "ratified_by", "closed_by", "close_reason")
+
+
 class _Replay:
-    """The decisions, proposals and evidence the log describes, built row by row."""
+    """The rows the log describes, built audit row by audit row."""
 
     def __init__(self) -> None:
         self.decisions: dict[str, _Expected] = {}
         self.proposals: dict[str, _Expected] = {}
         self.evidence: dict[str, _Expected] = {}
+        self.links: dict[tuple[str, str], tuple[str, int]] = {}
+        self.cited: dict[str, dict[tuple[str, str], int]] = {"decision_evidence": {}, "proposal_evidence": {}}
+        # Decisions an earlier ctx imported without logging the supersession links it made.
+        self.unlogged_links_from: set[str] = set()
+        self.unchecked: dict[str, set[int]] = defaultdict(set)
         self.problems: list[StateProblem] = []
 
-    def apply(self, row: Mapping[str, Any]) -> None:
-        seq, action, target, actor, at = row["seq"], row["action"], row["target"], row["actor"], row["at"]
+    def _optional(self, expected: _Expected, table: str, row: Mapping[str, Any], keys: Iterable[str]) -> None:
         after = _after(row)
-        if action == "evidence.logged":
-            self.evidence[target] = _Expected(seq)
-            self.evidence[target].set(seq, content_hash=after.get("content_hash"))
-        elif action == "proposal.created":
-            expected = self.proposals[target] = _Expected(seq)
-            expected.set(
-                seq,
-                subject=after.get("subject"),
-                decision=after.get("decision"),
-                rationale=after.get("rationale"),
-                proposer=actor,
-                created_at=at,
-                evidence=sorted(after.get("evidence") or []),
-                status="pending",
-                resolved_by=None,
-                resolution_note=None,
-                decision_id=None,
-            )
-        elif action == "proposal.imported":
-            expected = self.proposals[target] = _Expected(seq)
-            expected.set(seq, subject=after.get("subject"), status=after.get("status"))
-        elif action == "proposal.ratified":
-            self._resolve(row, "ratified", resolved_by=actor, decision_id=after.get("decision_id"))
-            decision_id = after.get("decision_id")
-            if isinstance(decision_id, str):
-                created = self.decisions[decision_id] = _Expected(seq)
-                created.set(
-                    seq,
-                    subject=after.get("subject"),
-                    decision=after.get("decision"),
-                    valid_from=at,
-                    valid_until=None,
-                    ratified_by=actor,
-                    ratified_at=at,
-                    proposal_id=target,
-                    amended="amended_from" in after,
-                    closed_by=None,
-                )
-                proposal = self.proposals.get(target)
-                if proposal is not None and "rationale" in proposal.fields:
-                    created.set(seq, rationale=proposal.fields["rationale"][0])
-        elif action in ("proposal.rejected", "proposal.withdrawn"):
-            self._resolve(row, action.split(".")[1], resolved_by=actor, resolution_note=after.get("reason"))
-        elif action == "decision.superseded":
-            self._close(row, "superseded", valid_until=after.get("valid_until"))
-        elif action == "decision.retired":
-            self._close(
-                row, "retired", valid_until=after.get("valid_until"), close_reason=after.get("reason")
-            )
-        elif action == "decision.imported":
-            imported = self.decisions[target] = _Expected(seq)
-            imported.set(
-                seq,
-                subject=after.get("subject"),
-                decision=after.get("decision"),
-                valid_from=after.get("valid_from"),
-                valid_until=after.get("valid_until"),
-            )
+        for key in keys:
+            if key in after:
+                expected.set(row["seq"], **{key: after[key]})
+            else:
+                self.unchecked[f"{table}.{key}"].add(row["seq"])
+
+    def apply(self, row: Mapping[str, Any]) -> None:
+        action = row["action"]
+        handler = getattr(self, "_" + action.replace(".", "_"), None)
+        if handler is not None:
+            handler(row, _after(row))
         # Any other action changes no row this replay knows about.
+
+    def _evidence_logged(self, row: Mapping[str, Any], after: dict[str, Any]) -> None:
+        seq, target = row["seq"], row["target"]
+        expected = self.evidence[target] = _Expected(seq)
+        # An absent source always meant none: ctx logged it whenever there was one.
+        expected.set(
+            seq, content_hash=after.get("content_hash"), created_at=row["at"], source=after.get("source")
+        )
+        self._optional(expected, "evidence", row, _EVIDENCE_OPTIONAL)
+        if "agent" in after:
+            expected.set(seq, agent=after["agent"])
+        elif row["actor"] != "unknown":  # an earlier ctx logged the agent as the actor, None as "unknown"
+            expected.set(seq, agent=row["actor"])
+        else:
+            self.unchecked["evidence.agent"].add(seq)
+
+    def _proposal_created(self, row: Mapping[str, Any], after: dict[str, Any]) -> None:
+        seq, target = row["seq"], row["target"]
+        expected = self.proposals[target] = _Expected(seq)
+        expected.set(
+            seq,
+            subject=after.get("subject"),
+            decision=after.get("decision"),
+            rationale=after.get("rationale"),
+            proposer=row["actor"],
+            created_at=row["at"],
+            status="pending",
+            resolved_at=None,
+            resolved_by=None,
+            resolution_note=None,
+            decision_id=None,
+            source=None,
+            adr_number=None,
+        )
+        self._optional(expected, "proposal", row, _PROPOSAL_OPTIONAL)
+        for evidence_id in after.get("evidence") or []:
+            self.cited["proposal_evidence"][(target, evidence_id)] = seq
+
+    def _proposal_imported(self, row: Mapping[str, Any], after: dict[str, Any]) -> None:
+        seq, target = row["seq"], row["target"]
+        expected = self.proposals[target] = _Expected(seq)
+        rejected = after.get("status") == "rejected"
+        expected.set(
+            seq,
+            subject=after.get("subject"),
+            status=after.get("status"),
+            source=after.get("source"),
+            adr_number=after.get("adr_number"),
+            session=None,
+            supersedes=[],
+            explicit_supersedes=[],
+            near_duplicate_of=None,
+            near_duplicate_score=None,
+            decision_id=None,
+            resolved_at=row["at"] if rejected else None,
+            resolved_by=row["actor"] if rejected else None,
+        )
+        self._optional(expected, "proposal", row, _IMPORTED_PROPOSAL_OPTIONAL)
+        if "reason" in after:
+            expected.set(seq, resolution_note=after["reason"])
+        else:
+            self.unchecked["proposal.resolution_note"].add(seq)
+
+    def _proposal_ratified(self, row: Mapping[str, Any], after: dict[str, Any]) -> None:
+        seq, target, at = row["seq"], row["target"], row["at"]
+        decision_id = after.get("decision_id")
+        self._resolve(
+            row,
+            "ratified",
+            resolved_by=row["actor"],
+            resolved_at=at,
+            decision_id=decision_id,
+            resolution_note=None,
+        )
+        if not isinstance(decision_id, str):
+            return
+        created = self.decisions[decision_id] = _Expected(seq)
+        created.set(
+            seq,
+            subject=after.get("subject"),
+            decision=after.get("decision"),
+            valid_from=at,
+            valid_until=None,
+            ratified_by=row["actor"],
+            ratified_at=at,
+            proposal_id=target,
+            amended="amended_from" in after,
+            closed_by=None,
+            close_reason=None,
+            source=None,
+            adr_number=None,
+        )
+        proposal = self.proposals.get(target)
+        if proposal is not None and "rationale" in proposal.fields:
+            created.set(seq, rationale=proposal.fields["rationale"][0])
+        else:
+            self.unchecked["decision.rationale"].add(seq)
+        for evidence_id in after.get("evidence") or []:
+            self.cited["decision_evidence"][(decision_id, evidence_id)] = seq
+
+    def _proposal_rejected(self, row: Mapping[str, Any], after: dict[str, Any]) -> None:
+        self._resolve(
+            row,
+            "rejected",
+            resolved_by=row["actor"],
+            resolved_at=row["at"],
+            resolution_note=after.get("reason"),
+            decision_id=None,
+        )
+
+    def _proposal_withdrawn(self, row: Mapping[str, Any], after: dict[str, Any]) -> None:
+        self._resolve(
+            row,
+            "withdrawn",
+            resolved_by=row["actor"],
+            resolved_at=row["at"],
+            resolution_note=after.get("reason"),
+            decision_id=None,
+        )
+
+    def _decision_superseded(self, row: Mapping[str, Any], after: dict[str, Any]) -> None:
+        successor = after.get("superseded_by")
+        reason = after.get("reason", f"superseded by {successor}")
+        closed = self._close(row, "superseded", valid_until=after.get("valid_until"), close_reason=reason)
+        if closed and isinstance(successor, str):
+            self.links[(row["target"], successor)] = (after.get("linked_at", row["at"]), row["seq"])
+
+    def _decision_retired(self, row: Mapping[str, Any], after: dict[str, Any]) -> None:
+        self._close(row, "retired", valid_until=after.get("valid_until"), close_reason=after.get("reason"))
+
+    def _decision_imported(self, row: Mapping[str, Any], after: dict[str, Any]) -> None:
+        seq, target = row["seq"], row["target"]
+        imported = self.decisions[target] = _Expected(seq)
+        imported.set(
+            seq,
+            subject=after.get("subject"),
+            decision=after.get("decision"),
+            valid_from=after.get("valid_from"),
+            valid_until=after.get("valid_until"),
+            ratified_at=row["at"],
+            proposal_id=None,
+            amended=False,
+            source=after.get("source"),
+            adr_number=after.get("adr_number"),
+        )
+        self._optional(imported, "decision", row, _IMPORTED_DECISION_OPTIONAL)
+        if "closed_by" not in after:
+            self.unlogged_links_from.add(target)
 
     def _resolve(self, row: Mapping[str, Any], status: str, **values: Any) -> None:
         expected = self.proposals.get(row["target"])
@@ -132,85 +272,182 @@ class _Replay:
             return
         expected.set(row["seq"], status=status, **values)
 
-    def _close(self, row: Mapping[str, Any], closed_by: str, **values: Any) -> None:
+    def _close(self, row: Mapping[str, Any], closed_by: str, *, close_reason: Any, **values: Any) -> bool:
         expected = self.decisions.get(row["target"])
         if expected is None:
             self.problems.append(
                 StateProblem(row["seq"], f"audit row {row['seq']} closes {row['target']}, never ratified")
             )
-            return
+            return False
         if expected.fields.get("valid_until", (None, 0))[0] is None:
-            # Only closing an open window sets closed_by; superseding an already closed decision
-            # (a split, or one retired earlier) links it and leaves its window as it was.
-            expected.set(row["seq"], closed_by=closed_by)
+            # Only closing an open window sets closed_by and the reason; superseding an already
+            # closed decision (a split, one retired earlier, an imported link) only links it.
+            expected.set(row["seq"], closed_by=closed_by, close_reason=close_reason)
         expected.set(row["seq"], **values)
+        return True
 
 
-def _compare(kind: str, item_id: str, expected: _Expected, actual: Any) -> StateProblem | None:
-    mismatches = []
-    for key, (value, seq) in expected.fields.items():
-        found = getattr(actual, key)
-        if key == "evidence":
-            found = sorted(found)
-        if found != value:
-            mismatches.append((seq, key))
+def _compare(table: str, item_id: str, expected: _Expected, actual: Any) -> StateProblem | None:
+    mismatches = [
+        (seq, key) for key, (value, seq) in expected.fields.items() if getattr(actual, key) != value
+    ]
     if not mismatches:
         return None
     seq, key = min(mismatches, key=lambda m: m[0])  # the earliest row; ties in the log's field order
-    return StateProblem(seq, f"{kind} {item_id} does not match audit row {seq} ({key} differs)")
+    return StateProblem(seq, f"{table} {item_id} does not match audit row {seq} ({key} differs)")
 
 
-def _chunks(ids: list[str]) -> Iterable[list[str]]:
-    for start in range(0, len(ids), _CHUNK):
-        yield ids[start : start + _CHUNK]
-
-
-def check_state(store: Store, rows: Iterable[Mapping[str, Any]]) -> StateProblem | None:
-    """Replay ``rows`` (a whole, verified chain) and name the first table row that disagrees with it."""
-    replay = _Replay()
-    for row in rows:
-        replay.apply(row)
-    problems = list(replay.problems)
-
-    decisions = {d.id: d for d in store.decisions(include_closed=True)}
-    for decision_id, expected in replay.decisions.items():
-        actual = decisions.pop(decision_id, None)
-        if actual is None:
-            problems.append(StateProblem(expected.seq, f"decision {decision_id} is missing from the store"))
-        elif (problem := _compare("decision", decision_id, expected, actual)) is not None:
+def _rows(
+    table: str, kind: str, expected: dict[str, _Expected], actual: dict[str, Any]
+) -> list[StateProblem]:
+    """Compare one table's rows by id; ``actual`` loses the rows the log explains."""
+    problems = []
+    for item_id, wanted in expected.items():
+        found = actual.pop(item_id, None)
+        if found is None:
+            problems.append(StateProblem(wanted.seq, f"{kind} {item_id} is missing from the store"))
+        elif (problem := _compare(table, item_id, wanted, found)) is not None:
             problems.append(problem)
-    problems += [StateProblem(None, f"decision {i} is not in the audit log") for i in sorted(decisions)]
+    return problems + [StateProblem(None, f"{kind} {i} is not in the audit log") for i in sorted(actual)]
 
-    proposals = {p.id: p for p in store.list_proposals(None)}
-    for proposal_id, expected in replay.proposals.items():
-        actual = proposals.pop(proposal_id, None)
-        if actual is None:
-            problems.append(StateProblem(expected.seq, f"proposal {proposal_id} is missing from the store"))
-        elif (problem := _compare("proposal", proposal_id, expected, actual)) is not None:
-            problems.append(problem)
-    problems += [StateProblem(None, f"proposal {i} is not in the audit log") for i in sorted(proposals)]
 
+def _citations(
+    table: str, expected: dict[tuple[str, str], int], stored: list[tuple[Any, ...]]
+) -> list[StateProblem]:
+    rows = {(r[0], r[1]) for r in stored}
+    problems = [
+        StateProblem(seq, f"{table} row ({a}, {b}) is missing from the store (audit row {seq} cites it)")
+        for (a, b), seq in expected.items()
+        if (a, b) not in rows
+    ]
+    problems += [
+        StateProblem(None, f"{table} row ({a}, {b}) is not in the audit log")
+        for a, b in sorted(rows - expected.keys())
+    ]
+    return problems
+
+
+def _links(replay: _Replay, stored: list[tuple[Any, ...]]) -> tuple[list[StateProblem], int]:
+    problems, unlogged = [], 0
+    found = {(r[0], r[1]): r[2] for r in stored}
+    for (old, new), (created_at, seq) in replay.links.items():
+        if (old, new) not in found:
+            message = (
+                f"supersession row ({old} -> {new}) is missing from the store (audit row {seq} links them)"
+            )
+            problems.append(StateProblem(seq, message))
+        elif found[(old, new)] != created_at:
+            message = f"supersession row ({old} -> {new}) does not match audit row {seq} (created_at differs)"
+            problems.append(StateProblem(seq, message))
+    for old, new in sorted(found.keys() - replay.links.keys()):
+        if old in replay.unlogged_links_from and new in replay.unlogged_links_from:
+            unlogged += 1  # an ADR import by an earlier ctx linked them without an audit row
+            continue
+        problems.append(StateProblem(None, f"supersession row ({old} -> {new}) is not in the audit log"))
+    return problems, unlogged
+
+
+def _decision_text(decision: Decision) -> str:
+    # The text conflict detection reads (recall.ConflictDetector): the decision and its rationale.
+    return f"{decision.decision}\n{decision.rationale or ''}"
+
+
+def _conflicts(store: Store, decisions: dict[str, Decision]) -> tuple[list[StateProblem], str | None]:
+    """Each stored conflict must be one the rules find in the two (verified) decisions' texts."""
+    from kernel import conflicts  # noqa: PLC0415 - only to verify
+
+    rules = store.get_meta("conflict_rules")
+    if rules is not None and rules != conflicts.RULES_VERSION:
+        return (
+            [],
+            "conflicts were detected by other rules and are not checked: `ctx reindex` detects them again",
+        )
+    problems = []
+    for decision_id, other_id, term, clause, other_clause in store.link_rows("decision_conflict"):
+        where = f"decision_conflict row ({decision_id}, {other_id})"
+        mine, theirs = decisions.get(decision_id), decisions.get(other_id)
+        if mine is None or theirs is None:
+            problems.append(StateProblem(None, f"{where} names a decision that is not in the store"))
+            continue
+        found = conflicts.find_conflict(_decision_text(mine), _decision_text(theirs), {term})
+        if mine.subject == theirs.subject or found is None:
+            differs = "term"
+        elif found.clause != clause:
+            differs = "clause"
+        elif found.other_clause != other_clause:
+            differs = "other_clause"
+        else:
+            continue
+        problems.append(
+            StateProblem(None, f"{where} is not a conflict of the two decisions ({differs} differs)")
+        )
+    return problems, None
+
+
+def _evidence(store: Store, replay: _Replay) -> list[StateProblem]:
+    problems = []
     logged = list(replay.evidence)
-    for chunk in _chunks(logged):
+    for start in range(0, len(logged), _CHUNK):
+        chunk = logged[start : start + _CHUNK]
         found = store.evidence_by_ids(chunk)
         for evidence_id in chunk:
             expected = replay.evidence[evidence_id]
             actual = found.get(evidence_id)
             if actual is None:
-                missing = f"evidence {evidence_id} is missing from the store"
-                problems.append(StateProblem(expected.seq, missing))
-                continue
-            if (problem := _compare("evidence", evidence_id, expected, actual)) is not None:
+                problems.append(
+                    StateProblem(expected.seq, f"evidence {evidence_id} is missing from the store")
+                )
+            elif (problem := _compare("evidence", evidence_id, expected, actual)) is not None:
                 problems.append(problem)
             elif hashlib.sha256(actual.text.encode("utf-8")).hexdigest() != actual.content_hash:
                 problems.append(
                     StateProblem(expected.seq, f"evidence {evidence_id} text does not match its content hash")
                 )
-    stored = store.item_count("evidence")
-    if stored > len(logged):
-        problems.append(
-            StateProblem(None, f"the store holds {stored} evidence rows, the audit log logged {len(logged)}")
+    known = replay.evidence.keys()
+    problems += [
+        StateProblem(None, f"evidence {i} is not in the audit log")
+        for i in store.evidence_ids()
+        if i not in known
+    ]
+    return problems
+
+
+def _notes(replay: _Replay, unlogged_links: int) -> list[str]:
+    notes = []
+    if replay.unchecked:
+        rows = len(set().union(*replay.unchecked.values()))
+        fields = ", ".join(sorted(replay.unchecked))
+        notes.append(
+            f"{rows} audit rows written by an earlier ctx lack fields, not checked for them: {fields}"
         )
-    if not problems:
-        return None
-    return min(problems, key=lambda p: (p.seq is None, p.seq or 0))
+    if unlogged_links:
+        notes.append(
+            f"{unlogged_links} supersession links between decisions an earlier ctx imported from ADRs "
+            "have no audit row and are not checked"
+        )
+    return notes
+
+
+def replay_state(store: Store, rows: Iterable[Mapping[str, Any]]) -> StateReport:
+    """Replay ``rows`` (a whole, verified chain) and compare every table it describes with the store."""
+    replay = _Replay()
+    for row in rows:
+        replay.apply(row)
+    problems = list(replay.problems)
+    decisions = {d.id: d for d in store.decisions(include_closed=True)}
+    problems += _rows("decision", "decision", replay.decisions, dict(decisions))
+    problems += _rows("proposal", "proposal", replay.proposals, {p.id: p for p in store.list_proposals(None)})
+    problems += _evidence(store, replay)
+    link_problems, unlogged = _links(replay, store.link_rows("supersession"))
+    problems += link_problems
+    for table, expected in replay.cited.items():
+        problems += _citations(table, expected, store.link_rows(table))
+    conflict_problems, conflict_note = _conflicts(store, decisions)
+    problems += conflict_problems
+    notes = _notes(replay, unlogged) + ([conflict_note] if conflict_note else [])
+    return StateReport(problems, notes)
+
+
+def check_state(store: Store, rows: Iterable[Mapping[str, Any]]) -> StateProblem | None:
+    """Replay ``rows`` (a whole, verified chain) and name the first table row that disagrees with it."""
+    return replay_state(store, rows).first

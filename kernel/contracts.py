@@ -378,7 +378,15 @@ class AuditVerifyOut(_Strict):
     rows: int
     last_hash: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
     first_bad_seq: int | None
-    problem: str | None
+    problem: str | None = Field(
+        description="The first problem: the chain, a signed head, the schema, a table."
+    )
+    problems: list[str] = Field(description="Every problem found (the chain's first only).")
+    checkpoints: Annotated[int, Field(ge=0)] = Field(
+        description="Signed heads (checkpoints and export manifests) the chain was checked against."
+    )
+    checkpoint_seq: Annotated[int, Field(ge=1)] | None = Field(description="The latest signed head's row.")
+    notes: list[str] = Field(description="What this store's log cannot prove (rows from an earlier ctx).")
 
 
 Sha256 = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
@@ -483,6 +491,25 @@ class AuditManifestOut(_Strict):
     """``FILE.manifest.json`` (and ``ctx audit export --json``): the signed manifest of an export."""
 
     manifest: AuditManifestBody
+    signature: AuditSignatureOut
+
+
+class AuditCheckpointBody(_Strict):
+    """What a checkpoint's signature covers: the store and the head of its audit chain."""
+
+    format: Literal["ctx-audit-checkpoint"]
+    format_version: Literal[1]
+    store_id: str
+    seq: Annotated[int, Field(ge=1)] = Field(description="The audit row signed: the chain's last row then.")
+    hash: Sha256 = Field(description="That row's hash, which covers every row before it.")
+    signed_at: Timestamp
+    key: AuditKeyOut
+
+
+class AuditCheckpointOut(_Strict):
+    """A checkpoint file (and ``ctx audit checkpoint --json``): a signed head of the store's audit chain."""
+
+    checkpoint: AuditCheckpointBody
     signature: AuditSignatureOut
 
 
@@ -755,6 +782,7 @@ SCHEMAS: dict[str, type[BaseModel]] = {
     "audit-record": AuditRecordOut,
     "audit-manifest": AuditManifestOut,
     "audit-export-verify": AuditExportVerifyOut,
+    "audit-checkpoint": AuditCheckpointOut,
     "recall": RecallOut,
     "inject": InjectOut,
     "reindex": ReindexOut,

@@ -71,6 +71,7 @@ if TYPE_CHECKING:
 
     from kernel import embed, recall
     from kernel.audit_export import ExportResult
+    from kernel.audit_store import CheckpointResult
     from kernel.audit_verify import ExportReport
     from kernel.embed import Embedder
     from kernel.inject import Injection
@@ -277,11 +278,13 @@ class Ctx:
         details: dict[str, Any] = {
             "content_hash": prepared.digest,
             "kind": prepared.kind,
+            "agent": prepared.agent,
             "session": prepared.session,
             "tags": prepared.tags,
+            "source": prepared.source,
+            "speaker": prepared.speaker,
+            "occurred_at": prepared.occurred_at,
         }
-        if prepared.source is not None:
-            details["source"] = prepared.source
         if prepared.redacted:
             details["redacted"] = prepared.redacted
         self.store.append_audit(
@@ -565,7 +568,8 @@ class Ctx:
                 "decision.superseded",
                 old.id,
                 {"valid_until": old.valid_until},
-                {"valid_until": old.valid_until or at, "superseded_by": new.id},
+                {"valid_until": old.valid_until or at, "superseded_by": new.id}
+                | ({} if old.valid_until else {"reason": f"superseded by {new.id}"}),
             )
         settled = [other.id for other in plan.settles]
         for other in settled:
@@ -962,6 +966,10 @@ class Ctx:
         if progress is not None:
             progress(0, total)
         recall.backfill(self.store, embedder, total, step)
+        from kernel.derived import rebuild_index  # noqa: PLC0415
+
+        rebuild_index(self.store)
+        self._entity_index_cache = None
         self.ensure_conflicts(force=True)
         return ReindexReport(
             model=embedder.model_id,
@@ -1127,28 +1135,44 @@ class Ctx:
         vault.write_key_file(path, key)
         return key, str(path), True
 
-    def verify_audit(self, *, state: bool = False) -> ChainReport:
+    def verify_audit(
+        self, *, state: bool = False, checkpoints: Sequence[Path] = (), pubkey: Path | None = None
+    ) -> ChainReport:
         """Recompute the audit chain; the report names the first bad row.
 
-        With ``state``, also replay the log against the decision, proposal and evidence tables, so an
-        edit made beside the log (raw SQL on a decision, a row added or removed) is found too.
+        With ``state``, also check the chain against every signed checkpoint found (and the files in
+        ``checkpoints``, trusting ``pubkey`` or your own keys), the schema against the migrations, and
+        replay the log against every table it describes, so an edit beside the log is found too.
         """
         if not state:
             return verify_chain(self.store.audit_rows())
-        return self._verified_log()[0]
+        return self._verified_log(checkpoints, pubkey)[0]
 
-    def _verified_log(self) -> tuple[ChainReport, list[dict[str, Any]]]:
-        """The whole log and its report: the chain, then the tables replayed against it (one snapshot)."""
-        from kernel.audit_state import check_state  # noqa: PLC0415
+    def _verified_log(
+        self, checkpoints: Sequence[Path] = (), pubkey: Path | None = None
+    ) -> tuple[ChainReport, list[dict[str, Any]]]:
+        """The whole log and its report: the chain, signed heads, schema and tables (one snapshot)."""
+        from kernel.audit_store import verify_store  # noqa: PLC0415
 
         with self.store.snapshot():
             rows = list(self.store.audit_rows())
             report = verify_chain(rows)
-            problem = check_state(self.store, rows) if report.ok else None
-        if problem is not None:
-            message = f"the tables differ from the audit log: {problem.problem}"
-            report = ChainReport(False, report.rows, report.last_hash, problem.seq, message)
+            if report.ok:
+                report = verify_store(self.store, rows, report, checkpoints=checkpoints, pubkey=pubkey)
         return report, rows
+
+    def checkpoint_audit(self, *, passphrase: Passphrase, out: Path | None = None) -> CheckpointResult:
+        """Sign the audit chain's head with your key and keep it beside the store (and at ``out``).
+
+        Refuses when the store does not verify: a checkpoint vouches for the history it signs.
+        """
+        from kernel import audit_store, signing  # noqa: PLC0415 - cryptography loads only here
+
+        key, key_info = signing.unlock(passphrase)
+        report, rows = self._verified_log()
+        if not report.ok:
+            raise RefusedError(f"not signing: the store's audit log does not verify: {report.problem}")
+        return audit_store.sign_checkpoint(self.store, rows, key, key_info, signed_at=clock.now(), out=out)
 
     def export_audit(
         self,
@@ -1188,7 +1212,7 @@ class Ctx:
             head_seq=rows[-1]["seq"],
             head_hash=report.last_hash,
         )
-        return audit_export.write_export(
+        result = audit_export.write_export(
             selected,
             out,
             fmt=fmt,
@@ -1199,6 +1223,10 @@ class Ctx:
             key=key,
             key_info=key_info,
         )
+        from kernel.audit_store import keep_signed_head  # noqa: PLC0415
+
+        keep_signed_head(self.store, result.document)  # a signed export is a checkpoint too
+        return result
 
     @staticmethod
     def verify_audit_export(
@@ -1262,7 +1290,9 @@ def _proposal_summary(proposal: Proposal) -> dict[str, Any]:
         "rationale": proposal.rationale,
         "evidence": proposal.evidence,
         "supersedes": proposal.supersedes,
+        "explicit_supersedes": proposal.explicit_supersedes,
         "near_duplicate_of": proposal.near_duplicate_of,
+        "near_duplicate_score": proposal.near_duplicate_score,
         "session": proposal.session,
     }
 

@@ -34,6 +34,11 @@ def init_target(explicit: str | None = None, start: Path | None = None) -> Path:
     return (start or Path.cwd()).resolve() / STORE_DIR / STORE_FILE
 
 
+def checkpoints_dir(store: Path) -> Path:
+    """Where signed audit checkpoints are kept: ``checkpoints/`` beside the store file."""
+    return store.parent / "checkpoints"
+
+
 def config_dir() -> Path:
     """The user's ctx config folder (``CTX_CONFIG_DIR`` overrides the platform default)."""
     override = os.environ.get("CTX_CONFIG_DIR")

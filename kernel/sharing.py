@@ -130,6 +130,7 @@ def import_adrs(kernel: Ctx, folder: Path, reviewer: str) -> ImportReport:
                 old_id, new_id = ids[old.path], ids[new.path]
                 if new_id.startswith("dc_") and not kernel.store.is_ancestor(old_id, new_id):
                     kernel.store.link(old_id, new_id, start[new.path])
+                    _audit_link(kernel, old_id, new_id, start[new.path], reviewer, now)
         kernel.record_conflicts(report.decisions)
     return report
 
@@ -202,9 +203,27 @@ def _import_decision(
             "source": record.path,
             "adr_number": record.number,
             "status": record.status,
+            "rationale": decision.rationale,
+            "ratified_by": decision.ratified_by,
+            "closed_by": closed_by,
+            "close_reason": reason,
         },
     )
     return decision
+
+
+def _audit_link(kernel: Ctx, old_id: str, new_id: str, linked_at: str, reviewer: str, now: str) -> None:
+    """Log an imported supersession link, so that the audit log accounts for every link."""
+    old = kernel.store.get_decision(old_id)
+    until = old.valid_until if old is not None else None
+    kernel.store.append_audit(
+        now,
+        reviewer,
+        "decision.superseded",
+        old_id,
+        {"valid_until": until},
+        {"valid_until": until, "superseded_by": new_id, "linked_at": linked_at},
+    )
 
 
 def _import_proposal(
@@ -238,7 +257,17 @@ def _import_proposal(
         "proposal.imported",
         proposal.id,
         None,
-        {"subject": subject, "status": proposal.status, "source": record.path, "adr_number": record.number},
+        {
+            "subject": subject,
+            "status": proposal.status,
+            "source": record.path,
+            "adr_number": record.number,
+            "decision": body,
+            "rationale": proposal.rationale,
+            "proposer": proposal.proposer,
+            "created_at": proposal.created_at,
+            "reason": proposal.resolution_note,
+        },
     )
     return proposal
 

@@ -203,6 +203,19 @@ def load_public_key(path: Path) -> tuple[Ed25519PublicKey, str]:
     return public, key_id(public)
 
 
+def trusted_public_keys() -> dict[str, Ed25519PublicKey]:
+    """Your signing key's public half and those of the keys it replaced, by key id."""
+    folder = paths.keys_dir()
+    found: dict[str, Ed25519PublicKey] = {}
+    if not folder.is_dir():
+        return found
+    for path in sorted(folder.glob("audit-signing-key*.pub.pem")):
+        with contextlib.suppress(KeyFileError):
+            public = _load_public_file(path)
+            found[key_id(public)] = public
+    return found
+
+
 def unlock(passphrase: Passphrase) -> tuple[Ed25519PrivateKey, KeyInfo]:
     """Decrypt the private key with the passphrase; refuses a wrong one."""
     private_path, public_path = _require_key()

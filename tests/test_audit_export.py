@@ -571,8 +571,19 @@ def test_an_rsa_public_key_is_refused(cli, tmp_path, world, signing_key):
     assert "Ed25519" in line
 
 
-def test_verify_options_without_file_are_a_usage_error(cli, tmp_path, world):
-    one_line_error(cli("audit", "verify", "--pubkey", str(tmp_path / "project" / ".ctx" / "ctx.db")), 2)
+def test_verify_options_for_the_other_mode_are_usage_errors(cli, tmp_path, world, signing_key):
+    store = str(tmp_path / "project" / ".ctx" / "ctx.db")
+    one_line_error(cli("audit", "verify", "--manifest", store), 2)
+    path = export(cli, tmp_path, "jsonl")
+    manifest = str(audit_export.manifest_path_for(path))
+    one_line_error(cli("audit", "verify", str(path), "--checkpoint", manifest), 2)
+
+
+def test_a_pubkey_that_is_not_a_key_is_refused_when_verifying_the_store(cli, tmp_path, world):
+    line = one_line_error(
+        cli("audit", "verify", "--pubkey", str(tmp_path / "project" / ".ctx" / "ctx.db")), 1
+    )
+    assert "public key" in line
 
 
 def test_verify_a_file_that_does_not_exist(cli, tmp_path):
@@ -647,9 +658,16 @@ def test_export_into_a_missing_folder_is_one_line(cli, tmp_path, world, signing_
 
 
 def _sql(store_path: Path, *statements: str) -> None:
+    """Run raw SQL as an attacker who puts back every trigger they dropped (so the schema verifies)."""
     conn = driver.connect(store_path, load_vec=False)
+    dropped = []
     for statement in statements:
+        if statement.startswith("DROP TRIGGER "):
+            name = statement.removeprefix("DROP TRIGGER ")
+            dropped += conn.execute("SELECT sql FROM sqlite_master WHERE name = ?", (name,)).fetchone()
         conn.execute(statement)
+    for definition in dropped:
+        conn.execute(definition)
     conn.commit()
     conn.close()
 

@@ -807,12 +807,19 @@ def audit_export(
 @click.option(
     "--pubkey",
     type=click.Path(exists=True, dir_okay=False),
-    help="The exporter's public key (PEM) to trust; default: your own signing key's public half.",
+    help="The signer's public key (PEM) to trust for FILE or checkpoints; default: your own signing keys.",
 )
 @click.option(
     "--manifest",
     type=click.Path(exists=True, dir_okay=False),
     help="The export's signed manifest (default: FILE.manifest.json).",
+)
+@click.option(
+    "--checkpoint",
+    "checkpoints",
+    multiple=True,
+    type=click.Path(exists=True, dir_okay=False),
+    help="A signed checkpoint or export manifest to check the store's chain against (repeatable).",
 )
 @click.option(
     "--json",
@@ -827,30 +834,25 @@ def audit_verify(
     file: str | None,
     pubkey: str | None,
     manifest: str | None,
+    checkpoints: tuple[str, ...],
     as_json: bool,
     db_here: str | None,
 ) -> None:
     """Verify the store's audit log, or with FILE an export: exits 1 naming the first bad row or record.
 
-    Without FILE: recomputes the store's hash chain and replays it against the decisions, proposals
-    and evidence. With FILE: checks the manifest's signature against the trusted key, the records'
-    chain from the manifest's anchor, and that the records are the ones the manifest counts.
+    Without FILE: recomputes the store's hash chain, checks it against every signed checkpoint
+    (the store's checkpoints/ folder, exports, --checkpoint), the schema's triggers and indexes
+    against the migrations, and replays the log against every table it describes. With FILE: checks
+    the manifest's signature against the trusted key, the records' chain from the manifest's anchor,
+    and that the records are the ones the manifest counts.
     """
     if file is None:
-        if pubkey or manifest:
-            raise UsageError("--pubkey and --manifest verify an export: name its FILE")
-        kernel = Ctx.open(paths.find_store(db_here or ctx.find_root().obj.get("db")))
-        try:
-            report = kernel.verify_audit(state=True)
-        finally:
-            kernel.close()
-        if as_json:
-            _emit_json(report.to_dict())
-        elif report.ok:
-            _say(f"audit chain ok: {report.rows} rows, last hash {report.last_hash}")
-        if not report.ok:
-            raise CtxError(f"audit log does not verify: {report.problem}")
+        if manifest:
+            raise UsageError("--manifest verifies an export: name its FILE")
+        _verify_store(ctx, checkpoints, pubkey, as_json, db_here)
         return
+    if checkpoints:
+        raise UsageError("--checkpoint checks the store's log: leave out FILE")
     found = Ctx.verify_audit_export(
         Path(file),
         pubkey=Path(pubkey) if pubkey else None,
@@ -866,6 +868,58 @@ def audit_verify(
         _say(f"signed by key {found.trusted_key}, trusted from {found.trusted_key_source}")
     if not found.ok:
         raise CtxError(f"export {file} does not verify: {found.problem}")
+
+
+def _verify_store(
+    ctx: click.Context, checkpoints: tuple[str, ...], pubkey: str | None, as_json: bool, db_here: str | None
+) -> None:
+    kernel = Ctx.open(paths.find_store(db_here or ctx.find_root().obj.get("db")))
+    try:
+        report = kernel.verify_audit(
+            state=True, checkpoints=[Path(c) for c in checkpoints], pubkey=Path(pubkey) if pubkey else None
+        )
+    finally:
+        kernel.close()
+    if as_json:
+        _emit_json(report.to_dict())
+    elif report.ok:
+        _say(f"audit chain ok: {report.rows} rows, last hash {report.last_hash}")
+        if report.checkpoint_seq is not None:
+            _say(
+                f"matches {report.checkpoints} signed checkpoints (latest at row {report.checkpoint_seq})"
+            )
+        for note in report.notes:
+            _say(f"note: {note}")
+    if not report.ok:
+        raise CtxError(f"audit log does not verify: {report.problem}")
+
+
+@audit.command("checkpoint")
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False),
+    help="Also write the checkpoint here (a file to commit or send); it is always kept in checkpoints/.",
+)
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print the checkpoint (schemas/audit-checkpoint.schema.json)."
+)
+@_with_store
+def audit_checkpoint(kernel: Ctx, out: str | None, as_json: bool) -> None:
+    """Sign the audit chain's head with your key, so a later rewrite of the whole log is caught.
+
+    Keeps the signed head in checkpoints/ beside the store and in the store; `ctx audit verify`
+    checks the chain against it. Asks for the signing key's passphrase (or reads CTX_KEY_PASSPHRASE).
+    """
+    result = kernel.checkpoint_audit(
+        passphrase=lambda: _passphrase(confirm=False), out=Path(out) if out else None
+    )
+    if as_json:
+        _emit_json(result.to_dict())
+        return
+    head = result.document["checkpoint"]
+    _say(f"signed audit row {head['seq']} (hash {head['hash']}) with key {head['key']['key_id']}")
+    for path in result.paths:
+        _say(f"wrote {path}")
 
 
 @cli.group()

@@ -143,6 +143,18 @@ class Store(Protocol):
     def audit_rows(self) -> Iterator[dict[str, Any]]:
         """Every audit row, in order."""
 
+    def link_rows(self, table: str) -> list[tuple[Any, ...]]:
+        """Every row of a link table the audit replay checks (supersession, citations, conflicts)."""
+
+    def rebuild_text_index(self, *, evidence: bool) -> None:
+        """Rebuild the keyword index of decisions (and of evidence) from the rows, and forget mentions."""
+
+    def evidence_ids(self) -> list[str]:
+        """The id of every evidence row, oldest first."""
+
+    def schema_objects(self) -> list[tuple[str, str, str, str | None]]:
+        """``(type, name, table, sql)`` of every table, index and trigger in the database."""
+
     def search_decisions(
         self, match: str, limit: int, as_of: str | None = None
     ) -> list[tuple[Decision, float]]:

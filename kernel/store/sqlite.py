@@ -668,6 +668,33 @@ class SQLiteStore(IndexQueries):
         for row in cursor:
             yield dict(zip(names, row, strict=True))
 
+    def link_rows(self, table: str) -> list[tuple[Any, ...]]:
+        """Every row of a link table the audit replay checks (supersession, citations, conflicts)."""
+        columns = _LINK_TABLES[table]  # a fixed name, never user text
+        return self._q(f"SELECT {columns} FROM {table} ORDER BY {columns}")
+
+    def rebuild_text_index(self, *, evidence: bool) -> None:
+        """Rebuild the keyword index of decisions (and of evidence) from the rows, and forget mentions."""
+        self._conn.execute("INSERT INTO decision_fts (decision_fts) VALUES ('rebuild')")
+        self._conn.execute("DELETE FROM entity_mention WHERE item LIKE 'dc\\_%' ESCAPE '\\'")
+        if evidence:
+            self._conn.execute("INSERT INTO evidence_fts (evidence_fts) VALUES ('rebuild')")
+            self._conn.execute("DELETE FROM entity_mention WHERE item LIKE 'ev\\_%' ESCAPE '\\'")
+
+    def evidence_ids(self) -> list[str]:
+        """The id of every evidence row, oldest first."""
+        return [r[0] for r in self._q("SELECT id FROM evidence ORDER BY rowid")]
+
+    def schema_objects(self) -> list[tuple[str, str, str, str | None]]:
+        """``(type, name, table, sql)`` of every table, index and trigger in the database."""
+        return [
+            (r[0], r[1], r[2], r[3])
+            for r in self._q(
+                "SELECT type, name, tbl_name, sql FROM sqlite_master "
+                "WHERE type IN ('table', 'index', 'trigger') ORDER BY type, name"
+            )
+        ]
+
     # -- search ---------------------------------------------------------------------------
 
     def search_decisions(
@@ -714,6 +741,14 @@ class SQLiteStore(IndexQueries):
     def integrity_check(self) -> str:
         """SQLite's own consistency check ('ok' when sound)."""
         return "; ".join(r[0] for r in self._q("PRAGMA integrity_check"))
+
+
+_LINK_TABLES = {
+    "supersession": "old_id, new_id, created_at",
+    "decision_evidence": "decision_id, evidence_id",
+    "proposal_evidence": "proposal_id, evidence_id",
+    "decision_conflict": "decision_id, other_id, term, clause, other_clause",
+}
 
 
 def _like_prefix(subject: str) -> str:
