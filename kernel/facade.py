@@ -421,7 +421,7 @@ class Ctx:
                 targets.append(current.id)
             replaced = [self._require_decision(d) for d in targets]
             # A successor never starts before what it replaces, even if the wall clock stepped back.
-            at = max([clock.now(), *(old.valid_from for old in replaced)])
+            at = clock.latest([clock.now(), *(old.valid_from for old in replaced)])
             final_text = amended_text or proposal.decision
             new = Decision(
                 id=clock.new_id("dc"),
