@@ -1130,9 +1130,14 @@ def export_group() -> None:
 @export_group.command("adr")
 @click.argument("folder", type=click.Path(file_okay=False))
 @_with_store
-def export_adr(kernel: Ctx, folder: str) -> None:
-    """Write every decision as a MADR-style Markdown file in FOLDER (stable names, links both ways)."""
-    written = kernel.export_adrs(Path(folder))
+@click.option("--force", is_flag=True, help="Replace files and links ctx export did not write.")
+def export_adr(kernel: Ctx, folder: str, force: bool) -> None:
+    """Write every decision as a MADR-style Markdown file in FOLDER (stable names, links both ways).
+
+    Only files ctx export wrote are replaced (atomically); a link or another file with an exported
+    file's name refuses the export, with nothing written, unless --force.
+    """
+    written = kernel.export_adrs(Path(folder), force=force)
     click.echo(f"wrote {len(written)} files to {folder}")
 
 
