@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import os
 import re
+import stat
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -587,14 +589,41 @@ def _strip_block(lines: Iterable[str]) -> str | None:
 # ---------------------------------------------------------------------------------------------------------
 
 
-def _read_text(path: Path) -> str:
-    """The file's text as UTF-8 with normalised newlines, or AdrParseError."""
+def _read_bytes(path: Path, inside: Path | None) -> bytes:
+    """A regular file's bytes, at most MAX_ADR_BYTES, refusing links that lead out of ``inside``.
+
+    The size is checked on the open file before anything is read, and the file is opened
+    non-blocking so that a FIFO named like an ADR cannot hang the reader.
+    """
     try:
-        data = path.read_bytes()
+        real = path.resolve(strict=True)
+    except (OSError, RuntimeError):
+        raise AdrParseError(path, "a broken or looping link; not read") from None
+    if inside is not None and not real.is_relative_to(inside):
+        raise AdrParseError(path, f"a link to {real}, outside the folder; not read")
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(real, flags)
     except OSError as exc:
         raise AdrParseError(path, f"cannot read the file ({exc.strerror or exc})") from exc
-    if len(data) > MAX_ADR_BYTES:
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise AdrParseError(path, "not a regular file; not read")
+        if info.st_size > MAX_ADR_BYTES:
+            raise AdrParseError(path, f"larger than {MAX_ADR_BYTES} bytes")
+        try:
+            data = handle.read(MAX_ADR_BYTES + 1)
+        except OSError as exc:
+            raise AdrParseError(path, f"cannot read the file ({exc.strerror or exc})") from exc
+    if len(data) > MAX_ADR_BYTES:  # it grew after the check
         raise AdrParseError(path, f"larger than {MAX_ADR_BYTES} bytes")
+    return data
+
+
+def _read_text(path: Path, inside: Path | None = None) -> str:
+    """The file's text as UTF-8 with normalised newlines, or AdrParseError."""
+    data = _read_bytes(path, inside)
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -602,6 +631,14 @@ def _read_text(path: Path) -> str:
     if "\x00" in text:
         raise AdrParseError(path, "contains NUL bytes; not a text file")
     return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def front_matter(path: Path) -> dict[str, str]:
+    """The flat front matter of a Markdown file (empty when it has none), read as ADRs are read."""
+    match = _FRONT_MATTER_RE.match(_read_text(path))
+    if match is None:
+        return {}
+    return {key: _as_text(value) for key, value in _parse_front_matter(match.group(1) or "").items()}
 
 
 def parse_adr(path: Path, root: Path) -> AdrRecord:
@@ -617,9 +654,9 @@ def _relative(path: Path, root: Path) -> str:
         return path.name
 
 
-def _parse(path: Path, root: Path) -> _Parsed:
+def _parse(path: Path, root: Path, inside: Path | None = None) -> _Parsed:
     """Parse a file into a record and the links as written (for the folder reader to resolve)."""
-    text = _read_text(path)
+    text = _read_text(path, inside)
     if not text.strip():
         raise AdrParseError(path, "empty file")
     return _parse_text(text, path, _relative(path, root))
@@ -897,7 +934,8 @@ def _is_adr_file(path: Path) -> bool:
     """Whether a file in an ADR folder is an ADR (not a README, index or template such as
     ``template.md`` or ``0000-adr-template.md``; ``0014-project-templates.md`` is an ADR)."""
     lowered = path.name.lower()
-    if not path.is_file() or not lowered.endswith(".md") or lowered.startswith("."):
+    # A link is taken up (and refused by the reader if it leads out of the folder), so it is reported.
+    if not (path.is_symlink() or path.is_file()) or not lowered.endswith(".md") or lowered.startswith("."):
         return False
     if lowered in {"readme.md", "index.md"}:
         return False
@@ -916,16 +954,19 @@ def read_adr_folder(
     Links are resolved inside the folder and made two-way (if 4 says it supersedes 1, 1 is superseded by
     4). A link stays a number when that number names one file in the folder, else it becomes that file's
     path. Links that name nothing in the folder are kept as written and reported in the warnings.
+    Symbolic links that lead out of the folder, files that are not regular files and files over
+    MAX_ADR_BYTES are not read; each is reported with the parse errors.
     """
     if not folder.is_dir():
         raise UsageError(f"{folder} is not a folder")
     pattern = "**/*" if recursive else "*"
     files = sorted((p for p in folder.glob(pattern) if _is_adr_file(p)), key=lambda p: p.as_posix())
+    inside = folder.resolve()
     parsed: list[_Parsed] = []
     errors: list[AdrParseError] = []
     for path in files:
         try:
-            parsed.append(_parse(path, folder))
+            parsed.append(_parse(path, folder, inside))
         except AdrParseError as exc:
             errors.append(exc)
     records = [item.record for item in parsed]

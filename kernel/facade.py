@@ -524,7 +524,7 @@ class Ctx:
         proposal = plan.proposal
         replaced = plan.supersedes
         # A successor never starts before what it replaces, even if the wall clock stepped back.
-        at = max([clock.now(), *(old.valid_from for old in replaced)])
+        at = clock.latest([clock.now(), *(old.valid_from for old in replaced)])
         new = Decision(
             id=clock.new_id("dc"),
             subject=proposal.subject,
@@ -727,11 +727,11 @@ class Ctx:
 
         return import_adrs(self, folder, reviewer)
 
-    def export_adrs(self, folder: Path) -> list[Path]:
-        """Write every decision as a MADR-style Markdown file under ``folder``."""
+    def export_adrs(self, folder: Path, *, force: bool = False) -> list[Path]:
+        """Write every decision as a MADR-style file in ``folder`` (``force``: replace files not ctx's)."""
         from kernel.sharing import export_adrs  # noqa: PLC0415
 
-        return export_adrs(self, folder)
+        return export_adrs(self, folder, force=force)
 
     # -- search and audit -----------------------------------------------------------------
 

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
+import stat
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -16,6 +20,10 @@ if TYPE_CHECKING:
 
 # Front-matter keys ctx writes on export and honours on import, so a round trip keeps exact windows.
 KEY_ID, KEY_FROM, KEY_UNTIL, KEY_BY = "ctx-id", "ctx-valid-from", "ctx-valid-until", "ctx-ratified-by"
+# Exported files are ordinary readable text files, whatever mkstemp's private default.
+EXPORT_MODE = 0o644
+# Front-matter claims about who decided, kept on import as attribution (never as the ratifier).
+ATTRIBUTION_KEYS = {KEY_BY: "ratified_by", "deciders": "deciders", "decision-makers": "deciders"}
 
 
 @dataclass
@@ -39,27 +47,93 @@ class ImportReport:
         }
 
 
-def _stamp(record: adr.AdrRecord, key: str) -> str | None:
+def _stamp(record: adr.AdrRecord, key: str, folder: Path, now: str) -> str | None:
+    """A time the file states (a ctx key, or for the start its ``date``), checked, or None."""
     value = record.meta.get(key)
-    if value:
-        return clock.parse_when(value, end_of_day=False)
-    if key == KEY_FROM and record.date:
-        return f"{record.date}T00:00:00.000000Z"
-    return None
-
-
-def _rationale(record: adr.AdrRecord) -> str | None:
-    parts = [p for p in (record.context, record.consequences) if p]
-    if not parts:
+    if not value and key == KEY_FROM and record.date:
+        key, value = "date", record.date
+    if not value:
         return None
-    body = record.context or ""
-    if record.consequences:
-        body = f"{body}\n\nConsequences: {record.consequences}".strip()
+    where = folder / record.path
+    try:
+        stamp = clock.parse_when(value, end_of_day=False)
+    except UsageError as exc:
+        raise UsageError(f"{where}: {key}: {exc.message}; nothing imported") from None
+    if clock.to_datetime(stamp) > clock.to_datetime(now):
+        raise RefusedError(f"{where}: {key} {value} is later than now; nothing imported")
+    return stamp
+
+
+def _rationale(context: str | None, consequences: str | None) -> str | None:
+    if not (context or consequences):
+        return None
+    body = context or ""
+    if consequences:
+        body = f"{body}\n\nConsequences: {consequences}".strip()
     return text.optional_shown(body[: text.MAX_RATIONALE_CHARS], "rationale", text.MAX_RATIONALE_CHARS)
 
 
+@dataclass
+class _Cleaned:
+    """An ADR's texts as ctx stores them: secrets redacted, as in any other captured text."""
+
+    subject: str
+    decision: str
+    rationale: str | None
+    attribution: dict[str, str]
+    redacted: dict[str, int]
+
+
+def _clean(record: adr.AdrRecord) -> _Cleaned:
+    """Redact an ADR's texts before anything is stored or audited (UsageError for an unusable field)."""
+    from kernel.redact import redact  # noqa: PLC0415 - paid only when importing
+
+    counts: dict[str, int] = {}
+
+    def scrub(value: str | None) -> str | None:
+        if not value:
+            return value
+        cleaned = redact(value)
+        for kind, n in cleaned.counts.items():
+            counts[kind] = counts.get(kind, 0) + n
+        return cleaned.text
+
+    # The file's own claims about who decided are kept as attribution; the ratifier is the importer.
+    attribution = {
+        name: scrub(record.meta[key]) or ""
+        for key, name in ATTRIBUTION_KEYS.items()
+        if record.meta.get(key, "").strip()
+    }
+    return _Cleaned(
+        subject=text.normalise_subject(scrub(record.meta.get("subject") or record.subject) or ""),
+        decision=text.require_shown(scrub(record.decision) or "", "decision", text.MAX_DECISION_CHARS),
+        rationale=_rationale(scrub(record.context), scrub(record.consequences)),
+        attribution=attribution,
+        redacted=counts,
+    )
+
+
+def _check_starts(
+    records: list[adr.AdrRecord], start: dict[str, str], stated: set[str], folder: Path, successors: Any
+) -> None:
+    """Refuse a file whose stated start is earlier than that of a decision it supersedes."""
+    for record in records:
+        for nxt in successors(record):
+            if nxt.path in stated and record.path in stated and start[nxt.path] < start[record.path]:
+                raise RefusedError(
+                    f"{folder / nxt.path}: valid from {start[nxt.path][:10]}, earlier than "
+                    f"{record.path} which it supersedes ({start[record.path][:10]}); nothing imported"
+                )
+
+
 def import_adrs(kernel: Ctx, folder: Path, reviewer: str) -> ImportReport:
-    """Import a folder of ADRs: accepted and superseded ones as decisions with rebuilt chains."""
+    """Import a folder of ADRs: accepted and superseded ones as decisions with rebuilt chains.
+
+    ``reviewer`` ratifies every imported decision; a file's own ``ctx-ratified-by`` or deciders are
+    kept as attribution in the audit log. Texts are redacted like captured evidence. A stated time
+    that is not a date ctx keeps, later than now, or earlier than its predecessor's refuses the
+    whole import, naming the file.
+    """
     reviewer = text.require_shown(reviewer, "reviewer", text.MAX_NAME_CHARS)
     records, errors, warnings = adr.read_adr_folder(folder)
     report = ImportReport(warnings=list(warnings))
@@ -76,10 +150,22 @@ def import_adrs(kernel: Ctx, folder: Path, reviewer: str) -> ImportReport:
         return [s for s in found if s.status not in ("proposed", "rejected")]
 
     # Windows: from the ADR's date (never before what it supersedes) until its first successor starts.
+    # Every start is a checked canonical stamp, so comparing them as text compares times.
     start: dict[str, str] = {}
+    until: dict[str, str | None] = {}
+    stated: set[str] = set()
     for record in records:
-        start[record.path] = _stamp(record, KEY_FROM) or now
-    for _ in range(len(records)):  # relax: successors start no earlier than what they replace
+        given = _stamp(record, KEY_FROM, folder, now)
+        start[record.path] = given or now
+        if given is not None:
+            stated.add(record.path)
+        until[record.path] = _stamp(record, KEY_UNTIL, folder, now)
+        if until[record.path] is not None and until[record.path] < start[record.path]:
+            raise RefusedError(
+                f"{folder / record.path}: {KEY_UNTIL} is earlier than its start; nothing imported"
+            )
+    _check_starts(records, start, stated, folder, successors)
+    for _ in range(len(records)):  # relax: an undated predecessor starts now, and so must what replaces it
         changed = False
         for record in records:
             for nxt in successors(record):
@@ -105,22 +191,27 @@ def import_adrs(kernel: Ctx, folder: Path, reviewer: str) -> ImportReport:
                 report.unchanged.append(source)
                 continue
             try:
-                subject = text.normalise_subject(record.meta.get("subject") or record.subject)
-                body = text.require_shown(record.decision, "decision", text.MAX_DECISION_CHARS)
-                _rationale(record)  # refuses hidden characters before anything is written
-                if kernel.store.current_decision(subject) is None:
-                    kernel.check_new_subject(subject)
+                cleaned = _clean(record)
+                if kernel.store.current_decision(cleaned.subject) is None:
+                    kernel.check_new_subject(cleaned.subject)
             except (UsageError, RefusedError) as exc:
                 report.skipped.append(f"{source}: {exc.message}")
                 continue
+            if cleaned.redacted:
+                kinds = ", ".join(sorted(cleaned.redacted))
+                report.warnings.append(
+                    f"{source}: {sum(cleaned.redacted.values())} secrets redacted ({kinds})"
+                )
             if record.status in ("proposed", "rejected"):
-                proposal = _import_proposal(kernel, record, subject, body, reviewer, now)
+                proposal = _import_proposal(kernel, record, cleaned, reviewer, start[record.path], now)
                 ids[record.path] = proposal.id
                 report.proposals.append(proposal.id)
                 continue
-            decision = _import_decision(kernel, record, subject, body, reviewer, start, now, successors)
+            decision = _import_decision(
+                kernel, record, cleaned, reviewer, start, until[record.path], now, successors
+            )
             if decision is None:
-                report.skipped.append(f"{source}: its window overlaps another decision on {subject}")
+                report.skipped.append(f"{source}: its window overlaps another decision on {cleaned.subject}")
                 continue
             ids[record.path] = decision.id
             report.decisions.append(decision.id)
@@ -138,16 +229,16 @@ def import_adrs(kernel: Ctx, folder: Path, reviewer: str) -> ImportReport:
 def _import_decision(
     kernel: Ctx,
     record: adr.AdrRecord,
-    subject: str,
-    body: str,
+    cleaned: _Cleaned,
     reviewer: str,
     start: dict[str, str],
+    until: str | None,
     now: str,
     successors: Any,
 ) -> Decision | None:
     valid_from = start[record.path]
+    subject, body = cleaned.subject, cleaned.decision
     nexts = successors(record)
-    until = _stamp(record, KEY_UNTIL)
     closed_by, reason = None, None
     if nexts:
         until = until or min(start[s.path] for s in nexts)
@@ -169,10 +260,10 @@ def _import_decision(
         id=clock.new_id("dc"),
         subject=subject,
         decision=body,
-        rationale=_rationale(record),
+        rationale=cleaned.rationale,
         valid_from=valid_from,
         valid_until=until,
-        ratified_by=record.meta.get(KEY_BY) or reviewer,
+        ratified_by=reviewer,
         ratified_at=now,
         proposal_id=None,
         amended=False,
@@ -189,26 +280,22 @@ def _import_decision(
             )
     except RefusedError:  # an overlap the renaming could not avoid: report it, import the rest
         return None
-    kernel.store.append_audit(
-        now,
-        reviewer,
-        "decision.imported",
-        decision.id,
-        None,
-        {
-            "subject": subject,
-            "decision": body,
-            "valid_from": valid_from,
-            "valid_until": until,
-            "source": record.path,
-            "adr_number": record.number,
-            "status": record.status,
-            "rationale": decision.rationale,
-            "ratified_by": decision.ratified_by,
-            "closed_by": closed_by,
-            "close_reason": reason,
-        },
-    )
+    payload: dict[str, Any] = {
+        "subject": subject,
+        "decision": body,
+        "valid_from": valid_from,
+        "valid_until": until,
+        "source": record.path,
+        "adr_number": record.number,
+        "status": record.status,
+        "rationale": decision.rationale,
+        "ratified_by": decision.ratified_by,
+        "closed_by": closed_by,
+        "close_reason": reason,
+    }
+    if cleaned.attribution:
+        payload["attribution"] = cleaned.attribution
+    kernel.store.append_audit(now, reviewer, "decision.imported", decision.id, None, payload)
     return decision
 
 
@@ -227,17 +314,17 @@ def _audit_link(kernel: Ctx, old_id: str, new_id: str, linked_at: str, reviewer:
 
 
 def _import_proposal(
-    kernel: Ctx, record: adr.AdrRecord, subject: str, body: str, reviewer: str, now: str
+    kernel: Ctx, record: adr.AdrRecord, cleaned: _Cleaned, reviewer: str, created_at: str, now: str
 ) -> Proposal:
     rejected = record.status == "rejected"
     proposal = Proposal(
         id=clock.new_id("pr"),
-        subject=subject,
-        decision=body,
-        rationale=_rationale(record),
+        subject=cleaned.subject,
+        decision=cleaned.decision,
+        rationale=cleaned.rationale,
         proposer=f"adr:{record.path}",
         session=None,
-        created_at=_stamp(record, KEY_FROM) or now,
+        created_at=created_at,
         status="rejected" if rejected else "pending",
         supersedes=[],
         explicit_supersedes=[],
@@ -251,24 +338,20 @@ def _import_proposal(
         adr_number=record.number,
     )
     kernel.store.insert_proposal(proposal)
-    kernel.store.append_audit(
-        now,
-        reviewer,
-        "proposal.imported",
-        proposal.id,
-        None,
-        {
-            "subject": subject,
-            "status": proposal.status,
-            "source": record.path,
-            "adr_number": record.number,
-            "decision": body,
-            "rationale": proposal.rationale,
-            "proposer": proposal.proposer,
-            "created_at": proposal.created_at,
-            "reason": proposal.resolution_note,
-        },
-    )
+    payload: dict[str, Any] = {
+        "subject": cleaned.subject,
+        "status": proposal.status,
+        "source": record.path,
+        "adr_number": record.number,
+        "decision": cleaned.decision,
+        "rationale": proposal.rationale,
+        "proposer": proposal.proposer,
+        "created_at": proposal.created_at,
+        "reason": proposal.resolution_note,
+    }
+    if cleaned.attribution:
+        payload["attribution"] = cleaned.attribution
+    kernel.store.append_audit(now, reviewer, "proposal.imported", proposal.id, None, payload)
     return proposal
 
 
@@ -278,8 +361,59 @@ def _title(decision: Decision) -> str:
     return first if len(first) <= 90 else first[:87].rstrip() + "..."
 
 
-def export_adrs(kernel: Ctx, folder: Path) -> list[Path]:
-    """Write one MADR-style file per decision, with stable names and supersession links both ways."""
+def owned_by_ctx(path: Path) -> bool:
+    """Whether an existing file is one ctx wrote: a regular file whose front matter has a decision ``ctx-id``.
+
+    This is the one test export uses before it replaces a file; anything else in the folder is the
+    user's and is left alone unless forced.
+    """
+    try:
+        meta = adr.front_matter(path)
+    except adr.AdrParseError:
+        return False
+    found = meta.get(KEY_ID, "")
+    return bool(clock.ID_RE.match(found)) and found.startswith("dc_")
+
+
+def _refusal(path: Path, force: bool) -> str | None:
+    """Why export must not replace ``path`` (None when it may)."""
+    try:
+        info = path.lstat()
+    except FileNotFoundError:
+        return None
+    if stat.S_ISLNK(info.st_mode):
+        return None if force else "is a symbolic link (never written through; --force replaces the link)"
+    if not stat.S_ISREG(info.st_mode):
+        return "exists and is not a regular file"
+    if force or owned_by_ctx(path):
+        return None
+    return "exists and was not written by ctx export (--force overwrites it)"
+
+
+def _write_atomic(path: Path, content: str) -> None:
+    """Write a file by renaming a finished temporary file over it: a reader never sees half of it,
+    and a link at ``path`` is replaced, never written through."""
+    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+            os.fchmod(handle.fileno(), EXPORT_MODE)
+            handle.write(content)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temporary)
+        raise
+
+
+def export_adrs(kernel: Ctx, folder: Path, *, force: bool = False) -> list[Path]:
+    """Write one MADR-style file per decision, with stable names and supersession links both ways.
+
+    Files are replaced atomically and only when ctx wrote them (see :func:`owned_by_ctx`); a link,
+    or a file of the user's with an exported file's name, refuses the whole export before anything is
+    written, unless ``force`` (which replaces links and files, never writing through a link).
+    """
     every = kernel.store.decisions(include_closed=True)
     every.sort(key=lambda d: (d.valid_from, d.id))
     numbers: dict[str, int] = {}
@@ -295,15 +429,20 @@ def export_adrs(kernel: Ctx, folder: Path) -> list[Path]:
             used.add(next_number)
     names = {d.id: adr.adr_filename(numbers[d.id], _title(d)) for d in every}
     titles = {d.id: _title(d) for d in every}
-    folder.mkdir(parents=True, exist_ok=True)
-    written = []
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        raise UsageError(f"{folder} is not a folder") from None
+    except OSError as exc:
+        raise UsageError(f"cannot create the folder {folder}: {exc.strerror or exc}") from None
+    contents: dict[Path, str] = {}
     for decision in every:
         status = "accepted" if decision.current else decision.closed_by or "accepted"
         status = "deprecated" if status == "retired" else status
         extra = {KEY_ID: decision.id, KEY_FROM: decision.valid_from, KEY_BY: decision.ratified_by}
         if decision.valid_until:
             extra[KEY_UNTIL] = decision.valid_until
-        content = adr.render_adr(
+        contents[folder / names[decision.id]] = adr.render_adr(
             numbers[decision.id],
             titles[decision.id],
             decision.decision,
@@ -315,7 +454,14 @@ def export_adrs(kernel: Ctx, folder: Path) -> list[Path]:
             superseded_by=[(numbers[n], titles[n]) for n in decision.superseded_by if n in numbers],
             extra=extra,
         )
-        path = folder / names[decision.id]
-        path.write_text(content, encoding="utf-8")
-        written.append(path)
-    return written
+    refused = [(path, why) for path in contents if (why := _refusal(path, force)) is not None]
+    if refused:
+        path, why = refused[0]
+        more = f" (and {len(refused) - 1} more)" if len(refused) > 1 else ""
+        raise RefusedError(f"{path} {why}{more}; nothing written")
+    for path, content in contents.items():
+        try:
+            _write_atomic(path, content)
+        except OSError as exc:
+            raise RefusedError(f"cannot write {path}: {exc.strerror or exc}") from None
+    return list(contents)

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from kernel import Ctx
+from kernel import Ctx, driver
 
 DATA = Path(__file__).resolve().parent / "data" / "adr"
+CTX = str(Path(sys.executable).parent / "ctx")
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "eval" / "adr"
 
 
@@ -112,3 +116,235 @@ def test_real_adr_folders_import_cleanly(tmp_path: Path):
         assert kernel.verify_audit().ok
         assert kernel.integrity_check() == "ok"
         kernel.close()
+
+
+# -- files in: links, sizes, secrets, who ratifies ------------------------------------------------
+
+AWS_KEY = "AKIAIOSFODNN7EXAMPLE"
+DB_PASSWORD = "Xk9vQ2mL7pR4tZ8wQ"
+SECRET_ADR = f"""---
+status: accepted
+---
+# 1. Connect to the billing database
+
+## Decision
+
+Connect with DB_PASSWORD={DB_PASSWORD} and the AWS key {AWS_KEY}.
+"""
+
+
+def _adr(number: int, title: str, decision: str, **front: str) -> str:
+    lines = "".join(f"{key}: {value}\n" for key, value in front.items())
+    return f"---\n{lines}---\n# {number}. {title}\n\n## Decision\n\n{decision}\n"
+
+
+def _every_text(store_path: Path) -> str:
+    """Everything the store holds, as one text, to search for what must not be there."""
+    conn = driver.connect(store_path, load_vec=False)
+    try:
+        tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        rows = [conn.execute(f'SELECT * FROM "{t}"').fetchall() for t in tables if not t.startswith("vec")]
+    finally:
+        conn.close()
+    return repr(rows)
+
+
+def _import(cli, folder: Path, *extra: str):
+    return cli("import", "adr", str(folder), "--yes", "--reviewer", "alice", *extra)
+
+
+def test_import_does_not_follow_links_out_of_the_folder(cli, kernel: Ctx, store_path: Path, tmp_path: Path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "notes.md").write_text(SECRET_ADR, encoding="utf-8")
+    folder = tmp_path / "adr"
+    folder.mkdir()
+    (folder / "0001-notes.md").symlink_to("../outside/notes.md")
+    (folder / "0002-passwd.md").symlink_to("/etc/passwd")
+    (folder / "0003-environ.md").symlink_to("/proc/self/environ")
+    (folder / "0004-kept.md").write_text(_adr(4, "Use Postgres", "Use PostgreSQL 16."), encoding="utf-8")
+    (folder / "0005-same-folder.md").symlink_to("0004-kept.md")
+    kernel.close()
+
+    result = _import(cli, folder, "--json")
+    assert result.code == 0, result.err
+    report = json.loads(result.out)
+    skipped = "\n".join(report["skipped"])
+    for name in ("0001-notes.md", "0002-passwd.md", "0003-environ.md"):
+        assert f"{name}: a link to " in skipped and "outside the folder" in skipped
+    assert len(report["decisions"]) == 2  # the file and the link to it inside the folder
+    held = _every_text(store_path)
+    assert "billing" not in held and AWS_KEY not in held and "root:" not in held
+
+
+def test_import_checks_the_size_before_reading(tmp_path: Path, store_path: Path):
+    """An 8 GiB sparse file is refused from its size; the import runs under a 1 GiB memory cap."""
+    resource = pytest.importorskip("resource")
+    folder = tmp_path / "adr"
+    folder.mkdir()
+    big = folder / "0001-huge.md"
+    big.touch()
+    os.truncate(big, 8 * 1024**3)
+    (folder / "0002-small.md").write_text(_adr(2, "Use Postgres", "Use PostgreSQL 16."), encoding="utf-8")
+    Ctx.init(store_path)[0].close()
+
+    def cap_memory() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (1024**3, 1024**3))
+
+    done = subprocess.run(
+        [CTX, "--db", str(store_path), "import", "adr", str(folder), "--yes", "--reviewer", "alice"],
+        capture_output=True,
+        text=True,
+        preexec_fn=cap_memory,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
+    assert "0001-huge.md: larger than 2000000 bytes" in done.stderr
+    assert "imported 1 decisions" in done.stdout
+
+
+def test_imported_text_is_redacted(cli, kernel: Ctx, store_path: Path, tmp_path: Path):
+    folder = tmp_path / "adr"
+    folder.mkdir()
+    (folder / "0001-billing.md").write_text(SECRET_ADR, encoding="utf-8")
+    kernel.close()
+    result = _import(cli, folder)
+    assert result.code == 0, result.err
+    assert "0001-billing.md: 2 secrets redacted (aws-access-key, password)" in result.err
+    with Ctx.open(store_path) as reopened:
+        [decision] = reopened.decisions()
+        assert "[REDACTED:aws-access-key]" in decision.decision
+        assert "DB_PASSWORD=[REDACTED:password]" in decision.decision
+    held = _every_text(store_path)
+    assert AWS_KEY not in held and DB_PASSWORD not in held
+
+
+def test_the_ratifier_of_an_import_is_the_reviewer(cli, kernel: Ctx, store_path: Path, tmp_path: Path):
+    folder = tmp_path / "adr"
+    folder.mkdir()
+    claims = {"ctx-ratified-by": "mallory", "deciders": "carol, dave"}
+    (folder / "0001-db.md").write_text(_adr(1, "Use Postgres", "Use PostgreSQL 16.", **claims), "utf-8")
+    (folder / "0002-ui.md").write_text(
+        _adr(2, "Use Elm", "Write the frontend in Elm.", status="proposed", **claims), "utf-8"
+    )
+    kernel.close()
+    assert _import(cli, folder).code == 0
+    with Ctx.open(store_path) as reopened:
+        [decision] = reopened.decisions()
+        assert decision.ratified_by == "alice"
+        events = [e for e in reopened.audit_events() if e.action.endswith(".imported")]
+        assert {e.actor for e in events} == {"alice"}
+        for event in events:
+            after = json.loads(event.after)
+            assert after["attribution"] == {"ratified_by": "mallory", "deciders": "carol, dave"}
+        assert reopened.verify_audit().ok
+
+
+@pytest.mark.parametrize(
+    ("front", "code", "words"),
+    [
+        ({"ctx-valid-from": "0999-01-01"}, 2, "out of range"),
+        ({"date": "0999-01-01"}, 2, "out of range"),
+        ({"ctx-valid-from": "9000-01-01"}, 1, "later than now"),
+        ({"date": "9000-01-01"}, 1, "later than now"),
+        ({"ctx-valid-from": "2020-01-01", "ctx-valid-until": "9000-01-01"}, 1, "later than now"),
+        ({"ctx-valid-from": "2020-01-01", "ctx-valid-until": "2019-01-01"}, 1, "earlier than its start"),
+        ({"ctx-valid-from": "the day before yesterday"}, 2, "invalid date"),
+    ],
+)
+def test_import_refuses_a_time_it_cannot_keep(cli, kernel: Ctx, store_path, tmp_path, front, code, words):
+    folder = tmp_path / "adr"
+    folder.mkdir()
+    (folder / "0001-db.md").write_text(_adr(1, "Use Postgres", "Use PostgreSQL 16."), encoding="utf-8")
+    (folder / "0002-cache.md").write_text(_adr(2, "Use Redis", "Cache in Redis.", **front), encoding="utf-8")
+    kernel.close()
+    result = _import(cli, folder)
+    assert result.code == code, result.err
+    assert "Traceback" not in result.err
+    [line] = result.err.splitlines()
+    assert "0002-cache.md" in line and words in line and "nothing imported" in line
+    with Ctx.open(store_path) as reopened:
+        assert reopened.decisions(include_closed=True) == [] and reopened.audit_events() == []
+
+
+def test_import_refuses_a_successor_that_starts_before_its_predecessor(cli, kernel, store_path, tmp_path):
+    folder = tmp_path / "adr"
+    folder.mkdir()
+    (folder / "0001-db.md").write_text(
+        _adr(1, "Use MySQL", "Use MySQL 8.", date="2021-06-01", status="superseded by [2](0002-db.md)"),
+        "utf-8",
+    )
+    (folder / "0002-db.md").write_text(
+        _adr(2, "Use Postgres", "Use PostgreSQL 16.", date="2020-01-01", supersedes="1"), "utf-8"
+    )
+    kernel.close()
+    result = _import(cli, folder)
+    assert result.code == 1
+    [line] = result.err.splitlines()
+    assert "0002-db.md" in line and "earlier than 0001-db.md" in line
+    with Ctx.open(store_path) as reopened:
+        assert reopened.decisions(include_closed=True) == []
+
+
+# -- files out: links, other files, atomic writes -------------------------------------------------
+
+
+def _exported_names(kernel: Ctx, tmp_path: Path) -> list[str]:
+    scratch = tmp_path / "scratch"
+    kernel.export_adrs(scratch)
+    return sorted(p.name for p in scratch.iterdir())
+
+
+def test_export_never_writes_through_a_link(cli, kernel: Ctx, tmp_path: Path):
+    kernel.ratify(kernel.propose("db.engine", "Use PostgreSQL 16").id, reviewer="alice")
+    [name] = _exported_names(kernel, tmp_path)
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious", encoding="utf-8")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / name).symlink_to(victim)
+
+    result = cli("export", "adr", str(out))
+    assert result.code == 1 and "Traceback" not in result.err
+    [line] = result.err.splitlines()
+    assert name in line and "symbolic link" in line and "nothing written" in line
+    assert victim.read_text(encoding="utf-8") == "precious" and (out / name).is_symlink()
+
+    assert cli("export", "adr", str(out), "--force").code == 0
+    assert victim.read_text(encoding="utf-8") == "precious"
+    assert not (out / name).is_symlink() and "ctx-id: dc_" in (out / name).read_text(encoding="utf-8")
+
+
+def test_export_leaves_files_it_did_not_write(cli, kernel: Ctx, tmp_path: Path):
+    kernel.ratify(kernel.propose("db.engine", "Use PostgreSQL 16").id, reviewer="alice")
+    kernel.ratify(kernel.propose("cache.store", "Use Redis for caching").id, reviewer="alice")
+    mine, theirs = _exported_names(kernel, tmp_path)
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / theirs).write_text("# My own notes\n\nNot from ctx.\n", encoding="utf-8")
+
+    result = cli("export", "adr", str(out))
+    assert result.code == 1
+    [line] = result.err.splitlines()
+    assert theirs in line and "not written by ctx export" in line and "--force" in line
+    assert sorted(p.name for p in out.iterdir()) == [theirs]  # nothing written, not even the other file
+    assert (out / theirs).read_text(encoding="utf-8") == "# My own notes\n\nNot from ctx.\n"
+
+    assert cli("export", "adr", str(out), "--force").code == 0
+    first = {p.name: p.read_text(encoding="utf-8") for p in out.iterdir()}
+    assert set(first) == {mine, theirs} and "ctx-id: dc_" in first[theirs]
+    assert cli("export", "adr", str(out)).code == 0  # its own files are replaced without --force
+    assert {p.name: p.read_text(encoding="utf-8") for p in out.iterdir()} == first  # no temporary files left
+
+
+def test_export_refuses_a_folder_in_place_of_a_file(cli, kernel: Ctx, tmp_path: Path):
+    kernel.ratify(kernel.propose("db.engine", "Use PostgreSQL 16").id, reviewer="alice")
+    [name] = _exported_names(kernel, tmp_path)
+    out = tmp_path / "out"
+    (out / name).mkdir(parents=True)
+    for extra in ((), ("--force",)):
+        result = cli("export", "adr", str(out), *extra)
+        assert result.code == 1 and "is not a regular file" in result.err
+    assert (out / name).is_dir()

@@ -748,3 +748,54 @@ def test_no_store_in_a_real_process(tmp_path):
     assert b"Traceback" not in done.stderr
     assert done.stderr.decode().strip().count("\n") == 0
     assert done.stderr.startswith(b"ctx: error:")
+
+
+# -- files that are not what they should be: one line, nothing touched ---------------------------
+
+
+def test_init_on_a_file_that_is_not_a_database(cli, tmp_path):
+    junk = tmp_path / "notes.db"
+    content = b"this is not a SQLite database, just some text in a file\n" * 100
+    junk.write_bytes(content)
+    line = assert_one_line_error(cli("--db", str(junk), "init", db=False), 1)
+    assert "not a SQLite database" in line
+    assert junk.read_bytes() == content
+
+
+def _damage_pages(path: Path, tables: tuple[str, ...]) -> None:
+    """Overwrite the root page of each table (and of its indexes) with garbage, as a failing disk would."""
+    conn = driver.connect(path, load_vec=False)
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    marks = ",".join("?" * len(tables))
+    pages = [
+        r[0]
+        for r in conn.execute(
+            f"SELECT rootpage FROM sqlite_master WHERE rootpage > 0 AND tbl_name IN ({marks})", tables
+        )
+    ]
+    size = conn.execute("PRAGMA page_size").fetchone()[0]
+    conn.close()
+    with path.open("r+b") as handle:
+        for page in pages:
+            handle.seek((page - 1) * size)
+            handle.write(b"\xa5" * size)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("log", "a new note"), ("search", "auth"), ("queue",), ("audit", "verify"), ("show", "{evidence}")],
+    ids=lambda args: "-".join(args[:2]),
+)
+def test_a_damaged_page_is_one_line(cli, world, store_path, args):
+    _damage_pages(store_path, ("evidence", "proposal", "audit"))
+    line = assert_one_line_error(cli(*(a.format(**world) for a in args)), 1)
+    assert "damaged" in line
+
+
+@pytest.mark.parametrize("under", ["a-file.txt/adr", "a-file.txt/deeper/adr", "a-file.txt"])
+def test_export_under_a_path_that_is_not_a_folder(cli, world, tmp_path, under):
+    (tmp_path / "a-file.txt").write_text("not a folder", encoding="utf-8")
+    result = cli("export", "adr", str(tmp_path / under))
+    line = assert_one_line_error(result, 2)
+    assert "a-file.txt" in line
+    assert (tmp_path / "a-file.txt").read_text(encoding="utf-8") == "not a folder"

@@ -126,3 +126,88 @@ def test_store_from_newer_ctx_is_refused(kernel: Ctx, store_path: Path):
 
     with pytest.raises(StoreError, match="newer than this ctx"):
         Ctx.open(store_path)
+
+
+# -- the ctx mark: PRAGMA application_id ----------------------------------------------------------
+
+
+def _pragma(path: Path, name: str) -> int:
+    conn = driver.connect(path, load_vec=False)
+    try:
+        return conn.execute(f"PRAGMA {name}").fetchone()[0]
+    finally:
+        conn.close()
+
+
+def test_a_new_store_is_marked(cli, store_path: Path):
+    assert cli("init").code == 0
+    assert _pragma(store_path, "application_id") == migrate.APPLICATION_ID == 0x6374784B
+
+
+@pytest.mark.parametrize("start", [*migrate.revisions()[:-1], "head"])
+def test_a_store_made_before_the_mark_opens_and_is_marked(tmp_path: Path, start: str):
+    """Stores from before the mark are known by their tables and Alembic revision, then marked."""
+    path = tmp_path / "old.db"
+    migrate.upgrade(path, start)
+    conn = driver.connect(path, load_vec=False)
+    conn.execute("PRAGMA application_id = 0")
+    conn.execute(
+        "INSERT INTO decision (id, subject, decision, valid_from, ratified_by, ratified_at) "
+        "VALUES ('dc_01JD0000000000000000000000', 'db.engine', 'Use PostgreSQL 16', "
+        "'2025-01-01T00:00:00.000000Z', 'alice', '2025-01-01T00:00:00.000000Z')"
+    )
+    conn.close()
+    with Ctx.open(path) as kernel:
+        assert [d.subject for d in kernel.decisions()] == ["db.engine"]
+    assert _pragma(path, "application_id") == migrate.APPLICATION_ID
+    assert _pragma(path, "user_version") == migrate.HEAD_VERSION
+
+
+def _foreign_tables(conn) -> None:
+    conn.execute("CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT)")
+    conn.execute("INSERT INTO users (name) VALUES ('ada')")
+
+
+def _foreign_with_version(conn) -> None:
+    _foreign_tables(conn)
+    conn.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT)")  # a name ctx also uses
+    conn.execute("PRAGMA user_version = 3")
+
+
+def _foreign_app_id(conn) -> None:
+    _foreign_tables(conn)
+    conn.execute("PRAGMA application_id = 1179402563")  # another application's mark
+
+
+FOREIGN = {"tables": _foreign_tables, "user-version": _foreign_with_version, "app-id": _foreign_app_id}
+
+
+@pytest.mark.parametrize("make", FOREIGN.values(), ids=FOREIGN.keys())
+@pytest.mark.parametrize("args", [("log", "hello"), ("init",), ("decisions",), ("queue",)])
+def test_another_applications_database_is_never_touched(cli, tmp_path: Path, make, args):
+    other = tmp_path / "other_app.db"
+    conn = driver.dbapi.connect(str(other))
+    make(conn)
+    conn.commit()
+    conn.close()
+    before = other.read_bytes()
+
+    result = cli("--db", str(other), *args, db=False)
+    assert result.code == 1 and result.out == "" and "Traceback" not in result.err
+    [line] = result.err.splitlines()
+    assert "other_app.db" in line and "ctx will not touch it" in line
+    assert other.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("other_app")) == ["other_app.db"]
+
+
+def test_a_marked_store_of_another_application_is_refused(tmp_path: Path):
+    """The mark decides: a file with ctx's tables but another application's id is not opened."""
+    path = tmp_path / "lookalike.db"
+    migrate.upgrade(path)
+    conn = driver.connect(path, load_vec=False)
+    conn.execute("PRAGMA application_id = 1179402563")
+    conn.close()
+    from kernel.errors import StoreError
+
+    with pytest.raises(StoreError, match="another application's SQLite database"):
+        Ctx.open(path)

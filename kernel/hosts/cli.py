@@ -16,7 +16,7 @@ from typing import Any, NoReturn
 
 import click
 
-from kernel import paths, text
+from kernel import driver, paths, text
 from kernel.errors import CtxError, StoreError, UsageError
 from kernel.facade import DEFAULT_BUDGET, MAX_BUDGET, MIN_BUDGET, Ctx, age, plain_diff, short_age
 from kernel.hosts import bulk
@@ -30,6 +30,7 @@ from kernel.ingest import (
     read_jsonl,
 )
 from kernel.records import EVIDENCE_KINDS, Decision, Evidence, Proposal
+from kernel.store import migrate
 
 MAX_JSON_INPUT_BYTES = 200_000
 
@@ -885,9 +886,7 @@ def _verify_store(
     elif report.ok:
         _say(f"audit chain ok: {report.rows} rows, last hash {report.last_hash}")
         if report.checkpoint_seq is not None:
-            _say(
-                f"matches {report.checkpoints} signed checkpoints (latest at row {report.checkpoint_seq})"
-            )
+            _say(f"matches {report.checkpoints} signed checkpoints (latest at row {report.checkpoint_seq})")
         for note in report.notes:
             _say(f"note: {note}")
     if not report.ok:
@@ -1206,10 +1205,15 @@ def export_group() -> None:
 
 @export_group.command("adr")
 @click.argument("folder", type=click.Path(file_okay=False))
+@click.option("--force", is_flag=True, help="Replace files and links ctx export did not write.")
 @_with_store
-def export_adr(kernel: Ctx, folder: str) -> None:
-    """Write every decision as a MADR-style Markdown file in FOLDER (stable names, links both ways)."""
-    written = kernel.export_adrs(Path(folder))
+def export_adr(kernel: Ctx, folder: str, force: bool) -> None:
+    """Write every decision as a MADR-style Markdown file in FOLDER (stable names, links both ways).
+
+    Only files ctx export wrote are replaced (atomically); a link or another file with an exported
+    file's name refuses the export, with nothing written, unless --force.
+    """
+    written = kernel.export_adrs(Path(folder), force=force)
     _say(f"wrote {len(written)} files to {folder}")
 
 
@@ -1322,6 +1326,8 @@ def main(argv: list[str] | None = None) -> None:
         _fail(exc.format_message(), exc.exit_code)
     except CtxError as exc:
         _fail(exc.message.splitlines()[0], exc.exit_code)
+    except driver.dbapi.DatabaseError as exc:  # a damaged page met in the middle of a command
+        _fail(migrate.database_error(None, exc).message, 1)
     except KeyboardInterrupt:
         _fail("interrupted", 130)
     except BrokenPipeError:

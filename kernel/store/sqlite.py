@@ -83,11 +83,14 @@ class SQLiteStore(IndexQueries):
         """Open an existing store, upgrading its schema when it is older than this ctx."""
         if not path.is_file():
             raise StoreError(f"no ctx store at {path}: run `ctx init` first")
+        state = migrate.probe(path)  # refuses another application's file before anything is written
         try:
             conn = driver.connect(path)
             migrate.ensure_current(conn, path)
+            if state != migrate.MARKED:
+                migrate.mark(conn)
         except driver.dbapi.DatabaseError as exc:
-            raise StoreError(f"cannot open store {path}: {exc}") from exc
+            raise migrate.database_error(path, exc) from exc
         return cls(path, conn)
 
     def close(self) -> None:

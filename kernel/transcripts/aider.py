@@ -112,11 +112,11 @@ def _start_time(written: str, lineno: int, ctx: Context) -> str | None:
     """A session header's local time as a canonical UTC timestamp."""
     try:
         moment = datetime.strptime(written, "%Y-%m-%d %H:%M:%S")
-    except ValueError:
-        ctx.report.warn(lineno, f"session header time {written!r} is not a date")
+        local = moment.replace(tzinfo=ctx.options.local_tz) if ctx.options.local_tz else moment.astimezone()
+        return format_ts(local)
+    except (ValueError, OverflowError):
+        ctx.report.warn(lineno, f"session header time {written!r} is not a date ctx can keep")
         return None
-    local = moment.replace(tzinfo=ctx.options.local_tz) if ctx.options.local_tz else moment.astimezone()
-    return format_ts(local)
 
 
 def _lines(ctx: Context) -> Iterator[tuple[int, str]]:
