@@ -10,11 +10,11 @@ evidence row must say, and names the first row that does not.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from kernel.json_input import JSONInputError, read_json
 from kernel.store.base import Store
 
 _CHUNK = 500
@@ -42,11 +42,11 @@ class StateProblem:
 
 def _after(row: Mapping[str, Any]) -> dict[str, Any]:
     raw = row.get("after")
-    if not raw:
+    if not raw or not isinstance(raw, str | bytes):
         return {}
     try:
-        value = json.loads(raw)
-    except (TypeError, ValueError):
+        value = read_json(raw)
+    except JSONInputError:
         return {}
     return value if isinstance(value, dict) else {}
 
