@@ -42,7 +42,7 @@ bench-mcp queries="100":
 bench-review pending="10000":
     {{venv}}python bench/review_bench.py --pending {{pending}}
 
-# Secret redaction throughput on clean and dirty 1.5 KB records, and its import time.
+# Secrets caught and public strings kept on the labelled set; redaction speed on clean and dirty 1.5 KB records, and its import time.
 bench-redact:
     {{venv}}python bench/redact_bench.py
 

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from kernel.audit import canonical_json
 from kernel.errors import RefusedError, StoreError
+from kernel.json_input import JSONInputError, read_json
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
@@ -138,11 +139,11 @@ def load(path: Path) -> SignedHead:
     except OSError as exc:
         raise StoreError(f"cannot read {path}: {exc.strerror or exc}") from exc
     try:
-        if len(raw) > MAX_BYTES:
-            raise ValueError
-        document = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
-        raise RefusedError(f"{path} is not a ctx audit checkpoint or export manifest") from None
+        document = read_json(raw, max_bytes=MAX_BYTES)
+    except JSONInputError as exc:
+        raise RefusedError(
+            f"{path} is not a ctx audit checkpoint or export manifest ({exc.message})"
+        ) from None
     return parse(document, str(path))
 
 
@@ -157,8 +158,8 @@ def gather(folder: Path, stored: str | None, named: Iterable[Path]) -> tuple[lis
             problems.append(exc.message)
     if stored is not None:
         try:
-            heads.append(parse(json.loads(stored), STORE_COPY))
-        except (ValueError, RefusedError):
+            heads.append(parse(read_json(stored), STORE_COPY))
+        except (JSONInputError, RefusedError):
             problems.append(f"{STORE_COPY} of the latest checkpoint is not a signed head")
     return heads, problems
 

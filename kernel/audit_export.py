@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from kernel.audit import HASHED_FIELDS, canonical_json
 from kernel.errors import RefusedError, StoreError, UsageError
+from kernel.json_input import JSONInputError, read_json
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -106,8 +107,8 @@ def _after_object(after: Any) -> dict[str, Any]:
     if not isinstance(after, str):
         return {}
     try:
-        value = json.loads(after)
-    except ValueError:
+        value = read_json(after)
+    except JSONInputError:
         return {}
     return value if isinstance(value, dict) else {}
 
@@ -220,9 +221,9 @@ def _parse_jsonl(data: str) -> list[tuple[int, Any]]:
     parsed = []
     for number, line in enumerate(lines, start=1):
         try:
-            parsed.append((number, json.loads(line)))
-        except ValueError:
-            raise BadRecord(number, "not a JSON record") from None
+            parsed.append((number, read_json(line)))
+        except JSONInputError as exc:
+            raise BadRecord(number, f"not a JSON record ({exc.message})") from None
     return parsed
 
 

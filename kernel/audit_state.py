@@ -15,12 +15,12 @@ not checked, and the report's notes say which; every row ctx writes now carries 
 from __future__ import annotations
 
 import hashlib
-import json
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from kernel.json_input import JSONInputError, read_json
 from kernel.records import Decision
 from kernel.store.base import Store
 
@@ -64,11 +64,11 @@ class StateReport:
 
 def _after(row: Mapping[str, Any]) -> dict[str, Any]:
     raw = row.get("after")
-    if not raw:
+    if not raw or not isinstance(raw, str | bytes):
         return {}
     try:
-        value = json.loads(raw)
-    except (TypeError, ValueError):
+        value = read_json(raw)
+    except JSONInputError:
         return {}
     return value if isinstance(value, dict) else {}
 

@@ -8,7 +8,6 @@ not the one the manifest describes (count, first and last record, counts per eve
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -27,6 +26,7 @@ from kernel.audit_export import (
     signed_message,
 )
 from kernel.errors import RefusedError, StoreError
+from kernel.json_input import JSONInputError, read_json
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
@@ -109,12 +109,12 @@ def read_manifest(path: Path) -> dict[str, Any]:
         raw = path.read_bytes()[: MAX_MANIFEST_BYTES + 1]
     except OSError as exc:
         raise StoreError(f"cannot read {path}: {exc.strerror or exc}") from exc
-    if len(raw) > MAX_MANIFEST_BYTES:
-        raise RefusedError(f"{path} is too large to be a ctx audit manifest")
     try:
-        document = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
-        raise RefusedError(f"{path} is not a JSON manifest") from None
+        document = read_json(raw, max_bytes=MAX_MANIFEST_BYTES)
+    except JSONInputError as exc:
+        if exc.kind == "size":
+            raise RefusedError(f"{path} is too large to be a ctx audit manifest") from None
+        raise RefusedError(f"{path} is not a JSON manifest: {exc.message}") from None
     try:
         AuditManifestOut.model_validate(document, strict=True)
     except ValidationError as exc:

@@ -110,7 +110,7 @@ class RecallInput(_Strict):
     rrf_k: Annotated[int, Field(ge=1, le=10_000)] = Field(
         default=60, description="Reciprocal rank fusion constant."
     )
-    min_scores: dict[Ranker, float] | None = Field(
+    min_scores: dict[Ranker, Annotated[float, Field(allow_inf_nan=False)]] | None = Field(
         default=None,
         description='Drop a ranker\'s hits below this raw score, e.g. {"vector": 0.4} (cosine).',
     )

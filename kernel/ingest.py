@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-import json
 import os
 import signal
 import threading
@@ -21,6 +20,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from kernel import clock, entities, text
 from kernel.errors import UsageError
+from kernel.json_input import JSONInputError, read_json, read_lines
 from kernel.records import EVIDENCE_KINDS
 
 if TYPE_CHECKING:  # the parsers load only when a transcript is read, not on `ctx log`
@@ -237,19 +237,16 @@ def read_jsonl(stream: IO[bytes], *, defaults: EvidenceInput | None = None) -> I
     from kernel.contracts import LogRecordInput  # noqa: PLC0415
 
     base = defaults or EvidenceInput(text="")
-    for number, raw in enumerate(stream, start=1):
-        if not raw.strip():
-            continue
-        if len(raw) > MAX_LINE_BYTES:
+    for number, raw in read_lines(stream, MAX_LINE_BYTES):
+        if raw is None:
             yield Item(number, None, f"line is longer than {MAX_LINE_BYTES} bytes")
             continue
-        try:
-            document = json.loads(raw)
-        except UnicodeDecodeError:
-            yield Item(number, None, "not valid UTF-8")
+        if not raw.strip():
             continue
-        except json.JSONDecodeError as exc:
-            yield Item(number, None, f"malformed JSON: {exc.msg} at column {exc.colno}")
+        try:
+            document = read_json(raw)
+        except JSONInputError as exc:
+            yield Item(number, None, exc.message)
             continue
         try:
             record = LogRecordInput.model_validate(document)

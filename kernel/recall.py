@@ -17,6 +17,7 @@ from typing import Any
 
 from kernel import conflicts, entities, fts
 from kernel.embed import Embedder, chunks
+from kernel.errors import UsageError
 from kernel.records import Decision, Evidence, Proposal
 from kernel.store.base import Store
 from kernel.store.sqlite_index import CHUNK_SLOTS
@@ -324,6 +325,9 @@ class Recaller:
     ) -> None:
         self.store = store
         self.min_scores = dict(min_scores or {})
+        for name, minimum in self.min_scores.items():
+            if not math.isfinite(minimum):
+                raise UsageError(f"the minimum score for {name} must be a finite number, not {minimum}")
         self.entity_index = entity_index
         self.embedder = embedder
         self._query_vector: Future[bytes] | None = None

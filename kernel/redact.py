@@ -38,8 +38,13 @@ What is caught (kind: example)
     line, or to its last base64 line when it was cut off; password: ``scheme://user:<password>@host``
     (user and host kept); password, secret, token, api-key: the value assigned to a key that names
     one, in env, config, JSON, header or query style (``DB_PASSWORD=…``, ``"api_key": "…"``,
-    ``secret: …``, ``X-Api-Key: …``, ``?access_token=…``); high-entropy: any other run of 32 or
-    more base64 characters that reads as random (see the thresholds below).
+    ``secret: …``, ``X-Api-Key: …``, ``?access_token=…``, ``&sig=…``); password: the value of a
+    command-line option that takes one (``mysql -pSECRET``, ``--password=``, ``sshpass -p``,
+    ``redis-cli -a``, ``docker login -p``, ``curl -u user:…``, ``openssl -passin pass:…``,
+    ``ldapsearch -w``, ``sqlcmd -P``, ``smbclient -U user%…``) and the last field of a ``.pgpass``
+    line; npm-token, pypi-token, huggingface-token, digitalocean-token, shopify-token: by prefix;
+    high-entropy: any other run of 32 or more base64 characters that reads as random (see the
+    thresholds below), with the token-like parts a dot joins to it (``id.time.hmac``).
 
 What is deliberately left alone
     Runs of hex digits and hyphens of any length, whatever their context: git SHAs, UUIDs and
@@ -51,8 +56,22 @@ What is deliberately left alone
     paths (a slash-separated run with two plain-word segments is judged segment by segment); URLs
     without a password; emails; versions; base64 of a few words (under 32 characters).
 
+    Public material, by the structure of its format rather than by case: PEM blocks labelled as
+    certificates, certificate requests, CRLs, public keys, PGP public keys and signatures (a block
+    labelled PRIVATE KEY is always replaced); base64 that decodes to an SSH public key (RFC 4253:
+    ``ssh-ed25519 AAAAC3…``, ``ssh-rsa``, ``ecdsa-sha2-*``, in authorized_keys and known_hosts alike),
+    to an image, font, sound, video or PDF file (by its first bytes, with the lines of a wrapped blob)
+    or follows a ``data:image/…;base64,`` prefix; base64 that decodes to a JSON document with no key
+    naming a secret (pass, pwd, secret, token, key, cred, auth, private, cookie, sig), or to a PEM
+    block or markup, when redacting the decoded text finds nothing (so base64 of a certificate is
+    kept and base64 of a private key or of docker credentials is not); Go's and Terraform's
+    ``h1:`` hashes; password hashes in modular crypt format (``$2b$12$…`` bcrypt, ``$argon2id$…``,
+    ``$6$…``), which are stored as they are; Stripe's publishable ``pk_live_`` keys.
+
 Known gaps
-    Prose is not parsed ("the password is hunter2", ``.netrc`` lines, ``mysql -pSecret`` are kept).
+    Prose is not parsed ("the password is hunter2" and a ``.netrc`` password without a token
+    prefix are kept); a command-line password is caught only for the tools listed above, after a
+    blank.
     ``key: value`` with a colon counts only at the start of a line, after a quoted key or before a
     quoted value, so "invalid token: expired" is kept. Unquoted values made of letters only are
     taken for variable names (``password=user``), so ``PASSWORD=changeme`` is kept; quoted values
@@ -62,8 +81,11 @@ Known gaps
     an unquoted value ends at ``&``, ``;`` or ``,``. A value of 200 characters or more, and any
     random-looking key without a vendor prefix or a named key, is left to the high-entropy finder,
     which catches about 99 % of random base64 keys but only 84 % of lower-case-and-digit ones.
-    Non-secret random blobs (certificate bodies, base64 images) are redacted as high-entropy: that
-    errs on the safe side.
+    Other public random-looking ids (a YouTube playlist id, base58 addresses) are redacted as
+    high-entropy: nothing around them says they are public, and that errs on the safe side.
+
+The labelled set in ``tests/redact_labelled.py`` (65 secrets, 62 public look-alikes) gives the
+rates ``bench/redact_bench.py`` prints: all its secrets caught, all but one public string kept.
 
 Redacting twice changes nothing: placeholders match no pattern, and ``redact`` repeats its pass
 while a placeholder touches a base64 character or cut another candidate short, since a secret
@@ -136,9 +158,11 @@ def _redact_once(text: str) -> tuple[str, dict[str, int], bool]:
     runs = _base64_runs(text)
     spans = _Spans()
     # The more specific finders run first, and a later span that overlaps an earlier one is dropped.
-    _find_private_keys(text, spans)
+    _find_pem_blocks(text, spans)
     _find_vendor_tokens(text, runs, spans)
     _find_context_tokens(text, lowered, spans)
+    _find_command_passwords(text, lowered, spans)
+    _find_pgpass_lines(text, spans)
     _find_assignments(text, lowered, spans)
     _find_random_tokens(text, lowered, runs, spans)
     if not spans.kept:
@@ -148,6 +172,8 @@ def _redact_once(text: str) -> tuple[str, dict[str, int], bool]:
     glued = spans.clipped
     position = 0
     for start, end, kind in spans.kept:
+        if kind is None:
+            continue  # public material: certificates, public keys, images, password hashes
         parts.append(text[position:start])
         parts.append(PLACEHOLDER.format(kind=kind))
         counts[kind] = counts.get(kind, 0) + 1
@@ -164,7 +190,7 @@ class _Spans:
 
     def __init__(self) -> None:
         self.starts: list[int] = []
-        self.kept: list[tuple[int, int, str]] = []
+        self.kept: list[tuple[int, int, str | None]] = []
         # Set when a candidate was dropped for sticking out of a kept span: once that span is a
         # placeholder, the part outside may match on its own, so the text needs another pass.
         self.clipped = False
@@ -174,12 +200,18 @@ class _Spans:
         index = bisect_left(self.starts, end)
         if index == 0 or self.kept[index - 1][1] <= start:
             return False
-        kept_start, kept_end, _ = self.kept[index - 1]
-        self.clipped = self.clipped or start < kept_start or end > kept_end
+        kept_start, kept_end, kind = self.kept[index - 1]
+        if kind is not None:
+            self.clipped = self.clipped or start < kept_start or end > kept_end
         return True
 
-    def add(self, start: int, end: int, kind: str) -> None:
-        """Keep the span unless it overlaps one kept before."""
+    def free(self, start: int, end: int) -> bool:
+        """Tell whether the span overlaps none kept before (without noting a clipped candidate)."""
+        index = bisect_left(self.starts, end)
+        return index == 0 or self.kept[index - 1][1] <= start
+
+    def add(self, start: int, end: int, kind: str | None) -> None:
+        """Keep the span unless it overlaps one kept before; a kind of None marks public text to leave."""
         if self.overlaps(start, end):
             return
         index = bisect_left(self.starts, start)
@@ -208,9 +240,31 @@ def _base64_runs(text: str) -> list[tuple[int, int]]:
     return runs
 
 
-# ---- private keys ---------------------------------------------------------------------------
+# ---- PEM blocks: private keys, certificates, public keys ------------------------------------
 
-_KEY_BEGIN = re.compile(r"-----BEGIN[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?-----")
+_PEM_BEGIN = re.compile(r"-----BEGIN ([A-Z0-9][ A-Z0-9]{0,40})-----")
+# Labels of PEM blocks that hold public material (RFC 7468 and OpenPGP): left alone, body and all.
+_PUBLIC_PEM_LABELS = frozenset(
+    (
+        "CERTIFICATE",
+        "TRUSTED CERTIFICATE",
+        "X509 CERTIFICATE",
+        "X509 CRL",
+        "CERTIFICATE REQUEST",
+        "NEW CERTIFICATE REQUEST",
+        "PUBLIC KEY",
+        "RSA PUBLIC KEY",
+        "DSA PUBLIC KEY",
+        "EC PUBLIC KEY",
+        "SSH2 PUBLIC KEY",
+        "PGP PUBLIC KEY BLOCK",
+        "PGP SIGNATURE",
+        "PKCS7",
+        "CMS",
+        "DH PARAMETERS",
+        "EC PARAMETERS",
+    )
+)
 # The body: base64 lines (after real or escaped newlines) and PEM headers, or base64 chunks on the
 # header's own line; it stops at the first line of anything else, so a block that was cut off
 # ends with its last base64 line. This and the other patterns kept as strings are compiled on first
@@ -221,18 +275,25 @@ _KEY_BODY = r"""
          [ \t]*(?=\r?\n|(?:\\r)?\\n|["']|\Z)
      |[ \t]*(?:[A-Za-z0-9+/=]{20,}+|[A-Za-z0-9+/=]{1,19}+(?=[ \t]*-----END))(?=\s|(?:\\r)?\\n|["']|\Z))*
     """
-_KEY_END = r"(?:\s|\\r|\\n)*-----END[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?-----"
+_PEM_END = r"(?:\s|\\r|\\n)*-----END[ A-Z0-9]{0,40}-----"
 _KEY_MATERIAL = r"[A-Za-z0-9+/]{16}"
 
 
-def _find_private_keys(text: str, spans: _Spans) -> None:
-    for match in _KEY_BEGIN.finditer(text):
+def _find_pem_blocks(text: str, spans: _Spans) -> None:
+    """Replace private key blocks; mark certificates and public keys as public."""
+    for match in _PEM_BEGIN.finditer(text):
+        label = match.group(1).rstrip()
+        private = "PRIVATE KEY" in label
+        if not private and label not in _PUBLIC_PEM_LABELS:
+            continue
         body = re.compile(_KEY_BODY, re.VERBOSE).match(text, match.end())
         assert body is not None  # the pattern matches the empty string
         if not re.compile(_KEY_MATERIAL).search(text, body.start(), body.end()):
             continue  # a header quoted in prose or code, with no key after it
-        end_line = re.compile(_KEY_END).match(text, body.end())
-        spans.add(match.start(), end_line.end() if end_line else body.end(), "private-key")
+        end_line = re.compile(_PEM_END).match(text, body.end())
+        spans.add(
+            match.start(), end_line.end() if end_line else body.end(), "private-key" if private else None
+        )
 
 
 # ---- tokens with a vendor prefix ------------------------------------------------------------
@@ -252,6 +313,11 @@ _VENDOR_TOKEN = r"""
   | (?P<anthropic_key>sk-ant-(?<![A-Za-z0-9_-]sk-ant-)[A-Za-z0-9_-]{20,300}+(?![A-Za-z0-9_-]))
   | (?P<openai_key>sk-(?<![A-Za-z0-9_-]sk-)[A-Za-z0-9_-]{20,300}+(?![A-Za-z0-9_-]))
   | (?P<google_api_key>AIza(?<![A-Za-z0-9_-]AIza)[A-Za-z0-9_-]{35}(?![A-Za-z0-9_-]))
+  | (?P<npm_token>npm_(?<![A-Za-z0-9_]npm_)[A-Za-z0-9]{36}(?![A-Za-z0-9_]))
+  | (?P<pypi_token>pypi-AgE(?<![A-Za-z0-9_-]pypi-AgE)[A-Za-z0-9_-]{50,1000}+)
+  | (?P<huggingface_token>hf_(?<![A-Za-z0-9_]hf_)[A-Za-z]{34,40}+(?![A-Za-z0-9_]))
+  | (?P<digitalocean_token>do[opr]_v1_(?<![A-Za-z0-9_].......)[a-f0-9]{64}(?![A-Za-z0-9_]))
+  | (?P<shopify_token>shp(?:at|ca|pa|ss)_(?<![A-Za-z0-9_]......)[a-fA-F0-9]{32}(?![A-Za-z0-9_]))
     """
 # A run holds a token only if it holds one of these; testing them costs less than one regex scan.
 _VENDOR_ANCHORS = (
@@ -266,6 +332,11 @@ _VENDOR_ANCHORS = (
     "whsec_",
     "sk-",
     "AIza",
+    "npm_",
+    "pypi-",
+    "hf_",
+    "_v1_",
+    "shp",
 )
 
 
@@ -363,6 +434,80 @@ def _mixed(value: str) -> bool:
     return (has_upper and has_lower) or (any(c.isdigit() for c in value) and (has_upper or has_lower))
 
 
+# ---- passwords on command lines: mysql -pSECRET, sshpass -p …, curl -u user:… ------------------
+
+# A value: quoted (the inside is replaced) or bare, up to the next blank or shell operator.
+_ARG = r"""(?:'(?P<sq>[^'\n]{1,200}+)'|"(?P<dq>[^"\n]{1,200}+)"|(?P<bare>[^\s'"`;|&<>()]{1,200}+))"""
+# (tools, the option that carries a password), tried on a command line where one of the tools is
+# named before the option.
+_COMMAND_OPTIONS = (
+    # -p takes the password glued to it (a lone -p prompts for it); -P is the port.
+    (
+        tuple("mysql mysqldump mysqladmin mysqlimport mysqlcheck mysqlpump mysqlsh".split())
+        + tuple("mariadb mariadb-dump mariadb-admin mariadb-import mariadb-check".split()),
+        r"(?:-p(?=[^\s])|--password=)",
+    ),
+    (("sshpass",), r"-p[ \t]*"),
+    (("redis-cli",), r"(?:-a|--pass)[ \t]+"),
+    (("docker login", "podman login", "registry login", "mongo"), r"(?:-p|--password)(?:[ \t]+|=)"),
+    (("curl",), r"""(?:-u|--user)(?:[ \t]+|=)?['"]?[^\s:'"]{1,100}+:"""),
+    (("wget",), r"--(?:http-|ftp-)?password="),
+    (("openssl",), r"""-pass(?:in|out)?[ \t]+['"]?pass:"""),
+    (("ldapsearch", "ldapmodify", "ldapadd", "ldapdelete", "ldapwhoami", "ldappasswd"), r"-w[ \t]+"),
+    (("sqlcmd", "bcp"), r"-P[ \t]*"),
+    (("smbclient",), r"""-U[ \t]*['"]?[^\s%'"]{1,100}+%"""),
+)
+# Every option above after a blank, on the lowered text: one literal-led scan finds the candidates,
+# where looking for each tool's name would cost a search per name.
+_OPTION = re.compile(r" -(?:-?pass|-user|-http-pass|-ftp-pass|[pauw])")
+
+
+def _find_command_passwords(text: str, lowered: str, spans: _Spans) -> None:
+    for hit in _OPTION.finditer(lowered):
+        line_start = lowered.rfind("\n", 0, hit.start()) + 1
+        command = lowered[line_start : hit.start()]
+        for tools, option in _COMMAND_OPTIONS:
+            if not any(_names_tool(command, tool) for tool in tools):
+                continue
+            match = re.compile(option + _ARG).match(text, hit.start() + 1)
+            if match is None:
+                continue
+            group = "sq" if match.group("sq") else "dq" if match.group("dq") else "bare"
+            start, end = match.span(group)
+            if not _is_placeholder_password(text[start:end]) and text[start] not in "-[":
+                spans.add(start, end, "password")
+            break
+
+
+def _names_tool(command: str, tool: str) -> bool:
+    """Tell whether a command line names the tool as a word of its own (mysql, not mysql_config.py)."""
+    at = command.find(tool)
+    while at != -1:
+        before = command[at - 1] if at else " "
+        after = command[at + len(tool) : at + len(tool) + 1]
+        if not (before.isalnum() or before in "_-.") and (after[:1].isspace() or after in ("", ".", "-")):
+            return True
+        at = command.find(tool, at + 1)
+    return False
+
+
+# A .pgpass line, hostname:port:database:username:password, found from its ":port:" field on.
+_PGPASS = re.compile(r":(?:\d{1,5}|\*):[^\s:]{1,100}:[^\s:]{1,100}:(?P<v>\S{1,200}+)")
+_PGPASS_HOST = r"[^\s:#][^\s:]{0,252}"
+
+
+def _find_pgpass_lines(text: str, spans: _Spans) -> None:
+    for match in _PGPASS.finditer(text):
+        line_start = text.rfind("\n", 0, match.start()) + 1
+        line_end = text.find("\n", match.end())
+        if (
+            re.compile(_PGPASS_HOST).fullmatch(text, line_start, match.start())
+            and not text[match.end() : len(text) if line_end == -1 else line_end].strip()
+            and not _is_placeholder_password(match.group("v"))
+        ):
+            spans.add(*match.span("v"), "password")
+
+
 # ---- assignments: PASSWORD=…, "api_key": "…", secret: … -------------------------------------
 
 # Found from the word that names a secret, so DB_PASSWORD and clientSecret need no pattern for
@@ -382,6 +527,7 @@ _SECRET_WORDS = tuple(
         ("api-key", r"api[_-]?key"),
         ("api-key", r"access[_-]?key"),
         ("api-key", r"private[_-]?key"),
+        ("signature", r"sig(?:nature)?"),  # signed URLs: Azure SAS sig=, X-Amz-Signature=
     )
 )
 _ASSIGNMENT_VALUE = re.compile(
@@ -426,8 +572,8 @@ def _find_assignments(text: str, lowered: str, spans: _Spans) -> None:
             if kind == "secret" and _is_aws_secret(text[start:end], word, lowered, word_match.start()):
                 spans.add(start, end, "aws-secret-key")
                 continue
-            if word == "pass" and word_match.start() and lowered[word_match.start() - 1].isalpha():
-                continue  # bypass=, compass:
+            if word in ("pass", "sig") and word_match.start() and lowered[word_match.start() - 1].isalpha():
+                continue  # bypass=, compass:, design=
             if not _plausible_value(text[start:end], word, quoted):
                 continue
             if not quoted and text[end : end + 1] in ("(", "["):
@@ -507,20 +653,178 @@ def _find_random_tokens(text: str, lowered: str, runs: list[tuple[int, int]], sp
             continue
         if lowered[max(0, start - 16) : start].rstrip(" \t\"':=,-").endswith(_HASH_CONTEXT):
             continue  # sha256=…, "integrity": "…", digest: …
+        if text.endswith("h1:", 0, start) and not text[start - 4 : start - 3].isalnum():
+            continue  # Go's and Terraform's h1: hashes (go.sum, .terraform.lock.hcl)
         run = text[start:end]
         if "/" in run:
             segments = run.split("/")
             if sum(1 for segment in segments if _PLAIN_SEGMENT.fullmatch(segment)) >= 2:
                 # A path or URL: only a random-looking segment of its own is a secret. Two plain
                 # words, not one, since a random key has a short all-lower-case segment now and then.
+                found: list[tuple[int, int]] = []
                 offset = start
                 for segment in segments:
                     if _looks_random(segment):
-                        spans.add(offset, offset + len(segment), "high-entropy")
+                        found.append((offset, offset + len(segment)))
                     offset += len(segment) + 1
+                if found and (public_end := _public_blob(text, start, end)):
+                    spans.add(start, public_end, None)
+                    continue
+                for segment_start, segment_end in found:
+                    spans.add(segment_start, segment_end, "high-entropy")
                 continue
         if _looks_random(run):
-            spans.add(start, end, "high-entropy")
+            if public_end := _public_blob(text, start, end):
+                spans.add(start, public_end, None)
+            else:
+                spans.add(*_dotted_token(text, start, end, spans), "high-entropy")
+
+
+# ---- public blobs: random-looking runs whose structure says they are public ------------------------
+
+# A data: URI of an image, font or sound; its payload is a file, not a credential.
+_MEDIA_DATA_URI = r"data:(?:image|font|audio|video)/[\w.+-]{1,60};base64,\Z"
+# Modular crypt format password hashes ($2b$12$…, $argon2id$v=19$…, $6$rounds=5000$…): hashes
+# made to be stored, which the issue counts as public look-alikes, and no use as a password.
+_CRYPT_HASH = (
+    r"\$(?:2[abxy]?|1|5|6|7|y|gy|apr1|md5|sha1|sha256|sha512|argon2(?:id|i|d)|scrypt"
+    r"|pbkdf2(?:-sha\d+)?|bcrypt(?:-sha256)?)\$(?:[^\s$'\"]{0,200}\$){0,5}[./A-Za-z0-9+=-]*\Z"
+)
+# Publishable keys, public by design (Stripe puts them in web pages).
+_PUBLIC_PREFIXES = ("pk_live_", "pk_test_")
+# First bytes of image, font, audio, video and PDF files.
+_MEDIA_MAGIC = (
+    b"\x89PNG\r\n\x1a\n",
+    b"\xff\xd8\xff",
+    b"GIF87a",
+    b"GIF89a",
+    b"RIFF",
+    b"wOFF",
+    b"wOF2",
+    b"OTTO",
+    b"\x00\x01\x00\x00\x00",
+    b"%PDF-",
+    b"\x00\x00\x01\x00",
+    b"OggS",
+    b"fLaC",
+    b"ID3",
+    b"\x1aE\xdf\xa3",
+    b"BM",
+)
+# The key types an SSH public key blob names first (RFC 4253 6.6, OpenSSH's PROTOCOL.certkeys).
+_SSH_KEY_TYPE = rb"(?:ssh-|ecdsa-sha2-|sk-ssh-|sk-ecdsa-sha2-|rsa-sha2-)[a-z0-9@.-]{2,60}"
+_NEXT_LINE = r"=*(?:\r?\n|(?:\\r)?\\n)[ \t]*([A-Za-z0-9+/]++=*)"
+# Names of JSON keys whose values are secrets: base64 of a document holding one is not public.
+_SECRET_KEY_NAME = r"(?i:pass|pwd|secret|token|key|cred|auth|private|cookie|sig)"
+_MAX_DECODED_CHARS = 1_000_000
+
+
+def _public_blob(text: str, start: int, end: int) -> int:
+    """Where a random-looking run that is public material ends (wrapped lines included), else 0.
+
+    Public: a data: URI of media, a password hash, a publishable key, base64 of an image or font
+    file or of an SSH public key, and base64 of a JSON document, PEM block or markup that holds no
+    secret (judged by redacting the decoded text).
+    """
+    run = text[start:end]
+    before = text[max(0, start - 300) : start]
+    if run.startswith(_PUBLIC_PREFIXES) or re.search(_MEDIA_DATA_URI, before):
+        return end
+    if "$" in before and re.search(_CRYPT_HASH, before):
+        return end
+    head = _b64decode(run[:32].rstrip("="))
+    if head is None:
+        return 0
+    if head.startswith(_MEDIA_MAGIC) or head[4:8] == b"ftyp":
+        return _wrapped_end(text, end, len(run))
+    if head.startswith(b"\x00\x00\x00") and re.fullmatch(_SSH_KEY_TYPE, head[4 : 4 + head[3]]):
+        return end
+    stripped = head.lstrip()
+    if stripped[:1] in (b"{", b"[", b"<") or stripped.startswith(b"-----BEGIN"):
+        return end if _public_document(run) else 0
+    return 0
+
+
+def _b64decode(run: str) -> bytes | None:
+    import base64  # noqa: PLC0415 - only random-looking runs are decoded
+    import binascii  # noqa: PLC0415
+
+    core = run.rstrip("=")
+    if len(core) % 4 == 1:
+        core = core[:-1]
+    urlsafe = "-" in core or "_" in core
+    if urlsafe and ("+" in core or "/" in core):
+        return None
+    padded = core + "=" * (-len(core) % 4)
+    try:
+        return base64.urlsafe_b64decode(padded) if urlsafe else base64.b64decode(padded, validate=True)
+    except (binascii.Error, ValueError):
+        return None
+
+
+def _wrapped_end(text: str, end: int, width: int) -> int:
+    """The end of a base64 blob wrapped at ``width`` characters a line, from the end of its first line."""
+    while (line := re.compile(_NEXT_LINE).match(text, end)) and len(line.group(1)) <= width:
+        end = line.end()
+        if len(line.group(1)) < width:
+            break
+    return end
+
+
+def _public_document(run: str) -> bool:
+    """Tell whether base64 decodes to a JSON document, PEM block or markup that holds no secret."""
+    from kernel.json_input import JSONInputError, read_json  # noqa: PLC0415
+
+    data = _b64decode(run)
+    if data is None or len(data) > _MAX_DECODED_CHARS:
+        return False
+    try:
+        decoded = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    if (
+        not decoded.isprintable()
+        and not decoded.replace("\n", "").replace("\r", "").replace("\t", "").isprintable()
+    ):
+        return False
+    if decoded.lstrip()[:1] in ("{", "["):
+        try:
+            document = read_json(decoded)
+        except JSONInputError:
+            return False
+        if _names_a_secret(document):
+            return False
+    return redact(decoded).total == 0
+
+
+def _names_a_secret(value: object) -> bool:
+    """Tell whether a JSON value has an object key that names a secret, at any depth."""
+    if isinstance(value, dict):
+        return any(re.search(_SECRET_KEY_NAME, key) or _names_a_secret(item) for key, item in value.items())
+    if isinstance(value, list):
+        return any(_names_a_secret(item) for item in value)
+    return False
+
+
+_DOTTED_PART = r"[A-Za-z0-9_-]{6,}+"
+
+
+def _dotted_token(text: str, start: int, end: int, spans: _Spans) -> tuple[int, int]:
+    """Widen a random run over the token-like parts a dot joins to it (Discord's id.time.hmac)."""
+    while start > 7 and text[start - 1] == ".":
+        part = re.search(r"[A-Za-z0-9_-]{6,}+\Z", text[max(0, start - 101) : start - 1])
+        if not part or not _token_like(part.group()) or not spans.free(start - 1 - len(part.group()), start):
+            break
+        start -= 1 + len(part.group())
+    while text.startswith(".", end) and (part := re.compile(_DOTTED_PART).match(text, end + 1)):
+        if not _token_like(part.group()) or not spans.free(end, part.end()):
+            break
+        end = part.end()
+    return start, end
+
+
+def _token_like(part: str) -> bool:
+    return _mixed(part) and not _PLAIN_SEGMENT.fullmatch(part)
 
 
 def _looks_random(token: str) -> bool:

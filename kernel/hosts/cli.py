@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import getpass
 import json
+import math
 import os
 import sys
 import time
@@ -29,6 +30,7 @@ from kernel.ingest import (
     from_turns,
     read_jsonl,
 )
+from kernel.json_input import JSONInputError, read_json
 from kernel.records import EVIDENCE_KINDS, Decision, Evidence, Proposal
 from kernel.store import migrate
 
@@ -345,6 +347,10 @@ def propose(
         "session": session,
     }
     if json_input is not None:
+        given = [name for name in ("subject", "decision", "rationale") if fields[name] is not None]
+        given += [name for name in ("evidence", "supersedes") if fields[name]]
+        if given:
+            raise UsageError(f"give the proposal either as --json or as options, not both (--{given[0]})")
         fields = _propose_document(json_input.read(MAX_JSON_INPUT_BYTES + 1))
         fields["proposer"] = fields.get("proposer") or proposer
         fields["session"] = fields.get("session") or session
@@ -372,14 +378,7 @@ def propose(
 
 
 def _propose_document(raw: bytes) -> dict[str, Any]:
-    if len(raw) > MAX_JSON_INPUT_BYTES:
-        raise UsageError(f"JSON input is larger than {MAX_JSON_INPUT_BYTES} bytes")
-    try:
-        document = json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError:
-        raise UsageError("JSON input is not valid UTF-8") from None
-    except json.JSONDecodeError as exc:
-        raise UsageError(f"malformed JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+    document = read_json(raw, max_bytes=MAX_JSON_INPUT_BYTES)
     from pydantic import ValidationError  # noqa: PLC0415 - only for JSON input
 
     from kernel.contracts import ProposeInput, first_problem  # noqa: PLC0415
@@ -651,6 +650,8 @@ def recall(
             min_scores[name.strip()] = float(value)
         except ValueError:
             raise UsageError(f"--min takes RANKER=SCORE, e.g. vector=0.4, not {pair!r}") from None
+        if not math.isfinite(min_scores[name.strip()]):
+            raise UsageError(f"--min takes a finite score, not {pair!r}")
     found = kernel.recall(
         _check_utf8(query, "query"), k=k, as_of=as_of, mode=mode, rrf_k=rrf_k, min_scores=min_scores
     )
@@ -1161,9 +1162,9 @@ def _hook_document(raw: bytes) -> dict[str, Any]:
     if len(raw) > HOOK_PAYLOAD_BYTES:
         raise UsageError(f"the hook payload is larger than {HOOK_PAYLOAD_BYTES} bytes")
     try:
-        document = json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        document = None
+        document = read_json(raw)
+    except JSONInputError as exc:
+        raise UsageError(f"the hook payload on stdin is not a JSON object: {exc.message}") from None
     if not isinstance(document, dict):
         raise UsageError("the hook payload on stdin is not a JSON object")
     return document

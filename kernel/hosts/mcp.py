@@ -28,6 +28,7 @@ from mcp import types
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
+from mcp.shared.message import SessionMessage
 from pydantic import BaseModel, ValidationError
 
 from kernel import clock, contracts, text
@@ -46,6 +47,7 @@ from kernel.contracts import (
 )
 from kernel.errors import CtxError, RefusedError
 from kernel.facade import Ctx
+from kernel.json_input import JSONInputError, read_json
 from kernel.records import Decision, Evidence, Proposal
 
 INSTRUCTIONS = """\
@@ -445,6 +447,88 @@ def make_server(host: Host) -> Server[Any]:
     )
 
 
+def unreadable_reply(error: Exception) -> types.JSONRPCError:
+    """The JSON-RPC error that answers a line the SDK could not read as a message.
+
+    The id is the request's when the line is JSON with an id (a lone surrogate escape, say, which
+    the SDK's parser refuses), else null, as JSON-RPC 2.0 says for a message whose id is unknown.
+    """
+    problems = error.errors() if isinstance(error, ValidationError) else []
+    parse_failed = not problems or any(p["type"] == "json_invalid" for p in problems)
+    if not problems:
+        reason = f"{type(error).__name__}: {error}"
+    elif parse_failed or not problems[0]["loc"]:
+        reason = problems[0]["msg"]
+    else:
+        reason = f"{problems[0]['loc'][-1]}: {problems[0]['msg']}"
+    document = problems[0].get("input") if problems else None
+    if isinstance(document, str | bytes):
+        try:
+            document = read_json(document)
+        except JSONInputError:
+            document = None
+        else:
+            try:
+                json.dumps(document, ensure_ascii=False).encode("utf-8")
+            except UnicodeEncodeError:
+                reason += " (a \\u escape of half a surrogate pair is not Unicode text)"
+    request_id = document.get("id") if isinstance(document, dict) else None
+    if isinstance(request_id, bool) or not isinstance(request_id, str | int):
+        request_id = None
+    code, label = (
+        (types.PARSE_ERROR, "Parse error") if parse_failed else (types.INVALID_REQUEST, "Invalid request")
+    )
+    return types.JSONRPCError(
+        jsonrpc="2.0",
+        id=request_id,
+        error=types.ErrorData(code=code, message=f"{label}: {reason}".splitlines()[0]),
+    )
+
+
+class _AnswerUnreadable:
+    """The stdio read stream, answering each line the SDK could not read with a JSON-RPC error.
+
+    The SDK passes such a line to the server as an exception, which the server only logs: the
+    client would wait for a reply that never comes.
+    """
+
+    def __init__(self, inner: Any, write_stream: Any) -> None:
+        self._inner = inner
+        self._write = write_stream
+
+    @property
+    def last_context(self) -> Any:
+        """The sender context of the last message, as the SDK's context-aware streams keep it."""
+        return getattr(self._inner, "last_context", None)
+
+    async def receive(self) -> SessionMessage:
+        """The next message that parsed; the others are answered on the way."""
+        while True:
+            item = await self._inner.receive()
+            if not isinstance(item, Exception):
+                return item
+            await self._write.send(SessionMessage(unreadable_reply(item)))
+
+    async def aclose(self) -> None:
+        """Close the underlying stream."""
+        await self._inner.aclose()
+
+    def __aiter__(self) -> _AnswerUnreadable:
+        return self
+
+    async def __anext__(self) -> SessionMessage:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def __aenter__(self) -> _AnswerUnreadable:
+        return self
+
+    async def __aexit__(self, *_exc: object) -> None:
+        await self.aclose()
+
+
 def serve(kernel: Ctx, *, agent: str | None = None, session: str | None = None) -> None:
     """Serve MCP over standard input and output until the client closes them."""
     host = Host(kernel, agent=agent, session=session)
@@ -453,7 +537,11 @@ def serve(kernel: Ctx, *, agent: str | None = None, session: str | None = None) 
 
     async def run() -> None:
         async with stdio_server() as (read_stream, write_stream):
-            await server.run(read_stream, write_stream, server.create_initialization_options())
+            await server.run(
+                _AnswerUnreadable(read_stream, write_stream),
+                write_stream,
+                server.create_initialization_options(),
+            )
 
     try:
         anyio.run(run)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, tzinfo
@@ -11,8 +10,11 @@ from typing import Any
 
 from kernel.clock import format_ts
 from kernel.errors import UsageError
+from kernel.json_input import JSONInputError, read_json, read_lines
 
 SPEAKERS: tuple[str, ...] = ("user", "assistant", "tool", "system")
+# A line holds one record; pasted images make some lines megabytes long, none honestly this long.
+MAX_LINE_BYTES = 64 * 1024 * 1024
 MAX_WARNINGS = 100  # a report keeps this many warnings and counts the rest, so a garbage file stays cheap
 
 
@@ -161,19 +163,11 @@ def json_records(ctx: Context, kind: str) -> Iterator[tuple[int, dict[str, Any]]
     except OSError as error:
         raise UsageError(f"{ctx.path}: cannot read: {error.strerror or error}") from None
     with handle:
-        for lineno, raw in enumerate(handle, start=1):
+        for lineno, raw in read_lines(handle, MAX_LINE_BYTES):
             report.lines = lineno
-            if not raw.strip():
+            if raw is not None and not raw.strip():
                 continue
-            text = decode_line(raw, lineno, report)
-            problem = None
-            try:
-                value = json.loads(text)
-            except json.JSONDecodeError:
-                problem = "is cut off" if not raw.endswith(b"\n") else "is not JSON"
-            else:
-                if not isinstance(value, dict):
-                    problem = "is not a JSON object"
+            value, problem = _record(raw, lineno, report)
             if problem is not None:
                 report.warn(lineno, f"skipped: the line {problem}")
                 first_bad = first_bad or (lineno, problem)
@@ -183,6 +177,21 @@ def json_records(ctx: Context, kind: str) -> Iterator[tuple[int, dict[str, Any]]
     if good == 0 and first_bad is not None:
         line, problem = first_bad
         raise UsageError(f"{ctx.path}: line {line} {problem}; no line reads as a {kind} record")
+
+
+def _record(raw: bytes | None, lineno: int, report: ParseReport) -> tuple[dict[str, Any], str | None]:
+    """A line's JSON object, or an empty one and what is wrong with the line."""
+    if raw is None:
+        return {}, f"is longer than {MAX_LINE_BYTES} bytes"
+    try:
+        value = read_json(decode_line(raw, lineno, report))
+    except JSONInputError as exc:
+        if exc.kind == "malformed":
+            return {}, "is cut off" if not raw.endswith(b"\n") else "is not JSON"
+        return {}, f"is refused: {exc.message}"
+    if not isinstance(value, dict):
+        return {}, "is not a JSON object"
+    return value, None
 
 
 def decode_line(raw: bytes, lineno: int, report: ParseReport) -> str:

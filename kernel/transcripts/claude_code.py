@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from kernel.json_input import JSONInputError, read_json
 from kernel.transcripts.base import (
     Context,
     Format,
@@ -47,8 +48,8 @@ def sniff(path: Path, head: str) -> bool:
     typed = False
     for line in [line for line in head.splitlines() if line.strip()][:5]:
         try:
-            record = json.loads(line)
-        except ValueError:
+            record = read_json(line)
+        except JSONInputError:
             # A line longer than the head (a pasted log) cannot be parsed; its keys can be seen.
             return typed or ("payload" not in line[:200] and bool(_KEY_RE.search(line)))
         if not isinstance(record, dict) or "payload" in record:

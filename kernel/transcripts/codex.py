@@ -25,6 +25,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from kernel.json_input import JSONInputError, read_json
 from kernel.transcripts.base import (
     Context,
     Format,
@@ -70,8 +71,8 @@ def sniff(path: Path, head: str) -> bool:
     """Whether the file's first line is a Codex rollout envelope or a legacy rollout header."""
     first = next((line for line in head.splitlines() if line.strip()), "")
     try:
-        record = json.loads(first)
-    except ValueError:
+        record = read_json(first)
+    except JSONInputError:
         # A session_meta line carries the whole system prompt and can outgrow the head.
         return '"payload"' in first and bool(_ENVELOPE_RE.search(first[:400]))
     if not isinstance(record, dict):
@@ -187,8 +188,8 @@ def _output(value: object) -> tuple[str, int]:
     text = as_str(value)
     if text.startswith("{") and '"output"' in text[:20]:
         try:
-            wrapped = json.loads(text)
-        except ValueError:
+            wrapped = read_json(text)
+        except JSONInputError:
             wrapped = None
         if isinstance(wrapped, dict) and isinstance(wrapped.get("output"), str):
             code = as_dict(wrapped.get("metadata")).get("exit_code")
@@ -200,8 +201,8 @@ def _arguments(raw: object) -> str:
     """A function call's JSON arguments, shown as the command line when the tool runs one."""
     text = as_str(raw)
     try:
-        value = json.loads(text)
-    except ValueError:
+        value = read_json(text)
+    except JSONInputError:
         return text
     if isinstance(value, dict) and "command" in value:
         return _command(value["command"])
