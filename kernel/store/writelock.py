@@ -2,9 +2,9 @@
 
 SQLite's busy handler sleeps and retries (sleeps of up to 100 ms), so under contention a writer
 that keeps waking at the wrong moment can wait for seconds while others get in. A writer blocked
-on an OS lock is queued by the kernel instead and wakes as soon as the holder lets go. Readers
-never take this lock. Where the lock file cannot be opened (a read-only folder, say), writers
-fall back to SQLite's busy handler alone.
+on an OS lock waits in the kernel instead and wakes as soon as the holder lets go (on Windows,
+``msvcrt.locking`` retries once a second). Readers never take this lock. Where the lock file
+cannot be opened (a read-only folder, say), writers fall back to SQLite's busy handler alone.
 
 The stdlib calls are used directly: portalocker would add an ``importlib.metadata`` import
 (about 50 ms) to ``ctx log`` and ``ctx propose``, the agents' hot path.
