@@ -47,8 +47,16 @@ bench-redact:
     {{venv}}python bench/redact_bench.py
 
 # Every benchmark.
-bench: bench-cli quality bench-recall bench-review bench-mcp bench-ingest
+bench: bench-cli quality bench-recall bench-review bench-mcp bench-ingest bench-writers bench-vault
 
 # Bulk evidence capture: `ctx log --jsonl` and `ctx ingest transcript` on 50,000-line files.
 bench-ingest lines="50000":
     {{venv}}python bench/ingest_bench.py --lines {{lines}}
+
+# Many processes writing one store: lock waits and command times, before (busy handler) and after (OS lock).
+bench-writers proposers="8" each="200":
+    {{venv}}python bench/writers_bench.py --proposers {{proposers}} --each {{each}}
+
+# Encryption at rest on a large plain store: ctx encrypt and ctx rekey times, and no planted word left.
+bench-vault rows="60000":
+    {{venv}}python bench/vault_bench.py --rows {{rows}}

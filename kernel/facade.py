@@ -1000,6 +1000,8 @@ class Ctx:
 
         store_id = self._store_id()
         if self.store.get_meta("vault_key_id") is not None and self.store.get_meta("vault_encrypting") != "1":
+            if self.store.get_meta(vault.SCRUB_PENDING):
+                return self._finish_scrub(key_file or vault.key_path(store_id))
             raise RefusedError("the evidence vault is already encrypted (`ctx rekey` changes its key)")
         key, where, created = self._vault_key(store_id, key_file)
         current = self.store.get_meta("vault_key_id")
@@ -1035,6 +1037,7 @@ class Ctx:
         with self.store.transaction():
             self.store.forget_evidence_derivatives()
             self.store.set_meta("vault_encrypting", "0")
+            self.store.set_meta(vault.SCRUB_PENDING, "1")
         self.store.forget_vault()
         self._entity_index_cache = None
         self.store.scrub()
@@ -1063,6 +1066,8 @@ class Ctx:
         _settle_key_file(path, self.store.get_meta("vault_key_id") or "")
         pending = vault.pending_path(path)
         upcoming = self.store.get_meta("vault_rekey_to")
+        if upcoming is None and self.store.get_meta(vault.SCRUB_PENDING):
+            return self._finish_scrub(path)  # the last rekey sealed every row; its file rewrite was cut short
         old = self.store.vault()  # unlocks with the current key (and the new one when resuming)
         assert old is not None
         if upcoming is None:
@@ -1102,6 +1107,7 @@ class Ctx:
             self.store.set_meta("vault_index_key", self.store.get_meta("vault_index_key_next") or "")
             self.store.delete_meta("vault_rekey_to")
             self.store.delete_meta("vault_index_key_next")
+            self.store.set_meta(vault.SCRUB_PENDING, "1")
             self.store.append_audit(
                 clock.now(),
                 _operator(),
@@ -1114,6 +1120,16 @@ class Ctx:
         self.store.forget_vault()
         self.store.scrub()
         return SealReport(sealed=done, key_id=upcoming, key_source=str(path), key_created=True)
+
+    def _finish_scrub(self, key_source: Path) -> SealReport:
+        """Rewrite the file after an encrypt or rekey that sealed every row but was cut short there."""
+        self.store.scrub()
+        return SealReport(
+            sealed=0,
+            key_id=self.store.get_meta("vault_key_id") or "",
+            key_source=str(key_source),
+            key_created=False,
+        )
 
     def _store_id(self) -> str:
         store_id = self.store.get_meta("store_id")

@@ -35,6 +35,8 @@ KEY_ID_BYTES = 8
 TOKEN_BYTES = 10  # 80 bits: collisions between distinct words are not a practical concern
 INDEX_KEY_AAD = b"ctx index key"
 HEADER = len(MAGIC) + KEY_ID_BYTES + NONCE_BYTES
+# Meta key set when `ctx encrypt` or `ctx rekey` has sealed every row but not yet rewritten the file.
+SCRUB_PENDING = "vault_scrub"
 
 _WORD_RE = re.compile(r"[^\W_]+", re.UNICODE)  # what FTS5's unicode61 counts as a word
 _QUOTED_RE = re.compile(r'"([^"]*)"')

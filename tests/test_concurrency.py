@@ -5,13 +5,22 @@ from __future__ import annotations
 import itertools
 import json
 import multiprocessing
+import os
 import random
+import subprocess
+import sys
 import time
 import traceback
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from kernel import Ctx, RefusedError, driver
+import pytest
+from conftest import run_ctx_process
+
+from kernel import Ctx, NotFoundError, RefusedError, driver
+from kernel.store.writelock import lock_path
+
+posix_only = pytest.mark.skipif(sys.platform == "win32", reason="holds the lock with fcntl")
 
 WRITERS = 8
 ROUNDS = 25
@@ -283,3 +292,61 @@ def test_concurrent_writers_and_reviewer(tmp_path: Path) -> None:
     finally:
         conn.close()
         kernel.close()
+
+
+def _take(path: Path, *, wait: bool) -> int | None:
+    """Take the store's writer lock from outside ctx; the descriptor, or None when it is held."""
+    import fcntl  # POSIX only
+
+    fd = os.open(path, os.O_RDWR | os.O_CREAT)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    return fd
+
+
+@posix_only
+def test_writers_queue_on_the_lock_file_and_readers_do_not(kernel, store_path):
+    kernel.log("a first note about the heron")
+    held = _take(lock_path(store_path), wait=True)
+    assert held is not None
+    ctx = Path(sys.executable).parent / "ctx"
+    writer = subprocess.Popen([str(ctx), "--db", str(store_path), "log", "a queued note"])
+    try:
+        reader = run_ctx_process("--db", str(store_path), "search", "heron")
+        assert reader.returncode == 0, reader.stderr
+        assert b"[heron]" in reader.stdout
+        time.sleep(3)  # ample time to start and write, were it not waiting in line
+        assert writer.poll() is None, "the writer did not wait for the lock"
+        assert kernel.store.item_count("evidence") == 1
+    finally:
+        os.close(held)  # closing the descriptor releases the lock: the writer goes in
+        assert writer.wait(timeout=60) == 0
+    assert kernel.store.item_count("evidence") == 2
+
+
+@posix_only
+def test_the_writer_lock_is_released_on_every_exit_path(kernel, store_path):
+    kernel.log("committed")
+    with pytest.raises(NotFoundError):
+        kernel.propose("db.engine", "Use SQLite", evidence=["ev_01HZZZZZZZZZZZZZZZZZZZZZZZ"])
+    with pytest.raises(KeyboardInterrupt), kernel.store.transaction():
+        raise KeyboardInterrupt
+    free = _take(lock_path(store_path), wait=False)
+    assert free is not None, "a writer kept the lock after its transaction ended"
+    os.close(free)
+    assert kernel.propose("db.engine", "Use SQLite").status == "pending"
+
+
+def test_where_no_lock_file_can_be_made_writers_fall_back_to_the_busy_handler(tmp_path):
+    db = tmp_path / "shared" / ".ctx" / "ctx.db"
+    Ctx.init(db)[0].close()
+    lock_path(db).unlink(missing_ok=True)
+    lock_path(db).mkdir()  # a folder where the lock file would be: it cannot be opened for writing
+    with Ctx.open(db) as first, Ctx.open(db) as second:
+        first.log("written without the lock file")
+        proposal = second.propose("db.engine", "Use SQLite")
+        assert first.ratify(proposal.id, reviewer="ann").decision.decision == "Use SQLite"
+    assert lock_path(db).is_dir()

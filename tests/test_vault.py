@@ -3,20 +3,51 @@
 from __future__ import annotations
 
 import os
+import random
 import stat
+import string
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from kernel import Ctx, driver, vault
 from kernel.errors import RefusedError
+from kernel.ingest import EvidenceInput, Item
 
 WORDS = ("quokka", "narwhal", "pangolin")
+SHARED = ("wombatine", "dugongish", "kakapoid")  # in every planted text, so in every index segment
+# 2,000 rows are enough for plain index terms to survive in pages that other tables reuse.
+LARGE = 2_000
 
 
 def raw_bytes(store: Path) -> bytes:
     """Everything a thief copying the store's files would get."""
     return b"".join(p.read_bytes() for p in store.parent.glob(store.name + "*"))
+
+
+def plant(kernel: Ctx, rows: int) -> list[bytes]:
+    """Log ``rows`` plain evidence texts, each with a made-up word of its own; every planted word."""
+    rng = random.Random(rows)
+    own = ["".join(rng.choices(string.ascii_lowercase, k=12)) for _ in range(rows)]
+    kernel.log_many(
+        Item(n, EvidenceInput(text=f"{word} {' '.join(SHARED)} note {n}")) for n, word in enumerate(own)
+    )
+    return [w.encode() for w in [*own, *SHARED]]
+
+
+def readable(store: Path, words: list[bytes]) -> list[bytes]:
+    """The planted words that the store's db, -wal and -shm files still hold."""
+    stolen = raw_bytes(store)
+    return [w for w in words if w in stolen]
+
+
+def stop(done: int, total: int) -> None:
+    """A progress callback that interrupts the run after its first committed batch."""
+    if done:
+        raise KeyboardInterrupt
 
 
 def key_file(kernel: Ctx) -> Path:
@@ -222,3 +253,73 @@ def test_a_given_key_file_is_used_and_kept(cli, store_path, tmp_path, monkeypatc
     assert "[kakapo]" in cli("search", "kakapo").out
     assert path.read_text() == written
     assert not (Path(os.environ["CTX_CONFIG_DIR"]) / "vault").exists(), "no second key was made"
+
+
+@pytest.mark.parametrize("rows", [52, LARGE])
+def test_encrypt_leaves_no_planted_word_in_the_store_files(cli, kernel, store_path, rows):
+    words = plant(kernel, rows)
+    assert readable(store_path, words) == words
+    result = cli("encrypt")
+    assert result.code == 0, result.err
+    assert readable(store_path, words) == []
+    assert "[wombatine]" in cli("search", "wombatine").out
+    assert kernel.integrity_check() == "ok"
+
+
+def test_an_interrupted_encrypt_resumes_and_leaves_no_planted_word(cli, kernel, store_path):
+    words = plant(kernel, LARGE)
+    with pytest.raises(KeyboardInterrupt):
+        kernel.encrypt(progress=stop)
+    assert sql(store_path, "SELECT count(*) FROM evidence WHERE typeof(text) = 'text'")[0][0] == LARGE - 500
+    result = cli("encrypt")
+    assert result.code == 0, result.err
+    assert result.out.startswith(f"{LARGE - 500} evidence texts sealed")
+    assert readable(store_path, words) == []
+    assert "[dugongish]" in cli("search", "dugongish").out
+
+
+@pytest.mark.parametrize("interrupted", [False, True], ids=["completed", "interrupted"])
+def test_rekey_leaves_nothing_the_old_key_opens(cli, kernel, store_path, interrupted):
+    words = plant(kernel, LARGE)
+    assert cli("encrypt").code == 0
+    old_id = bytes.fromhex(kernel.store.get_meta("vault_key_id") or "")
+    old_index_key = (kernel.store.get_meta("vault_index_key") or "").encode()
+    assert vault.MAGIC + old_id in raw_bytes(store_path)
+    if interrupted:
+        with pytest.raises(KeyboardInterrupt):
+            kernel.rekey(progress=stop)
+    result = cli("rekey")
+    assert result.code == 0, result.err
+    stolen = raw_bytes(store_path)
+    assert vault.MAGIC + old_id not in stolen, "a text sealed with the old key is still in the files"
+    assert old_index_key not in stolen, "the index key sealed with the old key is still in the files"
+    assert readable(store_path, words) == []
+    assert "[kakapoid]" in cli("search", "kakapoid").out
+
+
+def test_a_file_rewrite_cut_short_is_finished_by_running_encrypt_again(cli, kernel, store_path):
+    """Killed while it waits to overwrite the old pages (a reader holds them): the next run finishes."""
+    words = plant(kernel, 52)
+    reader = driver.connect(store_path, load_vec=False)
+    reader.execute("BEGIN")
+    reader.execute("SELECT count(*) FROM evidence").fetchone()  # pins the plain pages
+    ctx = Path(sys.executable).parent / "ctx"
+    run = subprocess.Popen([str(ctx), "--db", str(store_path), "encrypt"], stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60
+        while sql(store_path, "SELECT value FROM meta WHERE key = ?", (vault.SCRUB_PENDING,)) != [("1",)]:
+            assert run.poll() is None, run.stderr.read() if run.stderr else ""
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        time.sleep(0.2)
+    finally:
+        run.kill()
+        run.wait()
+        reader.execute("COMMIT")
+        reader.close()
+    assert readable(store_path, words), "the old pages were still there when the run was cut short"
+    result = cli("encrypt")
+    assert result.code == 0, result.err
+    assert result.out.startswith("0 evidence texts sealed")
+    assert readable(store_path, words) == []
+    assert sql(store_path, "SELECT count(*) FROM meta WHERE key = ?", (vault.SCRUB_PENDING,)) == [(0,)]

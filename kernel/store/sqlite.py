@@ -17,7 +17,8 @@ from kernel.errors import RefusedError, StoreError
 from kernel.records import AuditEvent, Decision, Evidence, Proposal
 from kernel.store import migrate
 from kernel.store.sqlite_index import IndexQueries
-from kernel.vault import Vault, VaultError, is_sealed
+from kernel.store.writelock import WriteLock
+from kernel.vault import SCRUB_PENDING, Vault, VaultError, is_sealed
 from kernel.vault import snippet as vault_snippet
 
 _DECISION_COLS = (
@@ -70,6 +71,7 @@ class SQLiteStore(IndexQueries):
         # no other writer can change them (the vault's state; the audit chain's last row).
         self._tx_plain = False
         self._tx_audit_tail: tuple[int, str] | None = None
+        self._write_lock = WriteLock(path)
 
     @classmethod
     def create(cls, path: Path) -> SQLiteStore:
@@ -98,6 +100,7 @@ class SQLiteStore(IndexQueries):
         if self._reader is not None:
             self._reader.close()
         self._conn.close()
+        self._write_lock.close()
 
     def reader(self) -> SQLiteStore:
         """A second connection to the same file, for reads that run beside this one's."""
@@ -114,23 +117,33 @@ class SQLiteStore(IndexQueries):
         if self._in_tx:
             yield
             return
-        self._begin()
-        self._in_tx = True
-        self._tx_plain, self._tx_audit_tail = False, None
+        with self._writer():
+            self._begin()
+            self._in_tx = True
+            self._tx_plain, self._tx_audit_tail = False, None
+            try:
+                yield
+                self._conn.execute("COMMIT")
+            except BaseException as exc:
+                self._conn.execute("ROLLBACK")
+                if isinstance(exc, driver.dbapi.IntegrityError):
+                    # An invariant the database holds (trigger, unique index, CHECK) refused the write.
+                    raise RefusedError(f"refused by the store: {exc}") from exc
+                if isinstance(exc, driver.dbapi.OperationalError):
+                    raise StoreError(f"store {self.path}: {exc}") from exc
+                raise
+            finally:
+                self._in_tx = False
+                self._tx_plain, self._tx_audit_tail = False, None
+
+    @contextmanager
+    def _writer(self) -> Iterator[None]:
+        """Hold the store's OS writer lock (kernel.store.writelock) meanwhile, where there is one."""
+        self._write_lock.acquire()
         try:
             yield
-            self._conn.execute("COMMIT")
-        except BaseException as exc:
-            self._conn.execute("ROLLBACK")
-            if isinstance(exc, driver.dbapi.IntegrityError):
-                # An invariant the database holds (trigger, unique index, CHECK) refused the write.
-                raise RefusedError(f"refused by the store: {exc}") from exc
-            if isinstance(exc, driver.dbapi.OperationalError):
-                raise StoreError(f"store {self.path}: {exc}") from exc
-            raise
         finally:
-            self._in_tx = False
-            self._tx_plain, self._tx_audit_tail = False, None
+            self._write_lock.release()
 
     @contextmanager
     def savepoint(self) -> Iterator[None]:
@@ -162,8 +175,8 @@ class SQLiteStore(IndexQueries):
             self._conn.execute("COMMIT")
 
     def _begin(self) -> None:
-        # busy_timeout already waits; SQLite's busy handler is unfair under contention,
-        # so a writer that still lost retries with jitter rather than failing an agent.
+        # Behind the OS writer lock this waits only for writers that do not take it (migrations,
+        # other tools). busy_timeout already waits; a writer that still lost retries with jitter.
         deadline = time.monotonic() + 120
         while True:
             try:
@@ -274,12 +287,42 @@ class SQLiteStore(IndexQueries):
         self._conn.execute("PRAGMA secure_delete = ON")
 
     def scrub(self) -> None:
-        """Merge the text index into one segment (dropping the plain words of sealed rows) and empty the WAL.
+        """Rewrite the file so no freed page or cell keeps old text, empty the WAL, then clear the marker.
 
-        Not VACUUM: it may renumber the implicit rowids the index and the vectors point at.
+        secure_delete alone is not enough: cells moved by a b-tree rebalance and the plain words of
+        merged index segments survive in pages that other tables reuse. VACUUM rewrites every page in
+        place, in one transaction, so a crash leaves the old file or the new one and connections that
+        other processes hold stay valid (unlike a copy renamed over the file). The WAL then holds the
+        new pages only, and a TRUNCATE checkpoint copies them over the old ones and empties it.
         """
-        self._conn.execute("INSERT INTO evidence_fts (evidence_fts) VALUES ('optimize')")
-        self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        with self.transaction():
+            self._conn.execute("INSERT INTO evidence_fts (evidence_fts) VALUES ('optimize')")
+        before = self._rowid_digest()
+        with self._writer():
+            self._conn.execute("VACUUM")
+            # SQLite documents that VACUUM may renumber implicit rowids; it keeps them for tables with
+            # an index (evidence and decision have their primary keys), and the text indexes need that.
+            if self._rowid_digest() != before:
+                raise StoreError(f"store {self.path}: VACUUM renumbered rows; restore it from a backup")
+            self._truncate_wal(required=True)
+        with self.transaction():
+            self.delete_meta(SCRUB_PENDING)
+        self._truncate_wal(required=False)
+
+    def _rowid_digest(self) -> str:
+        digest = hashlib.sha256()
+        for table in ("evidence", "decision"):
+            for rowid, ident in self._conn.execute(f"SELECT rowid, id FROM {table} ORDER BY rowid"):
+                digest.update(f"{table}:{rowid}:{ident}\n".encode())
+        return digest.hexdigest()
+
+    def _truncate_wal(self, *, required: bool) -> None:
+        busy, _, _ = self._one("PRAGMA wal_checkpoint(TRUNCATE)") or (0, 0, 0)
+        if busy and required:
+            raise StoreError(
+                f"store {self.path}: another process kept reading while the old pages were being "
+                "overwritten; run the command again when it is done"
+            )
 
     def is_sealed(self) -> bool:
         """True when evidence text is encrypted at rest (without needing the key)."""
