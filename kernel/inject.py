@@ -78,19 +78,20 @@ def _decision_item(d: Decision) -> tuple[dict[str, Any], str]:
     return item, f"- `{d.id}` **{d.subject}** (since {_day(d.valid_from)}): {_one_line(d.decision)}"
 
 
-def _superseded_item(r: Related, holder: str) -> tuple[dict[str, Any], str]:
+def _superseded_item(r: Related, holders: list[str]) -> tuple[dict[str, Any], str]:
     item = {
         "id": r.id,
         "subject": r.subject,
         "decision": r.text,
         "valid_from": r.valid_from,
         "valid_until": r.valid_until,
-        "replaced_by": holder,
+        "replaced_by": holders[0],
         "warning": SUPERSEDED_WARNING,
     }
+    now = ", ".join(f"`{h}`" for h in holders)
     line = (
         f"- `{r.id}` {r.subject} ({_day(r.valid_from)} to {_day(r.valid_until)}): "
-        f"~~{_one_line(r.text, 200)}~~ {SUPERSEDED_WARNING}; now `{holder}`"
+        f"~~{_one_line(r.text, 200)}~~ {SUPERSEDED_WARNING}; now {now}"
     )
     return item, line
 
@@ -122,18 +123,20 @@ def _candidates_from_recall(found: Recall, kernel: Ctx) -> dict[str, list[tuple[
     out: dict[str, list[tuple[dict[str, Any], str]]] = {name: [] for name, _ in SECTIONS}
     seen: set[str] = set()
     pending_ids: set[str] = set()
+    # A decision split in two is replaced by both: listed once, naming every successor in force.
+    replaced: dict[str, tuple[Related, list[str]]] = {}
     for hit in found.decisions:
         out["decisions"].append(_decision_item(hit.decision))
         for related in hit.superseded:
-            if related.relation == "superseded" and related.id not in seen:
-                seen.add(related.id)
-                out["superseded"].append(_superseded_item(related, hit.decision.id))
+            if related.relation == "superseded":
+                replaced.setdefault(related.id, (related, []))[1].append(hit.decision.id)
         for related in hit.conflicts:
             pair = "|".join(sorted((hit.decision.id, related.id)))
             if pair not in seen:
                 seen.add(pair)
                 out["conflicts"].append(_conflict_item(hit.decision, related))
         pending_ids.update(r.id for r in hit.pending)
+    out["superseded"] = [_superseded_item(related, holders) for related, holders in replaced.values()]
     queue = kernel.queue()
     ordered = [p for p in queue if p.id in pending_ids] + [p for p in queue if p.id not in pending_ids]
     out["proposals"] = [_proposal_item(p) for p in ordered]
@@ -146,16 +149,18 @@ def _candidates_without_query(kernel: Ctx) -> dict[str, list[tuple[dict[str, Any
     # With no query, the newest decisions come first: they are the ones current work touches.
     current = sorted(kernel.decisions(), key=lambda d: (d.valid_from, d.id), reverse=True)
     out["decisions"] = [_decision_item(d) for d in current]
-    replaced = {d.id: d for d in kernel.decisions(include_closed=True) if d.closed_by == "superseded"}
+    closed = {d.id: d for d in kernel.decisions(include_closed=True) if d.closed_by == "superseded"}
+    replaced: dict[str, tuple[Related, list[str]]] = {}
     for d in current:
         for old_id in d.supersedes:
-            old = replaced.get(old_id)
+            old = closed.get(old_id)
             if old is not None:
                 related = Related(
                     "superseded", old.id, old.subject, old.decision, False,
                     old.valid_from, old.valid_until, "", SUPERSEDED_WARNING,
                 )  # fmt: skip
-                out["superseded"].append(_superseded_item(related, d.id))
+                replaced.setdefault(old.id, (related, []))[1].append(d.id)
+    out["superseded"] = [_superseded_item(related, holders) for related, holders in replaced.values()]
     out["conflicts"] = [_conflict_item(d, r) for d, r in kernel.conflicts()]
     out["proposals"] = [_proposal_item(p) for p in kernel.queue()]
     out["evidence"] = [_evidence_item(e, e.text) for e in kernel.recent_evidence(MAX_EVIDENCE)]

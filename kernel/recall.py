@@ -506,10 +506,14 @@ class Recaller:
         self, hit: DecisionHit, moment: str | None, matched: set[str], pending: list[Proposal]
     ) -> DecisionHit:
         chain = self._chain(hit.decision.id)
-        chain.pop(hit.decision.id, None)
+        # Only its own line: what it replaced and what replaced it. A sibling successor (a decision
+        # split in two) shares a predecessor with it, and is neither.
+        lineage = _lineage(hit.decision.id, chain, "supersedes") | _lineage(
+            hit.decision.id, chain, "superseded_by"
+        )
         superseded = [
             _chain_item(d, hit.decision, d.id in matched)
-            for d in sorted(chain.values(), key=lambda d: d.valid_from)
+            for d in sorted((chain[i] for i in lineage), key=lambda d: (d.valid_from, d.id))
         ]
         return DecisionHit(
             hit.decision,
@@ -642,6 +646,21 @@ def conflict_item(other: Decision, term: str, clause: str, other_clause: str) ->
         f"opposite stance on {term!r}: {_clip(clause)!r} here, {_clip(other_clause)!r} in {other.subject}",
         "conflict: needs a person to reconcile",
     )  # fmt: skip
+
+
+def _lineage(start: str, chain: dict[str, Decision], direction: str) -> set[str]:
+    """Decisions reached from ``start`` by following only ``supersedes`` or only ``superseded_by``."""
+    found: set[str] = set()
+    todo = [start]
+    while todo:
+        current = chain.get(todo.pop())
+        if current is None:
+            continue
+        for nxt in getattr(current, direction):
+            if nxt not in found and nxt != start and nxt in chain:
+                found.add(nxt)
+                todo.append(nxt)
+    return found
 
 
 def _chain_item(item: Decision, hit: Decision, matched: bool) -> Related:
