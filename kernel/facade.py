@@ -424,7 +424,9 @@ class Ctx:
         """A proposal that is still pending; refuses one that was already resolved."""
         proposal = self.proposal(proposal_id)
         if proposal.status != "pending":
-            raise RefusedError(f"proposal {proposal.id} is {proposal.status}, not pending")
+            who = f"by {visible(proposal.resolved_by or '?')} at {(proposal.resolved_at or '?')[:19]}"
+            note = f": {visible(proposal.resolution_note)}" if proposal.resolution_note else ""
+            raise RefusedError(f"proposal {proposal.id} is {proposal.status}, not pending ({who}{note})")
         return proposal
 
     def plan_ratification(
