@@ -131,6 +131,20 @@ def new_id(prefix: str) -> str:
     return f"{prefix}_{''.join(reversed(chars))}"
 
 
+# A git-style abbreviation: the kind's prefix and at least this many characters of the id's body.
+MIN_ID_PREFIX = 4
+_ID_PREFIX_RE = re.compile(rf"^(ev|pr|dc)_[0-9A-HJKMNP-TV-Z]{{{MIN_ID_PREFIX},25}}$")
+
+
+def id_prefix(value: str, kind: str | None = None) -> str | None:
+    """``value`` normalised as the start of an id of ``kind`` (``pr_01M8``), or None if it is not one."""
+    prefix, _, body = value.strip().partition("_")
+    text = f"{prefix.lower()}_{body.upper()}"
+    if not _ID_PREFIX_RE.match(text) or (kind is not None and ID_PREFIXES[text[:2]] != kind):
+        return None
+    return text
+
+
 def check_id(value: str, kind: str | None = None) -> str:
     """Return a well-formed id (upper-cased body) or raise a usage error naming the problem."""
     text = value.strip()

@@ -292,9 +292,28 @@ class Ctx:
         )
         return LogResult(evidence.id, duplicate=False, redacted=prepared.redacted)
 
+    def resolve_id(self, value: str, kind: str | None = None) -> str:
+        """A full id, or the one id that starts with ``value`` (``pr_01M8Q`` for ``pr_01M8Q...``,
+        at least four characters after the underscore, as git abbreviates commits)."""
+        try:
+            return clock.check_id(value, kind)
+        except UsageError:
+            prefix = clock.id_prefix(value, kind)
+            if prefix is None:
+                raise
+        found = self.store.ids_with_prefix(prefix, 6)
+        if not found:
+            raise NotFoundError(f"no {kind or clock.ID_PREFIXES[prefix[:2]]} with an id starting {prefix}")
+        if len(found) > 1:
+            more = ", ..." if len(found) > 5 else ""
+            raise UsageError(
+                f"{prefix} is ambiguous: it starts {', '.join(found[:5])}{more}; give more of the id"
+            )
+        return found[0]
+
     def evidence(self, evidence_id: str) -> Evidence:
         """One evidence text by id."""
-        found = self.store.get_evidence(clock.check_id(evidence_id, "evidence"))
+        found = self.store.get_evidence(self.resolve_id(evidence_id, "evidence"))
         if found is None:
             raise NotFoundError(f"no evidence {evidence_id}")
         return found
@@ -318,8 +337,8 @@ class Ctx:
         rationale = text.optional_shown(rationale, "rationale", text.MAX_RATIONALE_CHARS)
         proposer = text.require_shown(proposer, "proposer", text.MAX_NAME_CHARS)
         session = text.optional_shown(session, "session", text.MAX_NAME_CHARS)
-        evidence_ids = list(dict.fromkeys(clock.check_id(e, "evidence") for e in evidence))
-        explicit = list(dict.fromkeys(clock.check_id(d, "decision") for d in supersedes))
+        evidence_ids = list(dict.fromkeys(self.resolve_id(e, "evidence") for e in evidence))
+        explicit = list(dict.fromkeys(self.resolve_id(d, "decision") for d in supersedes))
         with self.store.transaction():
             missing = self.store.missing_evidence(evidence_ids)
             if missing:
@@ -407,7 +426,7 @@ class Ctx:
 
     def proposal(self, proposal_id: str) -> Proposal:
         """One proposal by id."""
-        found = self.store.get_proposal(clock.check_id(proposal_id, "proposal"))
+        found = self.store.get_proposal(self.resolve_id(proposal_id, "proposal"))
         if found is None:
             raise NotFoundError(f"no proposal {proposal_id}")
         return found
@@ -440,7 +459,7 @@ class Ctx:
         """
         from kernel import review  # noqa: PLC0415
 
-        settled = None if settle is None else [clock.check_id(s, "proposal") for s in settle]
+        settled = None if settle is None else [self.resolve_id(s, "proposal") for s in settle]
         return review.plan(self, self.pending(proposal_id), decision, settled)
 
     def preview_ratify(
@@ -504,8 +523,8 @@ class Ctx:
             if reason is not None:
                 raise StalePlanError(f"not ratified: {reason}")
         else:
-            pid = clock.check_id(proposal, "proposal")
-            settled = None if settle is None else [clock.check_id(s, "proposal") for s in settle]
+            pid = self.resolve_id(proposal, "proposal")
+            settled = None if settle is None else [self.resolve_id(s, "proposal") for s in settle]
             plan = review.plan(self, self.pending(pid), decision, settled, conflicts=False)
         return self._carry_out(plan, reviewer)
 
@@ -608,7 +627,7 @@ class Ctx:
         return self._resolve(proposal_id, "withdrawn", actor, reason)
 
     def _resolve(self, proposal_id: str, status: str, actor: str, note: str | None) -> Proposal:
-        pid = clock.check_id(proposal_id, "proposal")
+        pid = self.resolve_id(proposal_id, "proposal")
         with self.store.transaction():
             self.pending(pid)
             at = clock.now()
@@ -659,7 +678,7 @@ class Ctx:
         """For each pending proposal, the current decisions on other subjects it contradicts."""
         from kernel import review  # noqa: PLC0415
 
-        return review.proposal_conflicts(self, [clock.check_id(p, "proposal") for p in proposal_ids])
+        return review.proposal_conflicts(self, [self.resolve_id(p, "proposal") for p in proposal_ids])
 
     def proposal_context(self, proposal_id: str, *, related: int = 5) -> ProposalContext:
         """A proposal with its subject's current decision and chain, contradictions, related decisions
@@ -693,7 +712,7 @@ class Ctx:
 
     def decision(self, decision_id: str) -> Decision:
         """One decision by id."""
-        return self._require_decision(clock.check_id(decision_id, "decision"))
+        return self._require_decision(self.resolve_id(decision_id, "decision"))
 
     def decisions(
         self, subject: str | None = None, *, as_of: str | None = None, include_closed: bool = False
@@ -713,7 +732,7 @@ class Ctx:
 
     def show(self, item_id: str) -> Evidence | Proposal | Decision:
         """Any record by id."""
-        checked = clock.check_id(item_id)
+        checked = self.resolve_id(item_id)
         kind = clock.ID_PREFIXES[checked[:2]]
         if kind == "evidence":
             return self.evidence(checked)

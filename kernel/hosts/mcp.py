@@ -195,7 +195,7 @@ class Host:
 
     def withdraw_proposal(self, args: WithdrawInput, caller: Caller) -> dict[str, Any]:
         """Withdraw a pending proposal that this server made."""
-        proposal_id = clock.check_id(args.id, "proposal")
+        proposal_id = self.kernel.resolve_id(args.id, "proposal")
         if proposal_id not in self.proposed:
             raise RefusedError(
                 f"{proposal_id} was not proposed through this MCP server: "

@@ -72,6 +72,9 @@ class Store(Protocol):
     def insert_evidence(self, evidence: Evidence) -> None:
         """Append evidence to the vault."""
 
+    def ids_with_prefix(self, prefix: str, limit: int) -> list[str]:
+        """Up to ``limit`` ids starting with ``prefix`` (whose ``ev_``/``pr_``/``dc_`` names the kind)."""
+
     def get_evidence(self, evidence_id: str) -> Evidence | None:
         """One evidence row."""
 

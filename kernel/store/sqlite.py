@@ -377,6 +377,16 @@ class SQLiteStore(IndexQueries):
                 (cursor.lastrowid, vault.index_text(evidence.text)),
             )
 
+    def ids_with_prefix(self, prefix: str, limit: int) -> list[str]:
+        """Up to ``limit`` ids starting with ``prefix`` (whose ``ev_``/``pr_``/``dc_`` names the kind)."""
+        table = {"ev": "evidence", "pr": "proposal", "dc": "decision"}[prefix[:2]]
+        # A range on the primary key: '~' sorts after every character an id holds.
+        rows = self._q(
+            f"SELECT id FROM {table} WHERE id >= ? AND id < ? ORDER BY id LIMIT ?",
+            (prefix, prefix + "~", limit),
+        )
+        return [r[0] for r in rows]
+
     def get_evidence(self, evidence_id: str) -> Evidence | None:
         """One evidence row."""
         row = self._one(f"SELECT {_EVIDENCE_COLS} FROM evidence WHERE id = ?", (evidence_id,))
