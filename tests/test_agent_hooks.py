@@ -91,3 +91,30 @@ def test_the_hook_prints_the_block_to_stdout(crowded, store_path, tmp_path, sett
     assert out.startswith("# Project decisions") and not out.lstrip().startswith(("{", "["))
     assert "## Current decisions" in out and "did not fit the budget" in out.splitlines()[-1]
     assert len(out) <= INLINE_LIMIT
+
+
+@pytest.mark.parametrize("settings", sorted(HOOKS))
+def test_the_hook_outside_a_store_exits_0_with_a_note(tmp_path, settings):
+    folder = tmp_path / "no-store-here"
+    folder.mkdir()
+    env = {**os.environ, "PATH": str(Path(sys.executable).parent) + os.pathsep + os.environ["PATH"]}
+    env.pop("CTX_DB", None)
+    for stdin in (
+        json.dumps({"cwd": str(folder), "hook_event_name": "SessionStart"}).encode(),
+        b"",
+        b"{oops",
+    ):
+        result = subprocess.run(
+            HOOKS[settings],
+            shell=True,
+            cwd=folder,
+            env=env,
+            input=stdin,
+            capture_output=True,
+            timeout=120,
+            check=False,
+        )
+        assert result.returncode == 0, result.stderr.decode()
+        assert result.stdout == b""
+        assert f"no ctx store in {folder.resolve()}" in result.stderr.decode()
+        assert "Traceback" not in result.stderr.decode()

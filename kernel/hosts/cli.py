@@ -1095,17 +1095,28 @@ def _ingest(
 
 
 @cli.command()
-@click.argument("event", type=click.Choice(["session-end"]))
+@click.argument("event", type=click.Choice(["session-start", "session-end"]))
 @click.option("--format", "fmt", type=click.Choice(list(TRANSCRIPT_FORMATS)), help="Default: detected.")
+@click.option(
+    "--budget",
+    type=click.IntRange(MIN_BUDGET, MAX_BUDGET),
+    default=DEFAULT_BUDGET,
+    show_default=True,
+    help="session-start: the block's size in tokens.",
+)
 @_db_option
 @click.pass_context
-def hook(ctx: click.Context, event: str, fmt: str | None, db_here: str | None) -> None:
-    """Run from an agent's session-end hook: ingest the transcript named in the JSON on stdin.
+def hook(ctx: click.Context, event: str, fmt: str | None, budget: int, db_here: str | None) -> None:
+    """Run from an agent's hooks; a project without a store is skipped with a note (exit 0).
 
-    Claude Code and Codex hooks send {"session_id", "transcript_path", "cwd", ...}. The store
-    is --db, CTX_DB, else the nearest .ctx/ctx.db above the payload's cwd; a project without
-    a store is skipped (exit 0), so the hook can be installed for every project.
+    session-start prints the `ctx inject` block for the session. session-end ingests the
+    transcript named in the JSON on stdin. Claude Code and Codex hooks send {"session_id",
+    "transcript_path", "cwd", ...}. The store is --db, CTX_DB, else the nearest .ctx/ctx.db
+    above the payload's cwd, so the hooks can be installed for every project.
     """
+    if event == "session-start":
+        _session_start(ctx, budget, db_here)
+        return
     payload = _hook_payload()
     transcript = payload.get("transcript_path")
     if not isinstance(transcript, str) or not transcript:
@@ -1135,6 +1146,28 @@ HOOK_PAYLOAD_BYTES = 1_000_000
 HOOK_READ_SECONDS = 5.0
 
 
+EMPTY_HOOK_PAYLOAD = "the hook payload on stdin is empty"
+
+
+def _session_start(ctx: click.Context, budget: int, db_here: str | None) -> None:
+    payload: dict[str, Any] = {}
+    if not sys.stdin.isatty():
+        try:
+            payload = _hook_payload()
+        except UsageError as exc:  # a hook must not stop the session: use the working folder
+            if exc.message != EMPTY_HOOK_PAYLOAD:
+                _say(f"ctx: {exc.message}; using the working folder", err=True)
+    cwd = payload.get("cwd")
+    start = Path(cwd) if isinstance(cwd, str) and Path(cwd).is_dir() else None
+    try:
+        kernel = Ctx.open(paths.find_store(db_here or ctx.find_root().obj.get("db"), start))
+    except StoreError as exc:
+        _say(f"ctx: {exc.message}; no decisions injected", err=True)
+        return
+    with kernel:
+        _say(kernel.inject(budget=budget).markdown, nl=False)
+
+
 def _hook_payload() -> dict[str, Any]:
     """The hook's JSON object from stdin, read until it parses: some hosts never close the pipe."""
     import select  # noqa: PLC0415
@@ -1161,6 +1194,8 @@ def _hook_payload() -> dict[str, Any]:
 def _hook_document(raw: bytes) -> dict[str, Any]:
     if len(raw) > HOOK_PAYLOAD_BYTES:
         raise UsageError(f"the hook payload is larger than {HOOK_PAYLOAD_BYTES} bytes")
+    if not raw.strip():
+        raise UsageError(EMPTY_HOOK_PAYLOAD)
     try:
         document = read_json(raw)
     except JSONInputError as exc:
@@ -1227,9 +1262,27 @@ def export_adr(kernel: Ctx, folder: str, force: bool) -> None:
 @click.option(
     "--session", envvar="CTX_SESSION", help="Session id when a call names none (default: CTX_SESSION)."
 )
-@_with_store
-def mcp_server(kernel: Ctx, agent: str | None, session: str | None) -> None:
-    """Serve the store to an agent over MCP (stdio): log, propose, recall; no tool can ratify."""
+@_db_option
+@click.pass_context
+def mcp_server(ctx: click.Context, agent: str | None, session: str | None, db_here: str | None) -> None:
+    """Serve the store to an agent over MCP (stdio): log, propose, recall; no tool can ratify.
+
+    Started where there is no store, it still serves: every tool answers that there is no store
+    and where it looked, so a client configured for every project connects everywhere.
+    """
+    from kernel.hosts.mcp import serve  # noqa: PLC0415 - the MCP SDK takes over a second to import
+
+    try:
+        kernel = Ctx.open(paths.find_store(db_here or ctx.find_root().obj.get("db")))
+    except StoreError as exc:
+        _say(f"ctx mcp: {exc.message}; every tool will say so", err=True)
+        serve(None, agent=agent, session=session, missing=f"{exc.message} (ctx mcp was started there)")
+        return
+    with kernel:
+        _serve_store(kernel, agent, session)
+
+
+def _serve_store(kernel: Ctx, agent: str | None, session: str | None) -> None:
     if sys.stdin.isatty():
         _say(
             f"ctx mcp: serving {kernel.location} over MCP on standard input; an MCP client starts "

@@ -403,8 +403,12 @@ def _client_name(ctx: ServerRequestContext[Any]) -> str | None:
     return params.client_info.name if params is not None and params.client_info is not None else None
 
 
-def make_server(host: Host) -> Server[Any]:
-    """The MCP server for ``host``: lists the tools and runs each call on one worker thread."""
+def make_server(host: Host | None, *, missing: str = "no ctx store here: run `ctx init`") -> Server[Any]:
+    """The MCP server for ``host``: lists the tools and runs each call on one worker thread.
+
+    Without a host (no store where the client started it) every tool answers ``missing``, so a
+    client configured for every folder connects and the agent reads why nothing is there.
+    """
     # One facade call at a time: the store is one SQLite connection (and one transaction state).
     limiter = anyio.CapacityLimiter(1)
 
@@ -419,6 +423,8 @@ def make_server(host: Host) -> Server[Any]:
         spec = TOOLS.get(params.name)
         if spec is None:
             return tool_error(f"unknown tool {params.name!r}: {UNKNOWN_TOOL_HINT}{', '.join(TOOLS)}")
+        if host is None:
+            return tool_error(missing)
         try:
             arguments = parse_arguments(spec, params.arguments)
             caller = host.caller(_client_name(ctx))
@@ -529,11 +535,15 @@ class _AnswerUnreadable:
         await self.aclose()
 
 
-def serve(kernel: Ctx, *, agent: str | None = None, session: str | None = None) -> None:
-    """Serve MCP over standard input and output until the client closes them."""
-    host = Host(kernel, agent=agent, session=session)
-    host.start_warming()
-    server = make_server(host)
+def serve(
+    kernel: Ctx | None, *, agent: str | None = None, session: str | None = None, missing: str = ""
+) -> None:
+    """Serve MCP over standard input and output until the client closes them; with no store
+    (``kernel`` None) every tool answers ``missing``."""
+    host = Host(kernel, agent=agent, session=session) if kernel is not None else None
+    if host is not None:
+        host.start_warming()
+    server = make_server(host, missing=missing) if missing else make_server(host)
 
     async def run() -> None:
         async with stdio_server() as (read_stream, write_stream):
@@ -546,4 +556,5 @@ def serve(kernel: Ctx, *, agent: str | None = None, session: str | None = None) 
     try:
         anyio.run(run)
     finally:
-        host.stop_warming()
+        if host is not None:
+            host.stop_warming()
