@@ -442,6 +442,96 @@ def test_a_missing_store_is_one_note_and_the_server_still_serves(tmp_path):
     assert not (tmp_path / "missing.db").exists()
 
 
+# -- many agents at once --------------------------------------------------------------------------
+
+AGENTS = 4
+ROUNDS = 10
+
+
+@pytest.mark.slow
+def test_many_agents_at_once_lose_nothing(tmp_path, model_cache, real_model):
+    """Four `ctx mcp` processes log, propose and recall on one store at the same time."""
+    db = tmp_path / ".ctx" / "ctx.db"
+    with Ctx.init(db, embedder=None)[0] as kernel:
+        kernel.ratify(kernel.propose("auth.tokens", "Use JWT with refresh rotation").id, reviewer="alice")
+        audit_before = len(kernel.audit_events())
+    env = {"CTX_CONFIG_DIR": str(tmp_path / "config"), "CTX_CACHE_DIR": str(model_cache)}
+    done: dict[int, dict] = {}
+    everyone_connected = anyio.Event()
+    connected = [0]
+
+    async def check(result: types.CallToolResult) -> dict:
+        assert not result.is_error, result.content[0].text
+        return result.structured_content
+
+    async def one_agent(index: int) -> None:
+        params = server_params(db, env, "--agent", f"agent-{index}")
+        with (tmp_path / f"agent-{index}.err").open("w") as errlog:
+            async with connect(params, errlog) as session:
+                connected[0] += 1
+                if connected[0] == AGENTS:
+                    everyone_connected.set()
+                await everyone_connected.wait()
+                notes, shared, proposals, recalls = [], [], [], []
+                for k in range(ROUNDS):
+                    own = await check(
+                        await session.call_tool("log_evidence", {"text": f"agent {index} note {k}"})
+                    )
+                    common = await check(
+                        await session.call_tool("log_evidence", {"text": f"shared note {k}"})
+                    )
+                    subject = "auth.tokens" if k % 2 else f"team{index}.topic{k % 3}"
+                    proposal = await check(
+                        await session.call_tool(
+                            "propose_decision",
+                            {
+                                "subject": subject,
+                                "decision": f"agent {index} option {k} for {subject}",
+                                "evidence": [own["id"], common["id"]],
+                            },
+                        )
+                    )
+                    if k % 3 == 0:
+                        found = await check(await session.call_tool("recall", {"query": f"option {k} note"}))
+                        recalls.append(found["vectors"]["state"])
+                    notes.append(own)
+                    shared.append(common["id"])
+                    proposals.append(proposal)
+        done[index] = {"notes": notes, "shared": shared, "proposals": proposals, "recalls": recalls}
+
+    async def everyone() -> None:
+        async with anyio.create_task_group() as group:
+            for index in range(AGENTS):
+                group.start_soon(one_agent, index)
+
+    anyio.run(everyone)
+    for index in range(AGENTS):
+        assert "Traceback" not in (tmp_path / f"agent-{index}.err").read_text()
+    assert sorted(done) == list(range(AGENTS))
+    with Ctx.open(db, embedder=None) as kernel:
+        queued = {p.id: p for p in kernel.queue()}
+        made = [p for run in done.values() for p in run["proposals"]]
+        assert set(queued) == {p["id"] for p in made} and len(made) == AGENTS * ROUNDS
+        for index, run in done.items():
+            assert all(note["duplicate"] is False for note in run["notes"])
+            for note, common, proposal in zip(run["notes"], run["shared"], run["proposals"], strict=True):
+                assert kernel.evidence(note["id"]).agent == f"agent-{index}"
+                # The store lists cited evidence by id; propose() returns it in the order cited.
+                stored, returned = queued[proposal["id"]].to_dict(), dict(proposal)
+                cited = sorted([note["id"], common])
+                assert sorted(stored.pop("evidence")) == sorted(returned.pop("evidence")) == cited
+                assert stored == returned
+                assert queued[proposal["id"]].proposer == f"agent-{index}"
+            assert set(run["recalls"]) <= {"on", "partial"}
+        # Every agent logged the same shared texts: one id each, whoever logged it first.
+        assert len({tuple(run["shared"]) for run in done.values()}) == 1
+        report = kernel.verify_audit()
+        assert report.ok, report.problem
+        logged = AGENTS * ROUNDS + ROUNDS
+        assert report.rows - audit_before == logged + AGENTS * ROUNDS
+        assert kernel.integrity_check() == "ok"
+
+
 def test_outside_a_store_the_server_connects_and_every_tool_says_why(tmp_path, model_cache):
     """A server registered for every folder must not fail to connect where there is no store."""
     folder = tmp_path / "scratch"
