@@ -307,10 +307,24 @@ def test_withdraw_own_proposal_only(agent, world):
     before = snapshot(world["db"])
     message = error_text(agent.call("withdraw_proposal", {"id": world["pending"]}))
     assert message == (
-        f"{world['pending']} was not proposed through this MCP server: only a person withdraws another's "
-        "proposal (ctx withdraw, ctx review)"
+        f"{world['pending']} was proposed by 'claude', not by this server's agent 'mcp:pytest-agent': "
+        "only a person withdraws another's proposal (ctx withdraw, ctx review)"
     )
     assert snapshot(world["db"]) == before
+
+
+def test_an_agent_withdraws_its_own_proposal_from_an_earlier_session(world, tmp_path, model_cache):
+    """The proposer is the agent's name, not the server process: a later session may withdraw it."""
+    env = {"CTX_CONFIG_DIR": str(tmp_path / "config"), "CTX_CACHE_DIR": str(model_cache)}
+    params = server_params(world["db"], env, "--agent", "codex-7")
+    with (tmp_path / "first.err").open("w") as errlog, Agent(params, errlog) as first:
+        made = ok(
+            first.call("propose_decision", {"subject": "api.paging", "decision": "Cursor paging"}),
+            "propose_decision",
+        )
+    with (tmp_path / "second.err").open("w") as errlog, Agent(params, errlog) as second:
+        withdrawn = ok(second.call("withdraw_proposal", {"id": made["id"]}), "withdraw_proposal")
+    assert withdrawn["status"] == "withdrawn" and withdrawn["resolved_by"] == "codex-7"
 
 
 # -- bad calls: the CLI's one-line message, and nothing changes ------------------------------------

@@ -85,8 +85,6 @@ class Host:
         self.kernel = kernel
         self.agent = agent
         self.session = session
-        # The proposals this server made: the only ones its client may withdraw.
-        self.proposed: set[str] = set()
         self._warm_thread: threading.Thread | None = None
 
     def caller(self, client_name: str | None) -> Caller:
@@ -124,7 +122,6 @@ class Host:
             proposer=caller.name,
             session=args.session or caller.session,
         )
-        self.proposed.add(proposal.id)
         return proposal.to_dict()
 
     def log_evidence(self, args: LogInput, caller: Caller) -> dict[str, Any]:
@@ -194,14 +191,15 @@ class Host:
         return self.kernel.search(args.query, limit=args.limit, as_of=args.as_of).to_dict()
 
     def withdraw_proposal(self, args: WithdrawInput, caller: Caller) -> dict[str, Any]:
-        """Withdraw a pending proposal that this server made."""
-        proposal_id = self.kernel.resolve_id(args.id, "proposal")
-        if proposal_id not in self.proposed:
+        """Withdraw a pending proposal this agent made, in this session or an earlier one."""
+        proposal = self.kernel.proposal(args.id)
+        if proposal.proposer != caller.name:
             raise RefusedError(
-                f"{proposal_id} was not proposed through this MCP server: "
-                "only a person withdraws another's proposal (ctx withdraw, ctx review)"
+                f"{proposal.id} was proposed by {text.visible(proposal.proposer)!r}, not by this server's "
+                f"agent {caller.name!r}: only a person withdraws another's proposal "
+                "(ctx withdraw, ctx review)"
             )
-        return self.kernel.withdraw(proposal_id, actor=caller.name, reason=args.reason).to_dict()
+        return self.kernel.withdraw(proposal.id, actor=caller.name, reason=args.reason).to_dict()
 
 
 @dataclass(frozen=True)
