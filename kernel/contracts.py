@@ -752,6 +752,57 @@ class ReindexOut(_Strict):
     seconds: float
 
 
+class ModelPlaceOut(_Strict):
+    """Where the embedding model comes from, found without loading it."""
+
+    model: str
+    source: Literal["model_dir", "package", "fastembed cache", "disabled"]
+    folder: str | None
+    problem: str | None
+
+
+class LastVerifyOut(_Strict):
+    """The outcome of the last full ``ctx audit verify``."""
+
+    at: str
+    ok: bool
+    rows: Annotated[int, Field(ge=0)]
+    problem: str | None
+
+
+class StatusOut(_Strict):
+    """``ctx status --json``: the store at a glance."""
+
+    store: str
+    store_id: str | None
+    schema_version: Annotated[int, Field(ge=0)]
+    evidence: Annotated[int, Field(ge=0)]
+    decisions: Annotated[int, Field(ge=0)]
+    current_decisions: Annotated[int, Field(ge=0)]
+    pending: Annotated[int, Field(ge=0)]
+    stale: Annotated[int, Field(ge=0)]
+    encrypted: bool
+    model: ModelPlaceOut
+    vector_model: str | None
+    last_verify: LastVerifyOut | None
+
+
+class CheckOut(_Strict):
+    """One ``ctx doctor`` check."""
+
+    name: str
+    ok: bool
+    detail: str
+    fix: str | None
+
+
+class DoctorOut(_Strict):
+    """``ctx doctor --json``: every check, and whether all passed."""
+
+    ok: bool
+    checks: list[CheckOut]
+
+
 SCHEMAS: dict[str, type[BaseModel]] = {
     "propose-input": ProposeInput,
     "log-input": LogInput,
@@ -786,6 +837,8 @@ SCHEMAS: dict[str, type[BaseModel]] = {
     "recall": RecallOut,
     "inject": InjectOut,
     "reindex": ReindexOut,
+    "status": StatusOut,
+    "doctor": DoctorOut,
 }
 
 SCHEMA_DIR = Path(__file__).resolve().parent.parent / "schemas"

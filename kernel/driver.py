@@ -71,3 +71,17 @@ def make_engine(path: str | Path) -> Any:
         conn.exec_driver_sql("BEGIN IMMEDIATE")
 
     return engine
+
+
+def check_extensions() -> str:
+    """Open an in-memory database, load sqlite-vec and return its version; StoreError when it cannot."""
+    from kernel.errors import StoreError  # noqa: PLC0415
+
+    try:
+        conn = connect(":memory:")
+        try:
+            return str(conn.execute("SELECT vec_version()").fetchone()[0])
+        finally:
+            conn.close()
+    except Exception as exc:
+        raise StoreError(f"{dbapi.__name__} cannot load sqlite-vec: {exc}") from exc

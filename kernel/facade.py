@@ -77,6 +77,7 @@ if TYPE_CHECKING:
     from kernel.inject import Injection
     from kernel.sharing import ImportReport
     from kernel.signing import KeyInfo, Passphrase
+    from kernel.status import StoreStatus
 
 # token_sort_ratio of "subject decision" against each pending proposal; 82 flags rewordings
 # and reorderings of the same sentence but not a different choice on the same subject.
@@ -1183,7 +1184,11 @@ class Ctx:
         """
         if not state:
             return verify_chain(self.store.audit_rows())
-        return self._verified_log(checkpoints, pubkey)[0]
+        from kernel.status import record_verify  # noqa: PLC0415
+
+        report = self._verified_log(checkpoints, pubkey)[0]
+        record_verify(self, report.ok, report.rows, report.problem)
+        return report
 
     def _verified_log(
         self, checkpoints: Sequence[Path] = (), pubkey: Path | None = None
@@ -1305,6 +1310,12 @@ class Ctx:
     def audit_events(self) -> list[AuditEvent]:
         """The whole audit log, oldest first."""
         return [AuditEvent(**row) for row in self.store.audit_rows()]
+
+    def status(self) -> StoreStatus:
+        """The store at a glance: counts, the queue, vectors, encryption, the last full verify."""
+        from kernel.status import store_status  # noqa: PLC0415
+
+        return store_status(self)
 
     def integrity_check(self) -> str:
         """The store's own consistency check."""

