@@ -406,3 +406,15 @@ def test_evidence_kinds_in_the_input_schemas_are_the_kernels():
     kinds = [o for o in record["properties"]["kind"]["anyOf"] if "enum" in o]
     assert tuple(log_input["properties"]["kind"]["enum"]) == EVIDENCE_KINDS
     assert tuple(kinds[0]["enum"]) == EVIDENCE_KINDS
+
+
+def test_ctx_schema_prints_each_schema_file(cli):
+    names = cli("schema").out.split()
+    files = sorted(p.name.removesuffix(".schema.json") for p in SCHEMA_DIR.glob("*.schema.json"))
+    assert names == files
+    for name in ("recall", "propose-input.schema.json"):
+        shown = cli("schema", name)
+        stem = name.removesuffix(".schema.json")
+        assert json.loads(shown.out) == json.loads((SCHEMA_DIR / f"{stem}.schema.json").read_text())
+    missing = cli("schema", "nope")
+    assert missing.code == 2 and "ctx schema" in missing.err

@@ -1346,6 +1346,26 @@ def doctor(ctx: click.Context, as_json: bool, db_here: str | None) -> None:
         sys.exit(1)
 
 
+@cli.command("schema")
+@click.argument("name", required=False)
+def schema_command(name: str | None) -> None:
+    """Print the JSON Schema NAME (e.g. recall, propose-input); without NAME, list the names.
+
+    Every --json output and JSON input of ctx is valid against one of these.
+    """
+    from kernel.contracts import schema_documents  # noqa: PLC0415 - pydantic only for this command
+
+    documents = {filename.removesuffix(".schema.json"): doc for filename, doc in schema_documents().items()}
+    if name is None:
+        for known in sorted(documents):
+            _say(known)
+        return
+    key = name.removesuffix(".json").removesuffix(".schema")
+    if key not in documents:
+        raise UsageError(f"no schema {name!r}: `ctx schema` lists them")
+    _emit_json(documents[key])
+
+
 @cli.command("path")
 @_db_option
 @click.pass_context
