@@ -2,7 +2,7 @@
 
 Run ``python -m kernel.contracts`` to rewrite ``schemas/`` after changing a model; a test
 fails while the files are stale. Hosts build their JSON from the records' ``to_dict`` and
-tests validate it against these schemas. ``ctx propose --json`` imports this module to validate
+tests validate it against these schemas. ``ctx propose --input`` imports this module to validate
 its input, and the MCP server (``ctx mcp``) to validate every tool's arguments: the ``*-input``
 schemas are its tools' input schemas, word for word.
 """
@@ -51,7 +51,7 @@ Ranker = Literal["keyword", "entity", "vector"]
 
 
 class ProposeInput(_Strict):
-    """A proposal as an agent sends it (``ctx propose --json -``, MCP ``propose_decision``)."""
+    """A proposal as an agent sends it (``ctx propose --input -``, MCP ``propose_decision``)."""
 
     subject: SubjectText = Field(description="Dotted subject, e.g. auth.tokens.")
     decision: Annotated[str, StringConstraints(min_length=1, max_length=text.MAX_DECISION_CHARS)] = Field(

@@ -1,6 +1,6 @@
 """The one reader of JSON that arrives from outside: bounded in size and depth, strict, one-line errors.
 
-Every entry point that parses JSON it did not write (``ctx propose --json``, ``ctx log --jsonl``,
+Every entry point that parses JSON it did not write (``ctx propose --input``, ``ctx log --jsonl``,
 transcripts, the session-end hook payload, audit exports and their manifests, MCP messages the
 SDK could not read) goes through :func:`read_json`, so that none of them can be made to raise
 ``RecursionError`` or to take the last of two equal keys silently.

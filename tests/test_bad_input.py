@@ -342,7 +342,7 @@ OVERSIZE = [
     case("ratify", "{pending}", "--yes", "--reviewer", "x" * (text.MAX_NAME_CHARS + 1), id="reviewer"),
     case(
         "propose",
-        "--json",
+        "--input",
         "-",
         stdin=json.dumps(
             {"subject": "a.b", "decision": "x", "rationale": "x" * MAX_JSON_INPUT_BYTES}
@@ -389,7 +389,8 @@ CLICK_USAGE = [
     case("search", "auth", "--limit", "0", id="limit-zero"),
     case("search", "auth", "--limit", "1001", id="limit-too-big"),
     case("search", "auth", "--limit", "ten", id="limit-not-a-number"),
-    case("propose", "--json", "/nonexistent/proposal.json", id="json-file-missing"),
+    case("propose", "--input", "/nonexistent/proposal.json", id="json-file-missing"),
+    case("propose", "--json", "/nonexistent/proposal.json", id="deprecated-json-file-missing"),
     case("reject", "{pending}", "--reason", id="option-without-value"),
     case("audit", "bogus", id="unknown-subcommand"),
 ]
@@ -407,17 +408,17 @@ def test_empty_or_invalid_field_is_a_usage_error(refused, args, stdin):
 
 @pytest.mark.parametrize("raw", MALFORMED_JSON, ids=lambda raw: repr(raw)[2:-1] or "nothing")
 def test_malformed_json_is_a_usage_error(refused, raw):
-    refused(("propose", "--json", "-"), 2, raw)
+    refused(("propose", "--input", "-"), 2, raw)
 
 
 def test_malformed_json_names_the_position(refused):
-    line = refused(("propose", "--json", "-"), 2, b'{\n  "subject": "a.b",\n  "decision": x\n}')
+    line = refused(("propose", "--input", "-"), 2, b'{\n  "subject": "a.b",\n  "decision": x\n}')
     assert "line 3" in line
 
 
 @pytest.mark.parametrize("document", SCHEMA_FAILURES.values(), ids=SCHEMA_FAILURES.keys())
 def test_json_failing_the_schema_is_a_usage_error(refused, document):
-    refused(("propose", "--json", "-"), 2, json.dumps(document).encode())
+    refused(("propose", "--input", "-"), 2, json.dumps(document).encode())
 
 
 @pytest.mark.parametrize("raw", NOT_UTF8_BYTES.values(), ids=NOT_UTF8_BYTES.keys())
@@ -429,7 +430,7 @@ def test_evidence_on_stdin_that_is_not_utf8(refused, raw):
 @pytest.mark.parametrize("raw", NOT_UTF8_BYTES.values(), ids=NOT_UTF8_BYTES.keys())
 def test_json_that_is_not_utf8(refused, raw):
     document = b'{"subject": "a.b", "decision": "' + raw + b'"}'
-    line = refused(("propose", "--json", "-"), 2, document)
+    line = refused(("propose", "--input", "-"), 2, document)
     assert "UTF-8" in line
 
 
@@ -437,7 +438,7 @@ def test_json_that_is_not_utf8(refused, raw):
 def test_json_with_a_lone_surrogate_escape(refused, field):
     """``"\\udce9"`` is valid JSON but not text that can be stored as UTF-8."""
     document = {"subject": "a.b", "decision": "x", field: "caf\udce9"}
-    refused(("propose", "--json", "-"), 2, json.dumps(document).encode())
+    refused(("propose", "--input", "-"), 2, json.dumps(document).encode())
 
 
 NOT_UTF8_ARGS = [
@@ -712,11 +713,11 @@ PROCESS_CASES = [
     ),
     pytest.param([b"log", b"note", b"--agent", b"\xff"], b"", 2, id="argv-agent"),
     pytest.param([b"log", b"-"], b"\xff\xfe", 2, id="stdin-not-utf8"),
-    pytest.param([b"propose", b"--json", b"-"], b"{", 2, id="json-malformed"),
+    pytest.param([b"propose", b"--input", b"-"], b"{", 2, id="json-malformed"),
     pytest.param(
-        [b"propose", b"--json", b"-"], b'{"subject": "a.b", "decision": "\xe9"}', 2, id="json-not-utf8"
+        [b"propose", b"--input", b"-"], b'{"subject": "a.b", "decision": "\xe9"}', 2, id="json-not-utf8"
     ),
-    pytest.param([b"propose", b"--json", b"-"], b'{"subject": "a.b"}', 2, id="json-schema"),
+    pytest.param([b"propose", b"--input", b"-"], b'{"subject": "a.b"}', 2, id="json-schema"),
     pytest.param([b"show", b"xyz"], b"", 2, id="malformed-id"),
     pytest.param([b"decisions", b"--as-of", b"someday"], b"", 2, id="bad-date"),
     pytest.param([b"search", b"*"], b"", 2, id="search-no-words"),

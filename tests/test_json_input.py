@@ -93,7 +93,7 @@ def test_the_reader_takes_what_is_within_its_limits():
         read_json('{"a": "long"}', max_bytes=10)
 
 
-# -- ctx propose --json -----------------------------------------------------------------------------
+# -- ctx propose --input ----------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -107,7 +107,7 @@ def test_the_reader_takes_what_is_within_its_limits():
 )
 def test_propose_json_refuses_deep_duplicate_and_nan(cli, kernel, store_path, document):
     before = snapshot(store_path)
-    result = cli("propose", "--json", "-", stdin=document.encode())
+    result = cli("propose", "--input", "-", stdin=document.encode())
     assert_one_line_error(result, 2)
     assert snapshot(store_path) == before
 
@@ -127,14 +127,14 @@ def test_propose_json_with_field_options_is_a_usage_error(cli, kernel, store_pat
     """The options used to be dropped silently in favour of the document."""
     before = snapshot(store_path)
     document = json.dumps({"subject": "db.engine", "decision": "Use SQLite"}).encode()
-    line = assert_one_line_error(cli("propose", "--json", "-", *options, stdin=document), 2)
+    line = assert_one_line_error(cli("propose", "--input", "-", *options, stdin=document), 2)
     assert options[0] in line
     assert snapshot(store_path) == before
 
 
 def test_propose_json_still_takes_proposer_and_session_as_defaults(cli, kernel):
     document = json.dumps({"subject": "db.engine", "decision": "Use SQLite"}).encode()
-    result = cli("propose", "--json", "-", "--proposer", "claude", "--session", "s1", stdin=document)
+    result = cli("propose", "--input", "-", "--proposer", "claude", "--session", "s1", stdin=document)
     assert result.code == 0, result.err
     assert kernel.queue()[0].proposer == "claude"
 

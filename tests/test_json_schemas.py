@@ -242,7 +242,7 @@ def test_propose_json_out(cli, world):
         world["note"],
         "--supersedes",
         world["retired"].id,
-        "--json-out",
+        "--json",
     )
     assert_valid("proposal", document)
     assert document["status"] == "pending"
@@ -277,7 +277,7 @@ def test_ratify_json_amended(cli, world):
 
 
 def test_ratify_json_new_subject(cli, world):
-    proposal = run_json(cli, "propose", "--subject", "api.style", "--decision", "Use REST", "--json-out")
+    proposal = run_json(cli, "propose", "--subject", "api.style", "--decision", "Use REST", "--json")
     assert proposal["supersedes"] == []
     document = run_json(cli, "ratify", proposal["id"], "--yes", "--reviewer", "alice", "--json")
     assert_valid("ratification", document)
@@ -369,7 +369,7 @@ def test_bad_propose_input_does_not_validate(world, change):
 
 def test_propose_accepts_the_good_input(cli, world):
     document = good_input(world)
-    result = cli("propose", "--json", "-", stdin=json.dumps(document).encode())
+    result = cli("propose", "--input", "-", stdin=json.dumps(document).encode())
     assert result.code == 0, result.err
     proposal_id = result.out.strip()
     assert proposal_id.startswith("pr_")
@@ -383,7 +383,7 @@ def test_propose_accepts_the_good_input(cli, world):
 
 def test_propose_json_in_and_out(cli, world):
     document = {"subject": "api.style", "decision": "Use REST"}
-    out = run_json(cli, "propose", "--json", "-", "--json-out", stdin=json.dumps(document).encode())
+    out = run_json(cli, "propose", "--input", "-", "--json", stdin=json.dumps(document).encode())
     assert_valid("proposal", out)
     assert out["proposer"]  # defaulted when the document names none
 
@@ -392,7 +392,7 @@ def test_propose_json_in_and_out(cli, world):
 def test_propose_refuses_what_the_schema_refuses(cli, world, change):
     document = good_input(world)
     change(document)
-    result = cli("propose", "--json", "-", stdin=json.dumps(document).encode())
+    result = cli("propose", "--input", "-", stdin=json.dumps(document).encode())
     assert result.code == 2
     assert result.out == ""
     assert result.err.startswith("ctx: error:")
@@ -418,3 +418,31 @@ def test_ctx_schema_prints_each_schema_file(cli):
         assert json.loads(shown.out) == json.loads((SCHEMA_DIR / f"{stem}.schema.json").read_text())
     missing = cli("schema", "nope")
     assert missing.code == 2 and "ctx schema" in missing.err
+
+
+def test_every_act_prints_its_result_with_json(cli, kernel):
+    first = kernel.propose("cache.backend", "Use Redis")
+    second = kernel.propose("queue.backend", "Use RabbitMQ")
+    rejected = run_json(cli, "reject", first.id, "--reason", "no", "--yes", "--reviewer", "ann", "--json")
+    assert_valid("proposal", rejected)
+    assert rejected["status"] == "rejected"
+    withdrawn = run_json(cli, "withdraw", second.id, "--json")
+    assert_valid("proposal", withdrawn)
+    assert withdrawn["status"] == "withdrawn"
+    kernel.ratify(kernel.propose("ci.runner", "Use hosted runners").id, reviewer="ann")
+    retired = run_json(
+        cli, "retire", "ci.runner", "--reason", "moved", "--yes", "--reviewer", "ann", "--json"
+    )
+    assert_valid("decision", retired)
+    assert retired["closed_by"] == "retired"
+    assert_valid("inject", run_json(cli, "inject", "--json"))
+
+
+def test_the_earlier_json_spellings_still_work_with_a_note(cli, kernel):
+    document = json.dumps({"subject": "api.style", "decision": "Use REST"}).encode()
+    old = cli("propose", "--json", "-", stdin=document)
+    assert old.code == 0 and old.out.startswith("pr_")
+    assert "--json - is deprecated for input: use --input -" in old.err
+    out = cli("propose", "--subject", "api.paging", "--decision", "Cursor paging", "--json-out")
+    assert_valid("proposal", json.loads(out.out))
+    assert "--json-out is deprecated: use --json" in out.err

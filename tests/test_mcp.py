@@ -366,19 +366,19 @@ SAME_AS_CLI = [
         {"subject": "not a subject!", "decision": "x"},
         ["propose", "--subject", "not a subject!", "--decision", "x"],
     ),
-    # The same document `ctx propose --json -` reads: the same message for what its schema refuses.
+    # The same document `ctx propose --input -` reads: the same message for what its schema refuses.
     (
         "propose_decision",
         {"subject": "a.b", "decision": "x", "evidence": ["ev_nope"]},
-        ["propose", "--json", "-"],
+        ["propose", "--input", "-"],
     ),
     (
         "propose_decision",
         {"subject": "a.b", "decision": "x", "status": "ratified"},
-        ["propose", "--json", "-"],
+        ["propose", "--input", "-"],
     ),
-    ("propose_decision", {"subject": "a.b"}, ["propose", "--json", "-"]),
-    ("propose_decision", {"subject": 7, "decision": "x"}, ["propose", "--json", "-"]),
+    ("propose_decision", {"subject": "a.b"}, ["propose", "--input", "-"]),
+    ("propose_decision", {"subject": 7, "decision": "x"}, ["propose", "--input", "-"]),
     ("withdraw_proposal", {"id": "xyz"}, ["withdraw", "xyz"]),
     ("withdraw_proposal", {"id": UNKNOWN_EV}, ["withdraw", UNKNOWN_EV]),
 ]

@@ -97,7 +97,7 @@ def test_cli_and_json_input_refuse_hidden_text_with_one_line(cli, kernel: Ctx) -
     assert result.code == 2 and result.out == ""
     assert result.err.count("\n") == 1 and "U+000D" in result.err and "Traceback" not in result.err
     document = json.dumps({"subject": "auth.passwords", "decision": HOSTILE["bidi-override"]}).encode()
-    result = cli("propose", "--json", "-", stdin=document)
+    result = cli("propose", "--input", "-", stdin=document)
     assert result.code == 2 and "U+202E RIGHT-TO-LEFT OVERRIDE" in result.err
     assert kernel.queue() == []
 

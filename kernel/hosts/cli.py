@@ -336,12 +336,22 @@ def _log_jsonl(kernel: Ctx, name: str, defaults: EvidenceInput, *, redact: bool)
 )
 @click.option("--session", envvar="CTX_SESSION", help="Session id (default: CTX_SESSION).")
 @click.option(
-    "--json",
-    "json_input",
+    "--input",
+    "input_file",
     type=click.File("rb"),
+    metavar="FILE|-",
     help="Read the proposal as JSON (schemas/propose-input.schema.json) from a file or -.",
 )
-@click.option("--json-out", "as_json", is_flag=True, help="Print the queued proposal as JSON.")
+@click.option(
+    "--json",
+    "json_option",
+    is_flag=False,
+    flag_value="",
+    default=None,
+    metavar="",
+    help="Print the queued proposal as JSON (schemas/proposal.schema.json).",
+)
+@click.option("--json-out", "json_out", is_flag=True, hidden=True, help="Deprecated: use --json.")
 @_with_store
 def propose(
     kernel: Ctx,
@@ -352,10 +362,28 @@ def propose(
     supersedes: tuple[str, ...],
     proposer: str | None,
     session: str | None,
-    json_input: Any,
-    as_json: bool,
+    input_file: Any,
+    json_option: str | None,
+    json_out: bool,
 ) -> None:
-    """Queue a decision for a person to ratify. By default it supersedes the subject's current one."""
+    """Queue a decision for a person to ratify. By default it supersedes the subject's current one.
+
+    --input reads the whole proposal as a JSON document; --json prints the result as JSON, as on
+    every command. (The earlier spellings --json FILE for input and --json-out still work, with a
+    note, until the next release.)
+    """
+    as_json = json_out or json_option == ""
+    json_input = input_file
+    if json_out:
+        _say("ctx: --json-out is deprecated: use --json", err=True)
+    if json_option:
+        if json_input is not None:
+            raise UsageError("give one input: --input FILE")
+        try:
+            json_input = click.open_file(json_option, "rb")
+        except OSError as exc:
+            raise UsageError(f"cannot read {json_option}: {exc.strerror or exc}") from None
+        _say(f"ctx: --json {json_option} is deprecated for input: use --input {json_option}", err=True)
     fields: dict[str, Any] = {
         "subject": subject,
         "decision": decision,
@@ -369,7 +397,7 @@ def propose(
         given = [name for name in ("subject", "decision", "rationale") if fields[name] is not None]
         given += [name for name in ("evidence", "supersedes") if fields[name]]
         if given:
-            raise UsageError(f"give the proposal either as --json or as options, not both (--{given[0]})")
+            raise UsageError(f"give the proposal either as --input or as options, not both (--{given[0]})")
         fields = _propose_document(json_input.read(MAX_JSON_INPUT_BYTES + 1))
         fields["proposer"] = fields.get("proposer") or proposer
         fields["session"] = fields.get("session") or session
@@ -475,15 +503,23 @@ def ratify(
 @click.option("--reason", required=True, help="Why it is rejected (kept for audit).")
 @click.option("--reviewer", help="Your name (default: CTX_REVIEWER or config; asked on a terminal).")
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation (needed without a terminal).")
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print the proposal as JSON (schemas/proposal.schema.json)."
+)
 @_with_store
-def reject(kernel: Ctx, proposal_id: str, reason: str, reviewer: str | None, yes: bool) -> None:
+def reject(
+    kernel: Ctx, proposal_id: str, reason: str, reviewer: str | None, yes: bool, as_json: bool
+) -> None:
     """Reject a pending proposal with a reason."""
     proposal = kernel.pending(proposal_id)
     name = _reviewer(reviewer, yes, "rejecting")
     if not yes:
         _say(f"{proposal.id} on {proposal.subject} by {proposal.proposer}:\n  {proposal.decision}", err=True)
     _confirm(f"Reject {proposal.id} ({proposal.subject}) as {name}?", yes)
-    kernel.reject(proposal.id, reviewer=name, reason=_check_utf8(reason, "reason"))
+    rejected = kernel.reject(proposal.id, reviewer=name, reason=_check_utf8(reason, "reason"))
+    if as_json:
+        _emit_json(rejected.to_dict())
+        return
     _say(f"rejected {proposal.id}")
 
 
@@ -497,11 +533,17 @@ def reject(kernel: Ctx, proposal_id: str, reason: str, reviewer: str | None, yes
     envvar="CTX_AGENT",
     help="Who withdraws it (default: CTX_AGENT, else the user).",
 )
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print the proposal as JSON (schemas/proposal.schema.json)."
+)
 @_with_store
-def withdraw(kernel: Ctx, proposal_id: str, reason: str | None, actor: str | None) -> None:
+def withdraw(kernel: Ctx, proposal_id: str, reason: str | None, actor: str | None, as_json: bool) -> None:
     """Withdraw a pending proposal."""
-    kernel.withdraw(proposal_id, actor=actor or f"cli:{getpass.getuser()}", reason=reason)
-    _say(f"withdrawn {proposal_id}")
+    withdrawn = kernel.withdraw(proposal_id, actor=actor or f"cli:{getpass.getuser()}", reason=reason)
+    if as_json:
+        _emit_json(withdrawn.to_dict())
+        return
+    _say(f"withdrawn {withdrawn.id}")
 
 
 @cli.command()
@@ -509,8 +551,11 @@ def withdraw(kernel: Ctx, proposal_id: str, reason: str | None, actor: str | Non
 @click.option("--reason", required=True, help="Why the decision no longer holds.")
 @click.option("--reviewer", help="Your name (default: CTX_REVIEWER or config; asked on a terminal).")
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation (needed without a terminal).")
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print the decision as JSON (schemas/decision.schema.json)."
+)
 @_with_store
-def retire(kernel: Ctx, subject: str, reason: str, reviewer: str | None, yes: bool) -> None:
+def retire(kernel: Ctx, subject: str, reason: str, reviewer: str | None, yes: bool, as_json: bool) -> None:
     """Close the current decision on SUBJECT with no successor."""
     name = _reviewer(reviewer, yes, "retiring")
     if not yes:
@@ -519,6 +564,9 @@ def retire(kernel: Ctx, subject: str, reason: str, reviewer: str | None, yes: bo
                 _say(f"{current.id} on {current.subject}:\n  {current.decision}", err=True)
     _confirm(f"Retire the current decision on {text.normalise_subject(subject)} as {name}?", yes)
     decision = kernel.retire(subject, reviewer=name, reason=reason)
+    if as_json:
+        _emit_json(decision.to_dict())
+        return
     _say(f"retired {decision.id}")
 
 
@@ -734,11 +782,14 @@ def recall(
     show_default=True,
     help="Markdown for an agent's context, or JSON (schemas/inject.schema.json).",
 )
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print JSON (schemas/inject.schema.json): --format json."
+)
 @_with_store
-def inject(kernel: Ctx, query: str | None, budget: int, fmt: str) -> None:
+def inject(kernel: Ctx, query: str | None, budget: int, fmt: str, as_json: bool) -> None:
     """Print the context block an agent reads at session start, within a token budget."""
     block = kernel.inject(_check_utf8(query, "query") if query is not None else None, budget=budget)
-    if fmt == "json":
+    if as_json or fmt == "json":
         _emit_json(block.to_dict())
     else:
         _say(block.markdown, nl=False)

@@ -391,7 +391,7 @@ def parse_arguments(spec: ToolSpec, arguments: dict[str, Any] | None) -> BaseMod
         document = json.dumps(_integral_floats_as_ints(arguments or {}))
         return spec.arguments.model_validate_json(document, strict=True)
     except ValidationError as exc:
-        # propose_decision takes the document `ctx propose --json` reads, and says so the same way.
+        # propose_decision takes the document `ctx propose --input` reads, and says so the same way.
         prefix = "invalid proposal JSON" if spec.arguments is ProposeInput else "invalid arguments"
         raise ToolArgumentError(f"{prefix}: {contracts.first_problem(exc)}") from None
 
