@@ -26,6 +26,36 @@ def find_store(explicit: str | None = None, start: Path | None = None) -> Path:
     raise StoreError(f"no ctx store in {here} or any parent folder: run `ctx init` first")
 
 
+def enclosing_store(folder: Path) -> Path | None:
+    """The store a command run in ``folder`` would use before a new one is made there, if any."""
+    try:
+        return find_store(None, folder)
+    except StoreError:
+        return None
+
+
+# Written beside a new store: the database stays local, signed audit checkpoints may be committed.
+STORE_GITIGNORE = """\
+# ctx: the store stays out of git (its evidence may hold private text; a binary file merges badly).
+# Share decisions with `ctx export adr`; commit checkpoints/ to anchor the audit log.
+*
+!.gitignore
+!checkpoints/
+!checkpoints/**
+"""
+
+
+def keep_out_of_git(store: Path) -> bool:
+    """Write the store folder's .gitignore for a default ``.ctx/`` store; True when written."""
+    if store.parent.name != STORE_DIR:
+        return False
+    ignore = store.parent / ".gitignore"
+    if ignore.exists():
+        return False
+    ignore.write_text(STORE_GITIGNORE, encoding="utf-8")
+    return True
+
+
 def init_target(explicit: str | None = None, start: Path | None = None) -> Path:
     """Where ``ctx init`` creates the store: ``--db``, ``CTX_DB``, else ``./.ctx/ctx.db``."""
     chosen = explicit or os.environ.get("CTX_DB")

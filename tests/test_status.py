@@ -68,3 +68,21 @@ def test_propose_takes_agent_like_log(cli, kernel: Ctx) -> None:
     assert kernel.queue()[0].proposer == "codex"
     withdrawn = cli("withdraw", result.out.strip(), "--agent", "codex")
     assert withdrawn.code == 0 and kernel.proposal(result.out.strip()).resolved_by == "codex"
+
+
+def test_init_keeps_the_store_out_of_git_and_warns_when_it_shadows_another(
+    cli, tmp_path, monkeypatch
+) -> None:
+    project = tmp_path / "project"
+    (project / "pkg").mkdir(parents=True)
+    monkeypatch.chdir(project)
+    first = cli("init", db=False)
+    assert first.code == 0 and ".gitignore keeps the store out of git" in first.err
+    ignore = (project / ".ctx" / ".gitignore").read_text()
+    assert "*\n" in ignore and "!checkpoints/" in ignore
+    monkeypatch.chdir(project / "pkg")
+    nested = cli("init", db=False)
+    assert nested.code == 0
+    assert f"note: {project / '.ctx' / 'ctx.db'} already serves this folder" in nested.err
+    again = cli("init", db=False)
+    assert again.code == 0 and "already serves" not in again.err and ".gitignore" not in again.err

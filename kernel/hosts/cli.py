@@ -170,10 +170,24 @@ _KEY_FILE_HELP = (
 @click.pass_context
 def init(ctx: click.Context, encrypt: bool, key_file: Path | None, db_here: str | None) -> None:
     """Create the store (.ctx/ctx.db in the working folder, or --db / CTX_DB)."""
-    target = paths.init_target(db_here or ctx.obj.get("db"))
+    explicit = db_here or ctx.obj.get("db")
+    target = paths.init_target(explicit)
+    shadowed = None if explicit or os.environ.get("CTX_DB") else paths.enclosing_store(target.parent.parent)
     kernel, created = Ctx.init(target)
     with kernel:
         _say(f"{'created' if created else 'already present, schema up to date:'} {target}")
+        if created and shadowed is not None:
+            _say(
+                f"ctx: note: {shadowed} already serves this folder; commands run here and below "
+                "now use the new store instead",
+                err=True,
+            )
+        if created and paths.keep_out_of_git(target):
+            _say(
+                f"{target.parent / '.gitignore'} keeps the store out of git (its evidence may hold "
+                "private text); commit checkpoints/ beside it, and share decisions with `ctx export adr`",
+                err=True,
+            )
         if encrypt and not (kernel.encrypted and not created):
             _seal(kernel, kernel.encrypt, key_file, "encrypting")
         elif key_file is not None:
