@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import click
@@ -95,3 +98,32 @@ def test_schema_named_in_help_exists(path, option):
 def test_readme_mentions_command(name):
     readme = README.read_text(encoding="utf-8")
     assert re.search(rf"\bctx {re.escape(name)}\b", readme), f"README.md never mentions `ctx {name}`"
+
+
+def test_the_readme_session_runs_as_written(tmp_path):
+    """The README's session block, run by bash in a fresh folder with ctx on PATH, as a user would."""
+    text = README.read_text(encoding="utf-8")
+    start = text.index("## A session with ctx")
+    block = text[text.index("```sh\n", start) + len("```sh\n") : text.index("```\n", start + 30)]
+    project = tmp_path / "project"
+    project.mkdir()
+    env = {
+        **os.environ,
+        "PATH": str(Path(sys.executable).parent) + os.pathsep + os.environ["PATH"],
+        "CTX_CONFIG_DIR": str(tmp_path / "config"),
+    }
+    for name in ("CTX_DB", "CTX_REVIEWER", "CTX_AGENT", "CTX_KEY_PASSPHRASE"):
+        env.pop(name, None)
+    done = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", block],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        timeout=300,
+        check=False,
+    )
+    out, err = done.stdout.decode(), done.stderr.decode()
+    assert done.returncode == 0, err
+    assert "Traceback" not in out + err
+    assert "amended by alice" in out and "export ok" in out
+    assert (project / ".ctx" / "checkpoints").is_dir() and (project / "ctx-audit.pub.pem").is_file()
