@@ -13,11 +13,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import unquote
 
+from kernel import text as _text
 from kernel.errors import UsageError
 
 STATUSES: tuple[str, ...] = ("accepted", "proposed", "rejected", "deprecated", "superseded")
 DEFAULT_STATUS = "accepted"
-MAX_ADR_BYTES = 2_000_000
+# The whole file is kept as evidence, so a file is read only if it fits in the vault: about fifty
+# times the longest real ADR we know (20 KB), so any limit hit is a generated or wrong file.
+MAX_ADR_BYTES = _text.MAX_EVIDENCE_BYTES
 SUBJECT_WORDS = 4
 STOP_WORDS = frozenset(
     {"use", "uses", "using", "the", "a", "an", "for", "of", "to", "in", "and", "with", "on", "at", "by", "as"}
@@ -43,6 +46,8 @@ _FRONT_MATTER_RELATIONS = {
     "amended-by": "amended_by",
 }
 _FRONT_MATTER_USED = {"status", "date", "subject", "title", *_FRONT_MATTER_RELATIONS}
+# Who took the decision: MADR 2/3 front matter ``deciders``, MADR 4 ``decision-makers``.
+DECIDER_KEYS = ("deciders", "decision-makers")
 
 
 class AdrParseError(UsageError):
@@ -73,6 +78,7 @@ class AdrRecord:
     amends: list[AdrRef] = field(default_factory=list)  # "Amends [3. X](0003-x.md)" (adr-tools link)
     amended_by: list[AdrRef] = field(default_factory=list)
     meta: dict[str, str] = field(default_factory=dict)  # other front matter keys, such as ctx-id
+    deciders: list[str] = field(default_factory=list)  # "Deciders: Alice, Bob", MADR front matter
 
 
 @dataclass(frozen=True)
@@ -127,6 +133,10 @@ _TITLE_PREFIXED_RE = re.compile(
 _TITLE_BARE_RE = re.compile(r"^#?(?P<num>\d{1,6})(?P<sep>\s*[:)–—]|\.(?=\s)|\s+-(?=\s)|\s)\s*(?P<rest>\S.*)$")
 
 _DATE_LINE_RE = re.compile(r"^\s*(?:[-*+]\s+)?[*_]*date[*_]*(?:\s*:|\s)\s*[*_]*\s*(?P<value>.*)$", re.I)
+_DECIDERS_LINE_RE = re.compile(
+    r"^\s*(?:[-*+]\s+)?[*_]*(?:deciders|decision[- ]makers|decided\s+by)[*_]*\s*:\s*[*_]*\s*(?P<value>.*)$",
+    re.I,
+)
 _STATUS_LINE_RE = re.compile(r"^\s*(?:[-*+]\s+)?[*_]*status[*_]*\s*:\s*[*_]*\s*(?P<value>.*)$", re.I)
 _MONTHS = {
     name: index + 1
@@ -394,6 +404,16 @@ def _fm_get(front: Mapping[str, str | list[str]], name: str) -> str | list[str] 
     return None
 
 
+def split_names(value: str) -> list[str]:
+    """The names in a deciders value: ``Alice, Bob and @carol`` gives three (template text gives none)."""
+    value = _LINK_RE.sub(lambda m: m.group("text"), value).strip()
+    if value.startswith("[") and value.endswith("]"):  # an unfilled template: "[list everyone ...]"
+        return []
+    parts = re.split(r"\s*(?:[,;|]|\band\b|&)\s*", value)
+    names = [re.sub(r"^[*_`]+|[*_`]+$", "", part).strip() for part in parts]
+    return [name for name in names if name]
+
+
 def _as_text(value: str | list[str] | None) -> str:
     """A front matter value as one string."""
     if value is None:
@@ -633,6 +653,18 @@ def _read_text(path: Path, inside: Path | None = None) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
+def read_text(path: Path, inside: Path | None = None) -> str:
+    """A file's text as ADRs are read: checked size, UTF-8, newlines normalised (AdrParseError)."""
+    return _read_text(path, inside)
+
+
+def parse_text(text: str, name: str) -> AdrRecord:
+    """Read ADR Markdown held in memory as if it were the file ``name``."""
+    if not text.strip():
+        raise AdrParseError(Path(name), "empty file")
+    return _parse_text(text, Path(name), name).record
+
+
 def front_matter(path: Path) -> dict[str, str]:
     """The flat front matter of a Markdown file (empty when it has none), read as ADRs are read."""
     match = _FRONT_MATTER_RE.match(_read_text(path))
@@ -788,6 +820,15 @@ def _parse_text(text: str, path: Path, rel: str) -> _Parsed:
             lines, [i for i in range(len(lines)) if not code[i]]
         )
     subject = _as_text(_fm_get(front, "subject")).strip() or derive_subject(title, number)
+    deciders: list[str] = []
+    for key in DECIDER_KEYS:
+        value = _fm_get(front, key)
+        for item in value if isinstance(value, list) else [value] if value else []:
+            deciders += split_names(item)
+    for index in (*preamble, *status_lines):
+        named = _DECIDERS_LINE_RE.match(lines[index])
+        if named:
+            deciders += split_names(named.group("value"))
     meta = {
         key: _as_text(value)
         for key, value in front.items()
@@ -809,6 +850,7 @@ def _parse_text(text: str, path: Path, rel: str) -> _Parsed:
         amends=[ref.value for ref in links["amends"]],
         amended_by=[ref.value for ref in links["amended_by"]],
         meta=meta,
+        deciders=list(dict.fromkeys(deciders)),
     )
     mentions = {
         ref.filename.lower()
@@ -882,7 +924,11 @@ def _body_text(lines: Sequence[str], code: Sequence[bool], start: int, status: _
         line = lines[index]
         if not code[index]:
             bare = _QUOTE_OR_BULLET_RE.sub("", line, count=1)
-            if (_DATE_LINE_RE.match(bare) and parse_date(bare)) or _STATUS_LINE_RE.match(bare):
+            if (
+                (_DATE_LINE_RE.match(bare) and parse_date(bare))
+                or _STATUS_LINE_RE.match(bare)
+                or _DECIDERS_LINE_RE.match(bare)
+            ):
                 continue
         kept.append(line)
     return _strip_block(kept) or ""

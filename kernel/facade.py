@@ -311,9 +311,13 @@ class Ctx:
         supersedes: Sequence[str] = (),
         proposer: str = "agent",
         session: str | None = None,
+        title: str | None = None,
     ) -> Proposal:
         """Queue a proposal for a person to ratify; records what it would supersede and near-duplicates."""
         subject = text.normalise_subject(subject)
+        title = text.optional_shown(title, "title", text.MAX_TITLE_CHARS)
+        if title is not None and (not title.strip() or "\n" in title):
+            raise UsageError("the title must be one non-empty line")
         decision = text.require_shown(decision, "decision", text.MAX_DECISION_CHARS)
         rationale = text.optional_shown(rationale, "rationale", text.MAX_RATIONALE_CHARS)
         proposer = text.require_shown(proposer, "proposer", text.MAX_NAME_CHARS)
@@ -352,6 +356,7 @@ class Ctx:
                 resolution_note=None,
                 decision_id=None,
                 evidence=evidence_ids,
+                title=title.strip() if title is not None else None,
             )
             self.store.insert_proposal(proposal)
             self.store.append_audit(
@@ -539,6 +544,8 @@ class Ctx:
             closed_by=None,
             close_reason=None,
             evidence=list(proposal.evidence),
+            title=proposal.title,
+            deciders=list(proposal.deciders),
         )
         for window in plan.closes:
             self.store.close_decision(window.decision.id, at, "superseded", f"superseded by {new.id}")
@@ -558,6 +565,10 @@ class Ctx:
             "supersedes": [old.id for old in replaced],
             "evidence": list(new.evidence),
         }
+        if new.title is not None:
+            after["title"] = new.title
+        if new.deciders:
+            after["deciders"] = new.deciders
         if new.amended:
             after["amended_from"] = proposal.decision
         self.store.append_audit(at, reviewer, "proposal.ratified", proposal.id, {"status": "pending"}, after)
@@ -1294,7 +1305,7 @@ def _proposal_summary(proposal: Proposal) -> dict[str, Any]:
         "near_duplicate_of": proposal.near_duplicate_of,
         "near_duplicate_score": proposal.near_duplicate_score,
         "session": proposal.session,
-    }
+    } | ({"title": proposal.title} if proposal.title is not None else {})
 
 
 SEAL_BATCH = 500

@@ -25,6 +25,7 @@ def test_revisions_are_named_and_ordered():
         "m004_recall",
         "m005_provenance",
         "m006_vault",
+        "m007_adr_fields",
     ]
     assert len(migrate.revisions()) == migrate.HEAD_VERSION
 
@@ -82,7 +83,7 @@ def test_migrated_schema_objects(kernel: Ctx, store_path: Path):
     assert conn.execute("PRAGMA user_version").fetchone()[0] == migrate.HEAD_VERSION
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
-    assert conn.execute("SELECT version_num FROM alembic_version").fetchone()[0] == "m006_vault"
+    assert conn.execute("SELECT version_num FROM alembic_version").fetchone()[0] == "m007_adr_fields"
     conn.close()
 
 

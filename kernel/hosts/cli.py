@@ -312,6 +312,7 @@ def _log_jsonl(kernel: Ctx, name: str, defaults: EvidenceInput, *, redact: bool)
 @click.option("--subject", help="Dotted subject, e.g. auth.tokens.")
 @click.option("--decision", help="The decision, one or two sentences.")
 @click.option("--rationale", help="Why.")
+@click.option("--title", help="A short title, as an ADR's heading (kept on ADR export).")
 @click.option("--evidence", "evidence", multiple=True, metavar="ID", help="Cited evidence id; repeat.")
 @click.option("--supersedes", multiple=True, metavar="ID", help="Decision id it replaces; repeat.")
 @click.option("--proposer", envvar="CTX_AGENT", help="Who proposes (default: CTX_AGENT, else the user).")
@@ -329,6 +330,7 @@ def propose(
     subject: str | None,
     decision: str | None,
     rationale: str | None,
+    title: str | None,
     evidence: tuple[str, ...],
     supersedes: tuple[str, ...],
     proposer: str | None,
@@ -341,13 +343,14 @@ def propose(
         "subject": subject,
         "decision": decision,
         "rationale": rationale,
+        "title": title,
         "evidence": list(evidence),
         "supersedes": list(supersedes),
         "proposer": proposer,
         "session": session,
     }
     if json_input is not None:
-        given = [name for name in ("subject", "decision", "rationale") if fields[name] is not None]
+        given = [name for name in ("subject", "decision", "rationale", "title") if fields[name] is not None]
         given += [name for name in ("evidence", "supersedes") if fields[name]]
         if given:
             raise UsageError(f"give the proposal either as --json or as options, not both (--{given[0]})")
@@ -358,7 +361,7 @@ def propose(
         raise UsageError("missing --subject")
     if not fields.get("decision"):
         raise UsageError("missing --decision")
-    for key in ("subject", "decision", "rationale"):
+    for key in ("subject", "decision", "rationale", "title"):
         if fields.get(key) is not None:
             _check_utf8(fields[key], key)
     fields["proposer"] = fields.get("proposer") or f"cli:{getpass.getuser()}"

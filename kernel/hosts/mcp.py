@@ -123,6 +123,7 @@ class Host:
             supersedes=args.supersedes,
             proposer=caller.name,
             session=args.session or caller.session,
+            title=args.title,
         )
         self.proposed.add(proposal.id)
         return proposal.to_dict()
