@@ -79,6 +79,7 @@ class AdrRecord:
     amended_by: list[AdrRef] = field(default_factory=list)
     meta: dict[str, str] = field(default_factory=dict)  # other front matter keys, such as ctx-id
     deciders: list[str] = field(default_factory=list)  # "Deciders: Alice, Bob", MADR front matter
+    subject_stated: bool = False  # the front matter names the subject (else it was made from the title)
 
 
 @dataclass(frozen=True)
@@ -665,9 +666,14 @@ def parse_text(text: str, name: str) -> AdrRecord:
     return _parse_text(text, Path(name), name).record
 
 
-def front_matter(path: Path) -> dict[str, str]:
+def front_matter(path: Path, inside: Path | None = None) -> dict[str, str]:
     """The flat front matter of a Markdown file (empty when it has none), read as ADRs are read."""
-    match = _FRONT_MATTER_RE.match(_read_text(path))
+    return front_matter_of(_read_text(path, inside))
+
+
+def front_matter_of(text: str) -> dict[str, str]:
+    """The flat front matter of Markdown text (empty when it has none)."""
+    match = _FRONT_MATTER_RE.match(text)
     if match is None:
         return {}
     return {key: _as_text(value) for key, value in _parse_front_matter(match.group(1) or "").items()}
@@ -851,6 +857,7 @@ def _parse_text(text: str, path: Path, rel: str) -> _Parsed:
         amended_by=[ref.value for ref in links["amended_by"]],
         meta=meta,
         deciders=list(dict.fromkeys(deciders)),
+        subject_stated=bool(_as_text(_fm_get(front, "subject")).strip()),
     )
     mentions = {
         ref.filename.lower()
@@ -1223,3 +1230,137 @@ def render_adr(
         if heading == "Decision" or (body and body.strip()):
             out += [f"## {heading}", "", (body or "").strip(), ""]
     return "\n".join(out).rstrip("\n") + "\n"
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Editing a file in place: only the front matter keys and the status change, every other line is kept
+# ---------------------------------------------------------------------------------------------------------
+
+
+def yaml_scalar(value: str) -> str:
+    """A one-line string as a flat YAML scalar, double-quoted unless it is plainly safe."""
+    return _yaml_scalar(value)
+
+
+def set_front_matter(text: str, values: Mapping[str, str | list[str] | None]) -> str:
+    """Set flat front matter keys (a list as ``- item`` lines; None removes the key), keeping other lines.
+
+    A file without front matter gets a block at its top.
+    """
+    rendered: dict[str, list[str]] = {}
+    for key, value in values.items():
+        if value is None:
+            rendered[key] = []
+        elif isinstance(value, list):
+            rendered[key] = [f"{key}:", *(f"  - {_yaml_scalar(item)}" for item in value)]
+        else:
+            rendered[key] = [f"{key}: {_yaml_scalar(value)}"]
+    wanted = {key.lower().replace("_", "-"): key for key in rendered}
+    match = _FRONT_MATTER_RE.match(text)
+    block = (match.group(1) or "").split("\n") if match else []
+    kept: list[str] = []
+    done: set[str] = set()
+    replacing = False
+    for line in block:
+        key = _FM_KEY_RE.match(line)
+        if key is not None:
+            name = wanted.get(key.group(1).lower().replace("_", "-"))
+            replacing = name is not None
+            if name is not None and name not in done:
+                kept += rendered[name]
+                done.add(name)
+            if replacing:
+                continue
+        elif replacing and (_FM_ITEM_RE.match(line) or line.startswith((" ", "\t"))):
+            continue  # the replaced key's list items or continuation lines
+        else:
+            replacing = False
+        kept.append(line)
+    for key, lines in rendered.items():
+        if key not in done:
+            kept += lines
+    body = text[match.end() :] if match else text
+    if not any(line.strip() for line in kept):
+        return body if match is None else body.lstrip("\n")
+    return "---\n" + "\n".join(kept).strip("\n") + "\n---\n" + ("" if match else "\n") + body
+
+
+def set_status(text: str, status: str) -> str:
+    """The file with its status replaced by ``status`` where the file states it, every other line kept.
+
+    The front matter ``status`` key, a ``## Status`` section or heading, or a ``Status:`` line is
+    rewritten; a file that states no status gets a ``## Status`` section under its title. If the
+    result would not read back as ``status``, the status goes into the front matter instead.
+    """
+    wanted = normalise_status(status)
+    match = _FRONT_MATTER_RE.match(text)
+    if match and _fm_get(_parse_front_matter(match.group(1) or ""), "status") is not None:
+        return set_front_matter(text, {"status": status})
+    head, body = (text[: match.end()], text[match.end() :]) if match else ("", text)
+    # Comments are blanked line for line, so positions found in the shadow are positions in the file.
+    shadow = _COMMENT_RE.sub(lambda m: "\n" * m.group().count("\n"), body).split("\n")
+    lines = body.split("\n")
+    code = _code_mask(shadow)
+    headings = _headings(shadow, code)
+    title = _find_title(shadow, code, headings)
+    start = title.index + 1 if title is not None else 0
+    later = [h for h in headings if h.index >= start]
+    section = next((h for h in later if _section_kind(_section_name(h.text)) == "status"), None)
+    edited: list[str] | None = None
+    if section is not None:
+        end = next(
+            (h.index for h in later if h.index > section.index and h.level <= section.level), len(lines)
+        )
+        if ":" in section.text:
+            edited = [
+                *lines[: section.index],
+                f"{'#' * section.level} Status: {status}",
+                *lines[section.index + 1 :],
+            ]
+        else:
+            edited = [*lines[: section.index + 1], "", status, "", *lines[end:]]
+    else:
+        first = next((h.index for h in later), len(lines))
+        for index in range(start, first):
+            label = _STATUS_LINE_RE.match(lines[index]) if not code[index] else None
+            if label is not None:
+                edited = [*lines[:index], lines[index][: label.start("value")] + status, *lines[index + 1 :]]
+                break
+        if edited is None:
+            rest = lines[start:]
+            while rest and not rest[0].strip():
+                rest.pop(0)
+            edited = [*lines[:start], "", "## Status", "", status, "", *rest]
+    result = head + "\n".join(edited)
+    try:
+        if parse_text(result, "edited.md").status == wanted:
+            return result
+    except AdrParseError:
+        pass
+    return set_front_matter(text, {"status": status})
+
+
+def has_top_headings(text: str) -> bool:
+    """Whether a text holds a level-one or level-two heading (outside code), which would end a section."""
+    lines = text.split("\n")
+    return any(h.level <= 2 for h in _headings(lines, _code_mask(lines)))
+
+
+def is_adr_file(path: Path) -> bool:
+    """Whether the folder reader takes this file as an ADR (not a README, index or template)."""
+    return _is_adr_file(path)
+
+
+def series(prefix: str | None) -> str:
+    """The numbering series a file-name prefix names (``ADR``, ``adr-`` and none are one series)."""
+    return _series(re.sub(r"[-_ ]+$", "", prefix or ""))
+
+
+def slug(title: str, *, keep_case: bool = False) -> str:
+    """A title as a file-name slug: ASCII words joined by hyphens, at most about 60 characters."""
+    folded = unicodedata.normalize("NFKD", title).encode("ascii", "ignore").decode("ascii")
+    words = re.findall(r"[A-Za-z0-9]+", re.sub(r"['`]", "", folded))
+    text = "-".join(words if keep_case else [w.lower() for w in words])
+    if len(text) > 60:
+        text = text[:60].rsplit("-", 1)[0] if "-" in text[:60] else text[:60]
+    return text or "adr"

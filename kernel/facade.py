@@ -70,6 +70,7 @@ if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
 
     from kernel import embed, recall
+    from kernel.adr_export import AdrExport
     from kernel.audit_export import ExportResult
     from kernel.audit_store import CheckpointResult
     from kernel.audit_verify import ExportReport
@@ -732,15 +733,15 @@ class Ctx:
 
     # -- sharing --------------------------------------------------------------------------
 
-    def import_adrs(self, folder: Path, *, reviewer: str) -> ImportReport:
+    def import_adrs(self, folder: Path, *, reviewer: str, dry_run: bool = False) -> ImportReport:
         """Import a folder of ADR Markdown files; each record is one audit event; re-import is a no-op."""
         from kernel.sharing import import_adrs  # noqa: PLC0415
 
-        return import_adrs(self, folder, reviewer)
+        return import_adrs(self, folder, reviewer, dry_run=dry_run)
 
-    def export_adrs(self, folder: Path, *, force: bool = False) -> list[Path]:
-        """Write every decision as a MADR-style file in ``folder`` (``force``: replace files not ctx's)."""
-        from kernel.sharing import export_adrs  # noqa: PLC0415
+    def export_adrs(self, folder: Path, *, force: bool = False) -> AdrExport:
+        """Write decisions and open proposals as ADR files in ``folder``, in place where they came from."""
+        from kernel.adr_export import export_adrs  # noqa: PLC0415
 
         return export_adrs(self, folder, force=force)
 
