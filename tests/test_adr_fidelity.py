@@ -412,6 +412,15 @@ def test_export_in_place_updates_imported_files_and_numbers_new_ones(
     assert [p.status for p in fresh.store.list_proposals(status=None)] == ["pending"]
     fresh.close()
 
+    with Ctx.open(store_path) as reopened:  # the proposal, once ratified, stays in its own file
+        [elm] = reopened.queue()
+        reopened.ratify(elm.id, reviewer="bob")
+        reopened.export_adrs(folder)
+    assert sorted(p.name for p in folder.iterdir()) == names
+    assert "## Status\n\nAccepted\n" in (folder / "0005-write-the-frontend-in-elm.md").read_text(
+        encoding="utf-8"
+    )
+
 
 def test_export_refuses_an_imported_file_changed_since(cli, kernel: Ctx, tmp_path: Path):
     folder = _write(tmp_path / "adr", NYGARD_REPO)
