@@ -13,11 +13,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import unquote
 
+from kernel import text as _text
 from kernel.errors import UsageError
 
 STATUSES: tuple[str, ...] = ("accepted", "proposed", "rejected", "deprecated", "superseded")
 DEFAULT_STATUS = "accepted"
-MAX_ADR_BYTES = 2_000_000
+# The whole file is kept as evidence, so a file is read only if it fits in the vault: about fifty
+# times the longest real ADR we know (20 KB), so any limit hit is a generated or wrong file.
+MAX_ADR_BYTES = _text.MAX_EVIDENCE_BYTES
 SUBJECT_WORDS = 4
 STOP_WORDS = frozenset(
     {"use", "uses", "using", "the", "a", "an", "for", "of", "to", "in", "and", "with", "on", "at", "by", "as"}
@@ -43,6 +46,8 @@ _FRONT_MATTER_RELATIONS = {
     "amended-by": "amended_by",
 }
 _FRONT_MATTER_USED = {"status", "date", "subject", "title", *_FRONT_MATTER_RELATIONS}
+# Who took the decision: MADR 2/3 front matter ``deciders``, MADR 4 ``decision-makers``.
+DECIDER_KEYS = ("deciders", "decision-makers")
 
 
 class AdrParseError(UsageError):
@@ -73,6 +78,8 @@ class AdrRecord:
     amends: list[AdrRef] = field(default_factory=list)  # "Amends [3. X](0003-x.md)" (adr-tools link)
     amended_by: list[AdrRef] = field(default_factory=list)
     meta: dict[str, str] = field(default_factory=dict)  # other front matter keys, such as ctx-id
+    deciders: list[str] = field(default_factory=list)  # "Deciders: Alice, Bob", MADR front matter
+    subject_stated: bool = False  # the front matter names the subject (else it was made from the title)
 
 
 @dataclass(frozen=True)
@@ -127,6 +134,10 @@ _TITLE_PREFIXED_RE = re.compile(
 _TITLE_BARE_RE = re.compile(r"^#?(?P<num>\d{1,6})(?P<sep>\s*[:)–—]|\.(?=\s)|\s+-(?=\s)|\s)\s*(?P<rest>\S.*)$")
 
 _DATE_LINE_RE = re.compile(r"^\s*(?:[-*+]\s+)?[*_]*date[*_]*(?:\s*:|\s)\s*[*_]*\s*(?P<value>.*)$", re.I)
+_DECIDERS_LINE_RE = re.compile(
+    r"^\s*(?:[-*+]\s+)?[*_]*(?:deciders|decision[- ]makers|decided\s+by)[*_]*\s*:\s*[*_]*\s*(?P<value>.*)$",
+    re.I,
+)
 _STATUS_LINE_RE = re.compile(r"^\s*(?:[-*+]\s+)?[*_]*status[*_]*\s*:\s*[*_]*\s*(?P<value>.*)$", re.I)
 _MONTHS = {
     name: index + 1
@@ -394,6 +405,16 @@ def _fm_get(front: Mapping[str, str | list[str]], name: str) -> str | list[str] 
     return None
 
 
+def split_names(value: str) -> list[str]:
+    """The names in a deciders value: ``Alice, Bob and @carol`` gives three (template text gives none)."""
+    value = _LINK_RE.sub(lambda m: m.group("text"), value).strip()
+    if value.startswith("[") and value.endswith("]"):  # an unfilled template: "[list everyone ...]"
+        return []
+    parts = re.split(r"\s*(?:[,;|]|\band\b|&)\s*", value)
+    names = [re.sub(r"^[*_`]+|[*_`]+$", "", part).strip() for part in parts]
+    return [name for name in names if name]
+
+
 def _as_text(value: str | list[str] | None) -> str:
     """A front matter value as one string."""
     if value is None:
@@ -633,9 +654,26 @@ def _read_text(path: Path, inside: Path | None = None) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
-def front_matter(path: Path) -> dict[str, str]:
+def read_text(path: Path, inside: Path | None = None) -> str:
+    """A file's text as ADRs are read: checked size, UTF-8, newlines normalised (AdrParseError)."""
+    return _read_text(path, inside)
+
+
+def parse_text(text: str, name: str) -> AdrRecord:
+    """Read ADR Markdown held in memory as if it were the file ``name``."""
+    if not text.strip():
+        raise AdrParseError(Path(name), "empty file")
+    return _parse_text(text, Path(name), name).record
+
+
+def front_matter(path: Path, inside: Path | None = None) -> dict[str, str]:
     """The flat front matter of a Markdown file (empty when it has none), read as ADRs are read."""
-    match = _FRONT_MATTER_RE.match(_read_text(path))
+    return front_matter_of(_read_text(path, inside))
+
+
+def front_matter_of(text: str) -> dict[str, str]:
+    """The flat front matter of Markdown text (empty when it has none)."""
+    match = _FRONT_MATTER_RE.match(text)
     if match is None:
         return {}
     return {key: _as_text(value) for key, value in _parse_front_matter(match.group(1) or "").items()}
@@ -788,6 +826,15 @@ def _parse_text(text: str, path: Path, rel: str) -> _Parsed:
             lines, [i for i in range(len(lines)) if not code[i]]
         )
     subject = _as_text(_fm_get(front, "subject")).strip() or derive_subject(title, number)
+    deciders: list[str] = []
+    for key in DECIDER_KEYS:
+        value = _fm_get(front, key)
+        for item in value if isinstance(value, list) else [value] if value else []:
+            deciders += split_names(item)
+    for index in (*preamble, *status_lines):
+        named = _DECIDERS_LINE_RE.match(lines[index])
+        if named:
+            deciders += split_names(named.group("value"))
     meta = {
         key: _as_text(value)
         for key, value in front.items()
@@ -809,6 +856,8 @@ def _parse_text(text: str, path: Path, rel: str) -> _Parsed:
         amends=[ref.value for ref in links["amends"]],
         amended_by=[ref.value for ref in links["amended_by"]],
         meta=meta,
+        deciders=list(dict.fromkeys(deciders)),
+        subject_stated=bool(_as_text(_fm_get(front, "subject")).strip()),
     )
     mentions = {
         ref.filename.lower()
@@ -882,7 +931,11 @@ def _body_text(lines: Sequence[str], code: Sequence[bool], start: int, status: _
         line = lines[index]
         if not code[index]:
             bare = _QUOTE_OR_BULLET_RE.sub("", line, count=1)
-            if (_DATE_LINE_RE.match(bare) and parse_date(bare)) or _STATUS_LINE_RE.match(bare):
+            if (
+                (_DATE_LINE_RE.match(bare) and parse_date(bare))
+                or _STATUS_LINE_RE.match(bare)
+                or _DECIDERS_LINE_RE.match(bare)
+            ):
                 continue
         kept.append(line)
     return _strip_block(kept) or ""
@@ -1177,3 +1230,137 @@ def render_adr(
         if heading == "Decision" or (body and body.strip()):
             out += [f"## {heading}", "", (body or "").strip(), ""]
     return "\n".join(out).rstrip("\n") + "\n"
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Editing a file in place: only the front matter keys and the status change, every other line is kept
+# ---------------------------------------------------------------------------------------------------------
+
+
+def yaml_scalar(value: str) -> str:
+    """A one-line string as a flat YAML scalar, double-quoted unless it is plainly safe."""
+    return _yaml_scalar(value)
+
+
+def set_front_matter(text: str, values: Mapping[str, str | list[str] | None]) -> str:
+    """Set flat front matter keys (a list as ``- item`` lines; None removes the key), keeping other lines.
+
+    A file without front matter gets a block at its top.
+    """
+    rendered: dict[str, list[str]] = {}
+    for key, value in values.items():
+        if value is None:
+            rendered[key] = []
+        elif isinstance(value, list):
+            rendered[key] = [f"{key}:", *(f"  - {_yaml_scalar(item)}" for item in value)]
+        else:
+            rendered[key] = [f"{key}: {_yaml_scalar(value)}"]
+    wanted = {key.lower().replace("_", "-"): key for key in rendered}
+    match = _FRONT_MATTER_RE.match(text)
+    block = (match.group(1) or "").split("\n") if match else []
+    kept: list[str] = []
+    done: set[str] = set()
+    replacing = False
+    for line in block:
+        key = _FM_KEY_RE.match(line)
+        if key is not None:
+            name = wanted.get(key.group(1).lower().replace("_", "-"))
+            replacing = name is not None
+            if name is not None and name not in done:
+                kept += rendered[name]
+                done.add(name)
+            if replacing:
+                continue
+        elif replacing and (_FM_ITEM_RE.match(line) or line.startswith((" ", "\t"))):
+            continue  # the replaced key's list items or continuation lines
+        else:
+            replacing = False
+        kept.append(line)
+    for key, lines in rendered.items():
+        if key not in done:
+            kept += lines
+    body = text[match.end() :] if match else text
+    if not any(line.strip() for line in kept):
+        return body if match is None else body.lstrip("\n")
+    return "---\n" + "\n".join(kept).strip("\n") + "\n---\n" + ("" if match else "\n") + body
+
+
+def set_status(text: str, status: str) -> str:
+    """The file with its status replaced by ``status`` where the file states it, every other line kept.
+
+    The front matter ``status`` key, a ``## Status`` section or heading, or a ``Status:`` line is
+    rewritten; a file that states no status gets a ``## Status`` section under its title. If the
+    result would not read back as ``status``, the status goes into the front matter instead.
+    """
+    wanted = normalise_status(status)
+    match = _FRONT_MATTER_RE.match(text)
+    if match and _fm_get(_parse_front_matter(match.group(1) or ""), "status") is not None:
+        return set_front_matter(text, {"status": status})
+    head, body = (text[: match.end()], text[match.end() :]) if match else ("", text)
+    # Comments are blanked line for line, so positions found in the shadow are positions in the file.
+    shadow = _COMMENT_RE.sub(lambda m: "\n" * m.group().count("\n"), body).split("\n")
+    lines = body.split("\n")
+    code = _code_mask(shadow)
+    headings = _headings(shadow, code)
+    title = _find_title(shadow, code, headings)
+    start = title.index + 1 if title is not None else 0
+    later = [h for h in headings if h.index >= start]
+    section = next((h for h in later if _section_kind(_section_name(h.text)) == "status"), None)
+    edited: list[str] | None = None
+    if section is not None:
+        end = next(
+            (h.index for h in later if h.index > section.index and h.level <= section.level), len(lines)
+        )
+        if ":" in section.text:
+            edited = [
+                *lines[: section.index],
+                f"{'#' * section.level} Status: {status}",
+                *lines[section.index + 1 :],
+            ]
+        else:
+            edited = [*lines[: section.index + 1], "", status, "", *lines[end:]]
+    else:
+        first = next((h.index for h in later), len(lines))
+        for index in range(start, first):
+            label = _STATUS_LINE_RE.match(lines[index]) if not code[index] else None
+            if label is not None:
+                edited = [*lines[:index], lines[index][: label.start("value")] + status, *lines[index + 1 :]]
+                break
+        if edited is None:
+            rest = lines[start:]
+            while rest and not rest[0].strip():
+                rest.pop(0)
+            edited = [*lines[:start], "", "## Status", "", status, "", *rest]
+    result = head + "\n".join(edited)
+    try:
+        if parse_text(result, "edited.md").status == wanted:
+            return result
+    except AdrParseError:
+        pass
+    return set_front_matter(text, {"status": status})
+
+
+def has_top_headings(text: str) -> bool:
+    """Whether a text holds a level-one or level-two heading (outside code), which would end a section."""
+    lines = text.split("\n")
+    return any(h.level <= 2 for h in _headings(lines, _code_mask(lines)))
+
+
+def is_adr_file(path: Path) -> bool:
+    """Whether the folder reader takes this file as an ADR (not a README, index or template)."""
+    return _is_adr_file(path)
+
+
+def series(prefix: str | None) -> str:
+    """The numbering series a file-name prefix names (``ADR``, ``adr-`` and none are one series)."""
+    return _series(re.sub(r"[-_ ]+$", "", prefix or ""))
+
+
+def slug(title: str, *, keep_case: bool = False) -> str:
+    """A title as a file-name slug: ASCII words joined by hyphens, at most about 60 characters."""
+    folded = unicodedata.normalize("NFKD", title).encode("ascii", "ignore").decode("ascii")
+    words = re.findall(r"[A-Za-z0-9]+", re.sub(r"['`]", "", folded))
+    text = "-".join(words if keep_case else [w.lower() for w in words])
+    if len(text) > 60:
+        text = text[:60].rsplit("-", 1)[0] if "-" in text[:60] else text[:60]
+    return text or "adr"

@@ -73,6 +73,11 @@ def _after(row: Mapping[str, Any]) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+def _titled(after: Mapping[str, Any]) -> dict[str, Any]:
+    # An earlier ctx kept no titles or deciders, so an absent key means none, and is checked.
+    return {"title": after.get("title"), "deciders": after.get("deciders") or []}
+
+
 # Keys an earlier ctx did not always write; absent, the field they describe is not checked.
 _EVIDENCE_OPTIONAL = ("kind", "session", "tags", "speaker", "occurred_at")
 _PROPOSAL_OPTIONAL = (
@@ -147,6 +152,7 @@ class _Replay:
             decision_id=None,
             source=None,
             adr_number=None,
+            **_titled(after),
         )
         self._optional(expected, "proposal", row, _PROPOSAL_OPTIONAL)
         for evidence_id in after.get("evidence") or []:
@@ -170,7 +176,10 @@ class _Replay:
             decision_id=None,
             resolved_at=row["at"] if rejected else None,
             resolved_by=row["actor"] if rejected else None,
+            **_titled(after),
         )
+        for evidence_id in after.get("evidence") or []:
+            self.cited["proposal_evidence"][(target, evidence_id)] = seq
         self._optional(expected, "proposal", row, _IMPORTED_PROPOSAL_OPTIONAL)
         if "reason" in after:
             expected.set(seq, resolution_note=after["reason"])
@@ -205,6 +214,7 @@ class _Replay:
             close_reason=None,
             source=None,
             adr_number=None,
+            **_titled(after),
         )
         proposal = self.proposals.get(target)
         if proposal is not None and "rationale" in proposal.fields:
@@ -258,7 +268,10 @@ class _Replay:
             amended=False,
             source=after.get("source"),
             adr_number=after.get("adr_number"),
+            **_titled(after),
         )
+        for evidence_id in after.get("evidence") or []:
+            self.cited["decision_evidence"][(target, evidence_id)] = seq
         self._optional(imported, "decision", row, _IMPORTED_DECISION_OPTIONAL)
         if "closed_by" not in after:
             self.unlogged_links_from.add(target)

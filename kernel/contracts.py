@@ -76,6 +76,9 @@ class ProposeInput(_Strict):
     session: Annotated[str, StringConstraints(max_length=text.MAX_NAME_CHARS)] | None = Field(
         default=None, description="The agent's session id."
     )
+    title: Annotated[str, StringConstraints(min_length=1, max_length=text.MAX_TITLE_CHARS)] | None = Field(
+        default=None, description="A short title, as an ADR's heading (default: none)."
+    )
 
 
 class LogInput(_Strict):
@@ -217,6 +220,8 @@ class DecisionOut(_Strict):
     superseded_by: list[DecisionId]
     source: str | None
     adr_number: int | None
+    title: str | None
+    deciders: list[str]
 
 
 class ProposalOut(_Strict):
@@ -241,6 +246,8 @@ class ProposalOut(_Strict):
     evidence: list[EvidenceId]
     source: str | None
     adr_number: int | None
+    title: str | None
+    deciders: list[str]
 
 
 class LogOut(_Strict):

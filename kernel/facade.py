@@ -70,6 +70,7 @@ if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
 
     from kernel import embed, recall
+    from kernel.adr_export import AdrExport
     from kernel.audit_export import ExportResult
     from kernel.audit_store import CheckpointResult
     from kernel.audit_verify import ExportReport
@@ -331,9 +332,13 @@ class Ctx:
         supersedes: Sequence[str] = (),
         proposer: str = "agent",
         session: str | None = None,
+        title: str | None = None,
     ) -> Proposal:
         """Queue a proposal for a person to ratify; records what it would supersede and near-duplicates."""
         subject = text.normalise_subject(subject)
+        title = text.optional_shown(title, "title", text.MAX_TITLE_CHARS)
+        if title is not None and (not title.strip() or "\n" in title):
+            raise UsageError("the title must be one non-empty line")
         decision = text.require_shown(decision, "decision", text.MAX_DECISION_CHARS)
         rationale = text.optional_shown(rationale, "rationale", text.MAX_RATIONALE_CHARS)
         proposer = text.require_shown(proposer, "proposer", text.MAX_NAME_CHARS)
@@ -372,6 +377,7 @@ class Ctx:
                 resolution_note=None,
                 decision_id=None,
                 evidence=evidence_ids,
+                title=title.strip() if title is not None else None,
             )
             self.store.insert_proposal(proposal)
             self.store.append_audit(
@@ -561,6 +567,8 @@ class Ctx:
             closed_by=None,
             close_reason=None,
             evidence=list(proposal.evidence),
+            title=proposal.title,
+            deciders=list(proposal.deciders),
         )
         for window in plan.closes:
             self.store.close_decision(window.decision.id, at, "superseded", f"superseded by {new.id}")
@@ -580,6 +588,10 @@ class Ctx:
             "supersedes": [old.id for old in replaced],
             "evidence": list(new.evidence),
         }
+        if new.title is not None:
+            after["title"] = new.title
+        if new.deciders:
+            after["deciders"] = new.deciders
         if new.amended:
             after["amended_from"] = proposal.decision
         self.store.append_audit(at, reviewer, "proposal.ratified", proposal.id, {"status": "pending"}, after)
@@ -743,15 +755,15 @@ class Ctx:
 
     # -- sharing --------------------------------------------------------------------------
 
-    def import_adrs(self, folder: Path, *, reviewer: str) -> ImportReport:
+    def import_adrs(self, folder: Path, *, reviewer: str, dry_run: bool = False) -> ImportReport:
         """Import a folder of ADR Markdown files; each record is one audit event; re-import is a no-op."""
         from kernel.sharing import import_adrs  # noqa: PLC0415
 
-        return import_adrs(self, folder, reviewer)
+        return import_adrs(self, folder, reviewer, dry_run=dry_run)
 
-    def export_adrs(self, folder: Path, *, force: bool = False) -> list[Path]:
-        """Write every decision as a MADR-style file in ``folder`` (``force``: replace files not ctx's)."""
-        from kernel.sharing import export_adrs  # noqa: PLC0415
+    def export_adrs(self, folder: Path, *, force: bool = False) -> AdrExport:
+        """Write decisions and open proposals as ADR files in ``folder``, in place where they came from."""
+        from kernel.adr_export import export_adrs  # noqa: PLC0415
 
         return export_adrs(self, folder, force=force)
 
@@ -1342,7 +1354,7 @@ def _proposal_summary(proposal: Proposal) -> dict[str, Any]:
         "near_duplicate_of": proposal.near_duplicate_of,
         "near_duplicate_score": proposal.near_duplicate_score,
         "session": proposal.session,
-    }
+    } | ({"title": proposal.title} if proposal.title is not None else {})
 
 
 SEAL_BATCH = 500

@@ -50,6 +50,8 @@ class Decision:
     superseded_by: list[str] = field(default_factory=list)
     source: str | None = None
     adr_number: int | None = None
+    title: str | None = None  # as the ADR or the proposer titled it
+    deciders: list[str] = field(default_factory=list)  # who the record says decided (attribution)
 
     @property
     def current(self) -> bool:
@@ -90,6 +92,8 @@ class Proposal:
     evidence: list[str] = field(default_factory=list)
     source: str | None = None
     adr_number: int | None = None
+    title: str | None = None  # as the ADR or the proposer titled it
+    deciders: list[str] = field(default_factory=list)  # who the record says decided (attribution)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready form (``schemas/proposal.schema.json``)."""

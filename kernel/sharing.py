@@ -1,12 +1,7 @@
-"""Architecture Decision Records in and out of the kernel, so decisions can live in git too."""
+"""Architecture Decision Records into the kernel, so decisions can live in git too (export: adr_export)."""
 
 from __future__ import annotations
 
-import contextlib
-import os
-import re
-import stat
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -20,8 +15,8 @@ if TYPE_CHECKING:
 
 # Front-matter keys ctx writes on export and honours on import, so a round trip keeps exact windows.
 KEY_ID, KEY_FROM, KEY_UNTIL, KEY_BY = "ctx-id", "ctx-valid-from", "ctx-valid-until", "ctx-ratified-by"
-# Exported files are ordinary readable text files, whatever mkstemp's private default.
-EXPORT_MODE = 0o644
+# Evidence tag of an ADR file kept whole beside the decision it holds.
+ADR_TAG = "adr"
 # Front-matter claims about who decided, kept on import as attribution (never as the ratifier).
 ATTRIBUTION_KEYS = {KEY_BY: "ratified_by", "deciders": "deciders", "decision-makers": "deciders"}
 
@@ -35,6 +30,9 @@ class ImportReport:
     unchanged: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    # One entry per file read: path, number, title, the subject chosen and what became of it.
+    files: list[dict[str, Any]] = field(default_factory=list)
+    dry_run: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready form."""
@@ -44,7 +42,13 @@ class ImportReport:
             "unchanged": self.unchanged,
             "skipped": self.skipped,
             "warnings": self.warnings,
+            "files": self.files,
+            "dry_run": self.dry_run,
         }
+
+
+class _DryRun(Exception):  # not an error: raised to roll a dry run back
+    """Raised inside the import's transaction so that a dry run writes nothing."""
 
 
 def _stamp(record: adr.AdrRecord, key: str, folder: Path, now: str) -> str | None:
@@ -64,13 +68,14 @@ def _stamp(record: adr.AdrRecord, key: str, folder: Path, now: str) -> str | Non
     return stamp
 
 
-def _rationale(context: str | None, consequences: str | None) -> str | None:
+def rationale_of(context: str | None, consequences: str | None) -> str | None:
+    """The rationale ctx keeps for an ADR: its context, then its consequences."""
     if not (context or consequences):
         return None
     body = context or ""
     if consequences:
         body = f"{body}\n\nConsequences: {consequences}".strip()
-    return text.optional_shown(body[: text.MAX_RATIONALE_CHARS], "rationale", text.MAX_RATIONALE_CHARS)
+    return body
 
 
 @dataclass
@@ -82,9 +87,11 @@ class _Cleaned:
     rationale: str | None
     attribution: dict[str, str]
     redacted: dict[str, int]
+    title: str
+    deciders: list[str]
 
 
-def _clean(record: adr.AdrRecord) -> _Cleaned:
+def _clean(record: adr.AdrRecord, subject: str) -> _Cleaned:
     """Redact an ADR's texts before anything is stored or audited (UsageError for an unusable field)."""
     from kernel.redact import redact  # noqa: PLC0415 - paid only when importing
 
@@ -104,13 +111,68 @@ def _clean(record: adr.AdrRecord) -> _Cleaned:
         for key, name in ATTRIBUTION_KEYS.items()
         if record.meta.get(key, "").strip()
     }
+    # A decision can be no longer than its file, which the reader has already limited.
+    limit = adr.MAX_ADR_BYTES
+    title = text.require_shown(scrub(record.title) or "", "title", text.MAX_TITLE_CHARS)
     return _Cleaned(
-        subject=text.normalise_subject(scrub(record.meta.get("subject") or record.subject) or ""),
-        decision=text.require_shown(scrub(record.decision) or "", "decision", text.MAX_DECISION_CHARS),
-        rationale=_rationale(scrub(record.context), scrub(record.consequences)),
+        subject=text.normalise_subject(scrub(subject) or ""),
+        decision=text.require_shown(scrub(record.decision) or "", "decision", limit),
+        rationale=text.optional_shown(
+            rationale_of(scrub(record.context), scrub(record.consequences)), "rationale", limit
+        ),
         attribution=attribution,
         redacted=counts,
+        title=" ".join(title.split()),
+        deciders=[
+            text.require_shown(scrub(name) or "", "decider", text.MAX_NAME_CHARS) for name in record.deciders
+        ],
     )
+
+
+def plan_subjects(records: list[adr.AdrRecord]) -> dict[str, str]:
+    """The subject of each record (by path), before the import makes it unique.
+
+    A subject stated in the front matter is kept. A record that supersedes exactly one record,
+    which nothing else supersedes, continues that record's subject, so that the chain stays on one
+    subject and a later proposal on it supersedes the current decision. Any other record takes a
+    subject made from its title.
+    """
+    by_ref = _by_ref(records)
+    chosen: dict[str, str] = {}
+
+    def subject_of(record: adr.AdrRecord, seen: frozenset[str]) -> str:
+        if record.path in chosen:
+            return chosen[record.path]
+        subject = record.subject
+        if not record.subject_stated:
+            older = _linked(record.supersedes, by_ref, record)
+            if len(older) == 1 and older[0].path not in seen:
+                newer = _linked(older[0].superseded_by, by_ref, older[0])
+                if [r.path for r in newer] == [record.path]:
+                    subject = subject_of(older[0], seen | {record.path})
+        chosen[record.path] = subject
+        return subject
+
+    for record in records:
+        subject_of(record, frozenset({record.path}))
+    return chosen
+
+
+def _by_ref(records: list[adr.AdrRecord]) -> dict[adr.AdrRef, adr.AdrRecord]:
+    """Records by path, and by number where the reader resolved links to numbers."""
+    by_ref: dict[adr.AdrRef, adr.AdrRecord] = {}
+    for record in records:
+        by_ref[record.path] = record
+        if record.number is not None:
+            by_ref.setdefault(record.number, record)
+    return by_ref
+
+
+def _linked(
+    refs: list[adr.AdrRef], by_ref: dict[adr.AdrRef, adr.AdrRecord], record: adr.AdrRecord
+) -> list[adr.AdrRecord]:
+    found = [by_ref[r] for r in refs if r in by_ref and by_ref[r] is not record]
+    return list({r.path: r for r in found}.values())
 
 
 def _check_starts(
@@ -126,31 +188,60 @@ def _check_starts(
                 )
 
 
-def import_adrs(kernel: Ctx, folder: Path, reviewer: str) -> ImportReport:
+def import_adrs(kernel: Ctx, folder: Path, reviewer: str, *, dry_run: bool = False) -> ImportReport:
     """Import a folder of ADRs: accepted and superseded ones as decisions with rebuilt chains.
 
     ``reviewer`` ratifies every imported decision; a file's own ``ctx-ratified-by`` or deciders are
-    kept as attribution in the audit log. Texts are redacted like captured evidence. A stated time
-    that is not a date ctx keeps, later than now, or earlier than its predecessor's refuses the
-    whole import, naming the file.
+    kept as attribution. Each file is also kept whole as evidence cited by its decision or proposal.
+    Texts are redacted like captured evidence. A stated time that is not a date ctx keeps, later than
+    now, or earlier than its predecessor's, or a file larger than the reader takes, refuses the whole
+    import, naming the file. ``dry_run`` does everything, reports it, and writes nothing.
     """
     reviewer = text.require_shown(reviewer, "reviewer", text.MAX_NAME_CHARS)
     records, errors, warnings = adr.read_adr_folder(folder)
-    report = ImportReport(warnings=list(warnings))
+    for error in errors:
+        if error.reason.startswith("larger than"):
+            raise RefusedError(
+                f"{error.path}: {error.reason}, the most ctx reads from one ADR file; nothing imported"
+            )
+    report = ImportReport(warnings=list(warnings), dry_run=dry_run)
     report.skipped = [f"{e.path}: {e.reason}" for e in errors]
-    by_ref: dict[adr.AdrRef, adr.AdrRecord] = {}
-    for record in records:
-        by_ref[record.path] = record
-        if record.number is not None:
-            by_ref.setdefault(record.number, record)
+    report.files = [
+        {"path": _relative(e.path, folder), "outcome": "skipped", "reason": e.reason} for e in errors
+    ]
+    by_ref = _by_ref(records)
+    subjects = plan_subjects(records)
     now = clock.now()
 
     def successors(record: adr.AdrRecord) -> list[adr.AdrRecord]:
-        found = [by_ref[r] for r in record.superseded_by if r in by_ref and by_ref[r] is not record]
+        found = _linked(record.superseded_by, by_ref, record)
         return [s for s in found if s.status not in ("proposed", "rejected")]
 
-    # Windows: from the ADR's date (never before what it supersedes) until its first successor starts.
-    # Every start is a checked canonical stamp, so comparing them as text compares times.
+    start, until = _windows(records, folder, now, successors)
+    try:
+        with kernel.store.transaction():
+            _import_all(kernel, folder, records, subjects, reviewer, now, start, until, successors, report)
+            if dry_run:
+                raise _DryRun
+    except _DryRun:
+        pass
+    report.files.sort(key=lambda f: f["path"])
+    return report
+
+
+def _relative(path: Path, folder: Path) -> str:
+    try:
+        return path.relative_to(folder).as_posix()
+    except ValueError:
+        return path.name
+
+
+def _windows(
+    records: list[adr.AdrRecord], folder: Path, now: str, successors: Any
+) -> tuple[dict[str, str], dict[str, str | None]]:
+    """Each record's start and stated end: from its date (never before what it supersedes) until
+    its first successor starts. Every start is a checked canonical stamp, so comparing them as text
+    compares times."""
     start: dict[str, str] = {}
     until: dict[str, str | None] = {}
     stated: set[str] = set()
@@ -173,57 +264,101 @@ def import_adrs(kernel: Ctx, folder: Path, reviewer: str) -> ImportReport:
                     start[nxt.path], changed = start[record.path], True
         if not changed:
             break
+    return start, until
 
-    with kernel.store.transaction():
-        ids: dict[str, str] = {}
-        pending_links: list[tuple[adr.AdrRecord, adr.AdrRecord]] = []
-        ordered = sorted(records, key=lambda r: (start[r.path], r.number or 0, r.path))
-        for record in ordered:
-            source = record.path
-            existing = kernel.store.find_source(source)
-            exported_id = record.meta.get(KEY_ID)
-            if existing is None and exported_id and clock.ID_RE.match(exported_id):
-                # A file ctx exported from this very store: the decision is already here.
-                found = kernel.store.get_decision(exported_id)
-                existing = found.id if found is not None else None
-            if existing is not None:
-                ids[record.path] = existing
-                report.unchanged.append(source)
-                continue
-            try:
-                cleaned = _clean(record)
-                if kernel.store.current_decision(cleaned.subject) is None:
-                    kernel.check_new_subject(cleaned.subject)
-            except (UsageError, RefusedError) as exc:
-                report.skipped.append(f"{source}: {exc.message}")
-                continue
-            if cleaned.redacted:
-                kinds = ", ".join(sorted(cleaned.redacted))
-                report.warnings.append(
-                    f"{source}: {sum(cleaned.redacted.values())} secrets redacted ({kinds})"
-                )
-            if record.status in ("proposed", "rejected"):
-                proposal = _import_proposal(kernel, record, cleaned, reviewer, start[record.path], now)
-                ids[record.path] = proposal.id
-                report.proposals.append(proposal.id)
-                continue
-            decision = _import_decision(
-                kernel, record, cleaned, reviewer, start, until[record.path], now, successors
+
+def _known(kernel: Ctx, record: adr.AdrRecord) -> Decision | Proposal | None:
+    """The decision or proposal this file was imported as, or exported from, in this store."""
+    existing = kernel.store.find_source(record.path)
+    if existing is not None:
+        return kernel.store.get_decision(existing) or kernel.store.get_proposal(existing)
+    exported_id = record.meta.get(KEY_ID, "")
+    if not clock.ID_RE.match(exported_id):
+        return None
+    if exported_id.startswith("dc_"):
+        return kernel.store.get_decision(exported_id)
+    if exported_id.startswith("pr_"):
+        return kernel.store.get_proposal(exported_id)
+    return None
+
+
+def _import_all(
+    kernel: Ctx,
+    folder: Path,
+    records: list[adr.AdrRecord],
+    subjects: dict[str, str],
+    reviewer: str,
+    now: str,
+    start: dict[str, str],
+    until: dict[str, str | None],
+    successors: Any,
+    report: ImportReport,
+) -> None:
+    ids: dict[str, str] = {}
+    pending_links: list[tuple[adr.AdrRecord, adr.AdrRecord]] = []
+    inside = folder.resolve()
+    for record in sorted(records, key=lambda r: (start[r.path], r.number or 0, r.path)):
+        source = record.path
+        entry: dict[str, Any] = {"path": source, "number": record.number, "title": record.title}
+        report.files.append(entry)
+        known = _known(kernel, record)
+        if known is not None:
+            ids[record.path] = known.id
+            report.unchanged.append(source)
+            entry.update(outcome="unchanged", subject=known.subject, id=known.id)
+            continue
+        try:
+            cleaned = _clean(record, subjects[record.path])
+            if kernel.store.current_decision(cleaned.subject) is None:
+                kernel.check_new_subject(cleaned.subject)
+            evidence_id = _keep_file(kernel, folder / source, inside, source, reviewer)
+        except (UsageError, RefusedError) as exc:
+            report.skipped.append(f"{source}: {exc.message}")
+            entry.update(outcome="skipped", reason=exc.message, subject=subjects[record.path])
+            continue
+        if cleaned.redacted:
+            kinds = ", ".join(sorted(cleaned.redacted))
+            report.warnings.append(f"{source}: {sum(cleaned.redacted.values())} secrets redacted ({kinds})")
+        if record.status in ("proposed", "rejected"):
+            proposal = _import_proposal(
+                kernel, record, cleaned, reviewer, start[record.path], now, evidence_id
             )
-            if decision is None:
-                report.skipped.append(f"{source}: its window overlaps another decision on {cleaned.subject}")
-                continue
-            ids[record.path] = decision.id
-            report.decisions.append(decision.id)
-            pending_links += [(record, s) for s in successors(record)]
-        for old, new in pending_links:
-            if old.path in ids and new.path in ids:
-                old_id, new_id = ids[old.path], ids[new.path]
-                if new_id.startswith("dc_") and not kernel.store.is_ancestor(old_id, new_id):
-                    kernel.store.link(old_id, new_id, start[new.path])
-                    _audit_link(kernel, old_id, new_id, start[new.path], reviewer, now)
+            ids[record.path] = proposal.id
+            report.proposals.append(proposal.id)
+            entry.update(outcome=f"{proposal.status} proposal", subject=proposal.subject, id=proposal.id)
+            continue
+        decision = _import_decision(
+            kernel, record, cleaned, reviewer, start, until[record.path], now, successors, evidence_id
+        )
+        if decision is None:
+            why = f"its window overlaps another decision on {cleaned.subject}"
+            report.skipped.append(f"{source}: {why}")
+            entry.update(outcome="skipped", reason=why, subject=cleaned.subject)
+            continue
+        ids[record.path] = decision.id
+        report.decisions.append(decision.id)
+        state = "current" if decision.current else decision.closed_by
+        entry.update(outcome=f"{state} decision", subject=decision.subject, id=decision.id)
+        pending_links += [(record, s) for s in successors(record)]
+    for old, new in pending_links:
+        if old.path in ids and new.path in ids:
+            old_id, new_id = ids[old.path], ids[new.path]
+            if new_id.startswith("dc_") and not kernel.store.is_ancestor(old_id, new_id):
+                kernel.store.link(old_id, new_id, start[new.path])
+                _audit_link(kernel, old_id, new_id, start[new.path], reviewer, now)
+    if not report.dry_run:  # conflicts are derived; a dry run leaves every cache as it was
         kernel.record_conflicts(report.decisions)
-    return report
+
+
+def _keep_file(kernel: Ctx, path: Path, inside: Path, source: str, reviewer: str) -> str:
+    """Keep the whole file as evidence (redacted like any captured text); its id."""
+    from kernel.ingest import EvidenceInput, prepare  # noqa: PLC0415
+
+    body = adr.read_text(path, inside)
+    prepared = prepare(
+        EvidenceInput(body, kind="doc", agent=reviewer, source=source, tags=(ADR_TAG,)), redact=True
+    )
+    return kernel._append(prepared).id  # the facade's writer, inside the import's transaction
 
 
 def _import_decision(
@@ -235,6 +370,7 @@ def _import_decision(
     until: str | None,
     now: str,
     successors: Any,
+    evidence_id: str,
 ) -> Decision | None:
     valid_from = start[record.path]
     subject, body = cleaned.subject, cleaned.decision
@@ -271,6 +407,9 @@ def _import_decision(
         close_reason=reason,
         source=record.path,
         adr_number=record.number,
+        evidence=[evidence_id],
+        title=cleaned.title,
+        deciders=cleaned.deciders,
     )
     try:
         with kernel.store.savepoint():
@@ -292,6 +431,9 @@ def _import_decision(
         "ratified_by": decision.ratified_by,
         "closed_by": closed_by,
         "close_reason": reason,
+        "title": decision.title,
+        "deciders": decision.deciders,
+        "evidence": decision.evidence,
     }
     if cleaned.attribution:
         payload["attribution"] = cleaned.attribution
@@ -314,7 +456,13 @@ def _audit_link(kernel: Ctx, old_id: str, new_id: str, linked_at: str, reviewer:
 
 
 def _import_proposal(
-    kernel: Ctx, record: adr.AdrRecord, cleaned: _Cleaned, reviewer: str, created_at: str, now: str
+    kernel: Ctx,
+    record: adr.AdrRecord,
+    cleaned: _Cleaned,
+    reviewer: str,
+    created_at: str,
+    now: str,
+    evidence_id: str,
 ) -> Proposal:
     rejected = record.status == "rejected"
     proposal = Proposal(
@@ -336,6 +484,9 @@ def _import_proposal(
         decision_id=None,
         source=record.path,
         adr_number=record.number,
+        evidence=[evidence_id],
+        title=cleaned.title,
+        deciders=cleaned.deciders,
     )
     kernel.store.insert_proposal(proposal)
     payload: dict[str, Any] = {
@@ -348,120 +499,11 @@ def _import_proposal(
         "proposer": proposal.proposer,
         "created_at": proposal.created_at,
         "reason": proposal.resolution_note,
+        "title": proposal.title,
+        "deciders": proposal.deciders,
+        "evidence": proposal.evidence,
     }
     if cleaned.attribution:
         payload["attribution"] = cleaned.attribution
     kernel.store.append_audit(now, reviewer, "proposal.imported", proposal.id, None, payload)
     return proposal
-
-
-def _title(decision: Decision) -> str:
-    first = re.split(r"(?<=[.!?])\s", decision.decision.strip(), maxsplit=1)[0]
-    first = " ".join(first.split())
-    return first if len(first) <= 90 else first[:87].rstrip() + "..."
-
-
-def owned_by_ctx(path: Path) -> bool:
-    """Whether an existing file is one ctx wrote: a regular file whose front matter has a decision ``ctx-id``.
-
-    This is the one test export uses before it replaces a file; anything else in the folder is the
-    user's and is left alone unless forced.
-    """
-    try:
-        meta = adr.front_matter(path)
-    except adr.AdrParseError:
-        return False
-    found = meta.get(KEY_ID, "")
-    return bool(clock.ID_RE.match(found)) and found.startswith("dc_")
-
-
-def _refusal(path: Path, force: bool) -> str | None:
-    """Why export must not replace ``path`` (None when it may)."""
-    try:
-        info = path.lstat()
-    except FileNotFoundError:
-        return None
-    if stat.S_ISLNK(info.st_mode):
-        return None if force else "is a symbolic link (never written through; --force replaces the link)"
-    if not stat.S_ISREG(info.st_mode):
-        return "exists and is not a regular file"
-    if force or owned_by_ctx(path):
-        return None
-    return "exists and was not written by ctx export (--force overwrites it)"
-
-
-def _write_atomic(path: Path, content: str) -> None:
-    """Write a file by renaming a finished temporary file over it: a reader never sees half of it,
-    and a link at ``path`` is replaced, never written through."""
-    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            os.fchmod(handle.fileno(), EXPORT_MODE)
-            handle.write(content)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temporary)
-        raise
-
-
-def export_adrs(kernel: Ctx, folder: Path, *, force: bool = False) -> list[Path]:
-    """Write one MADR-style file per decision, with stable names and supersession links both ways.
-
-    Files are replaced atomically and only when ctx wrote them (see :func:`owned_by_ctx`); a link,
-    or a file of the user's with an exported file's name, refuses the whole export before anything is
-    written, unless ``force`` (which replaces links and files, never writing through a link).
-    """
-    every = kernel.store.decisions(include_closed=True)
-    every.sort(key=lambda d: (d.valid_from, d.id))
-    numbers: dict[str, int] = {}
-    used = {d.adr_number for d in every if d.adr_number is not None}
-    next_number = max(used, default=0) + 1
-    for decision in every:
-        if decision.adr_number is not None and decision.adr_number not in numbers.values():
-            numbers[decision.id] = decision.adr_number
-        else:
-            while next_number in used:
-                next_number += 1
-            numbers[decision.id] = next_number
-            used.add(next_number)
-    names = {d.id: adr.adr_filename(numbers[d.id], _title(d)) for d in every}
-    titles = {d.id: _title(d) for d in every}
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except (FileExistsError, NotADirectoryError):
-        raise UsageError(f"{folder} is not a folder") from None
-    except OSError as exc:
-        raise UsageError(f"cannot create the folder {folder}: {exc.strerror or exc}") from None
-    contents: dict[Path, str] = {}
-    for decision in every:
-        status = "accepted" if decision.current else decision.closed_by or "accepted"
-        status = "deprecated" if status == "retired" else status
-        extra = {KEY_ID: decision.id, KEY_FROM: decision.valid_from, KEY_BY: decision.ratified_by}
-        if decision.valid_until:
-            extra[KEY_UNTIL] = decision.valid_until
-        contents[folder / names[decision.id]] = adr.render_adr(
-            numbers[decision.id],
-            titles[decision.id],
-            decision.decision,
-            status=status,
-            date=decision.valid_from[:10],
-            context=decision.rationale,
-            subject=decision.subject,
-            supersedes=[(numbers[o], titles[o]) for o in decision.supersedes if o in numbers],
-            superseded_by=[(numbers[n], titles[n]) for n in decision.superseded_by if n in numbers],
-            extra=extra,
-        )
-    refused = [(path, why) for path in contents if (why := _refusal(path, force)) is not None]
-    if refused:
-        path, why = refused[0]
-        more = f" (and {len(refused) - 1} more)" if len(refused) > 1 else ""
-        raise RefusedError(f"{path} {why}{more}; nothing written")
-    for path, content in contents.items():
-        try:
-            _write_atomic(path, content)
-        except OSError as exc:
-            raise RefusedError(f"cannot write {path}: {exc.strerror or exc}") from None
-    return list(contents)

@@ -24,6 +24,7 @@ MAX_RATIONALE_CHARS = 32_000
 MAX_EVIDENCE_BYTES = 1_000_000
 MAX_REASON_CHARS = 4_000
 MAX_NAME_CHARS = 200
+MAX_TITLE_CHARS = 500
 
 # Anything but printable ASCII, newline and tab: only such text needs a closer look.
 _SUSPECT = re.compile(r"[^\t\n\x20-\x7e]")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from kernel import Ctx, driver
+from kernel import Ctx, adr, driver
 
 DATA = Path(__file__).resolve().parent / "data" / "adr"
 CTX = str(Path(sys.executable).parent / "ctx")
@@ -178,7 +178,8 @@ def test_import_does_not_follow_links_out_of_the_folder(cli, kernel: Ctx, store_
 
 
 def test_import_checks_the_size_before_reading(tmp_path: Path, store_path: Path):
-    """An 8 GiB sparse file is refused from its size; the import runs under a 1 GiB memory cap."""
+    """An 8 GiB sparse file is refused from its size, loudly: nothing is imported, the file is named.
+    The import runs under a 1 GiB memory cap."""
     resource = pytest.importorskip("resource")
     folder = tmp_path / "adr"
     folder.mkdir()
@@ -199,10 +200,13 @@ def test_import_checks_the_size_before_reading(tmp_path: Path, store_path: Path)
         timeout=120,
         check=False,
     )
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 1, done.stderr
     assert "Traceback" not in done.stderr
-    assert "0001-huge.md: larger than 2000000 bytes" in done.stderr
-    assert "imported 1 decisions" in done.stdout
+    [line] = done.stderr.splitlines()
+    assert f"0001-huge.md: larger than {adr.MAX_ADR_BYTES} bytes" in line and "nothing imported" in line
+    assert done.stdout == ""
+    with Ctx.open(store_path) as kernel:
+        assert kernel.decisions(include_closed=True) == []
 
 
 def test_imported_text_is_redacted(cli, kernel: Ctx, store_path: Path, tmp_path: Path):
@@ -294,11 +298,23 @@ def test_import_refuses_a_successor_that_starts_before_its_predecessor(cli, kern
 def _exported_names(kernel: Ctx, tmp_path: Path) -> list[str]:
     scratch = tmp_path / "scratch"
     kernel.export_adrs(scratch)
-    return sorted(p.name for p in scratch.iterdir())
+    return sorted(p.name for p in scratch.iterdir() if p.name != "README.md")
+
+
+def _import_sample(kernel: Ctx, tmp_path: Path, count: int = 1) -> None:
+    """Decisions imported from files, so an export names its files after them."""
+    folder = tmp_path / "sample"
+    folder.mkdir()
+    for number, (title, text) in enumerate(
+        [("Use Postgres", "Use PostgreSQL 16."), ("Use Redis", "Cache in Redis.")]
+    ):
+        if number < count:
+            (folder / f"000{number + 1}-x.md").write_text(_adr(number + 1, title, text), encoding="utf-8")
+    kernel.import_adrs(folder, reviewer="alice")
 
 
 def test_export_never_writes_through_a_link(cli, kernel: Ctx, tmp_path: Path):
-    kernel.ratify(kernel.propose("db.engine", "Use PostgreSQL 16").id, reviewer="alice")
+    _import_sample(kernel, tmp_path)
     [name] = _exported_names(kernel, tmp_path)
     victim = tmp_path / "victim.txt"
     victim.write_text("precious", encoding="utf-8")
@@ -318,8 +334,7 @@ def test_export_never_writes_through_a_link(cli, kernel: Ctx, tmp_path: Path):
 
 
 def test_export_leaves_files_it_did_not_write(cli, kernel: Ctx, tmp_path: Path):
-    kernel.ratify(kernel.propose("db.engine", "Use PostgreSQL 16").id, reviewer="alice")
-    kernel.ratify(kernel.propose("cache.store", "Use Redis for caching").id, reviewer="alice")
+    _import_sample(kernel, tmp_path, 2)
     mine, theirs = _exported_names(kernel, tmp_path)
     out = tmp_path / "out"
     out.mkdir()
@@ -334,13 +349,13 @@ def test_export_leaves_files_it_did_not_write(cli, kernel: Ctx, tmp_path: Path):
 
     assert cli("export", "adr", str(out), "--force").code == 0
     first = {p.name: p.read_text(encoding="utf-8") for p in out.iterdir()}
-    assert set(first) == {mine, theirs} and "ctx-id: dc_" in first[theirs]
+    assert set(first) == {mine, theirs, "README.md"} and "ctx-id: dc_" in first[theirs]
     assert cli("export", "adr", str(out)).code == 0  # its own files are replaced without --force
     assert {p.name: p.read_text(encoding="utf-8") for p in out.iterdir()} == first  # no temporary files left
 
 
 def test_export_refuses_a_folder_in_place_of_a_file(cli, kernel: Ctx, tmp_path: Path):
-    kernel.ratify(kernel.propose("db.engine", "Use PostgreSQL 16").id, reviewer="alice")
+    _import_sample(kernel, tmp_path)
     [name] = _exported_names(kernel, tmp_path)
     out = tmp_path / "out"
     (out / name).mkdir(parents=True)

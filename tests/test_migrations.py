@@ -25,6 +25,7 @@ def test_revisions_are_named_and_ordered():
         "m004_recall",
         "m005_provenance",
         "m006_vault",
+        "m007_adr_fields",
     ]
     assert len(migrate.revisions()) == migrate.HEAD_VERSION
 
@@ -82,7 +83,7 @@ def test_migrated_schema_objects(kernel: Ctx, store_path: Path):
     assert conn.execute("PRAGMA user_version").fetchone()[0] == migrate.HEAD_VERSION
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
-    assert conn.execute("SELECT version_num FROM alembic_version").fetchone()[0] == "m006_vault"
+    assert conn.execute("SELECT version_num FROM alembic_version").fetchone()[0] == "m007_adr_fields"
     conn.close()
 
 
@@ -211,3 +212,50 @@ def test_a_marked_store_of_another_application_is_refused(tmp_path: Path):
 
     with pytest.raises(StoreError, match="another application's SQLite database"):
         Ctx.open(path)
+
+
+def test_upgrade_to_adr_fields_keeps_records_without_inventing_titles(tmp_path: Path):
+    """A store at m006 gains title and deciders: old rows have none, and the triggers still guard them."""
+    path = tmp_path / "old.db"
+    migrate.upgrade(path, "m006_vault")
+    conn = driver.connect(path)
+    conn.execute(
+        "INSERT INTO decision "
+        "(id, subject, decision, valid_from, ratified_by, ratified_at, source, adr_number) "
+        "VALUES ('dc_01JD0000000000000000000000', 'db.engine', 'Use PostgreSQL 16', "
+        "'2025-01-01T00:00:00.000000Z', 'alice', '2025-01-01T00:00:00.000000Z', '0001-db.md', 1)"
+    )
+    conn.execute(
+        "INSERT INTO decision (id, subject, decision, valid_from, ratified_by, ratified_at) "
+        "VALUES ('dc_01JD0000000000000000000001', 'cache.store', 'Use Redis', "
+        "'2025-01-01T00:00:00.000000Z', 'alice', '2025-01-01T00:00:00.000000Z')"
+    )
+    conn.execute(
+        "INSERT INTO proposal (id, subject, decision, proposer, created_at) VALUES "
+        "('pr_01JD0000000000000000000000', 'ui.framework', 'Use Elm', 'agent', '2025-01-01T00:00:00.000000Z')"
+    )
+    conn.close()
+
+    with Ctx.open(path) as kernel:
+        decision = kernel.decision("dc_01JD0000000000000000000000")
+        assert (decision.title, decision.deciders, decision.source) == (None, [], "0001-db.md")
+        [proposal] = kernel.queue()
+        assert (proposal.title, proposal.deciders) == (None, [])
+        titled = kernel.propose("db.engine", "Use PostgreSQL 17", title="Upgrade PostgreSQL")
+        assert kernel.ratify(titled.id, reviewer="bob").decision.title == "Upgrade PostgreSQL"
+    conn = driver.connect(path)
+    try:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 7
+        with pytest.raises(driver.dbapi.IntegrityError, match="only has its window closed"):
+            # A close is allowed; a close that also renames is not.
+            conn.execute(
+                "UPDATE decision SET title = 'Renamed', valid_until = '2025-06-01T00:00:00.000000Z', "
+                "closed_by = 'retired' WHERE id = 'dc_01JD0000000000000000000001'"
+            )
+        with pytest.raises(driver.dbapi.IntegrityError, match="resolved once"):
+            conn.execute(
+                "UPDATE proposal SET deciders = '[\"x\"]', status = 'rejected' "
+                "WHERE id = 'pr_01JD0000000000000000000000'"
+            )
+    finally:
+        conn.close()

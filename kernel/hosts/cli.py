@@ -339,6 +339,7 @@ def _log_jsonl(kernel: Ctx, name: str, defaults: EvidenceInput, *, redact: bool)
 @click.option("--subject", help="Dotted subject, e.g. auth.tokens.")
 @click.option("--decision", help="The decision, one or two sentences.")
 @click.option("--rationale", help="Why.")
+@click.option("--title", help="A short title, as an ADR's heading (kept on ADR export).")
 @click.option("--evidence", "evidence", multiple=True, metavar="ID", help="Cited evidence id; repeat.")
 @click.option("--supersedes", multiple=True, metavar="ID", help="Decision id it replaces; repeat.")
 @click.option(
@@ -372,6 +373,7 @@ def propose(
     subject: str | None,
     decision: str | None,
     rationale: str | None,
+    title: str | None,
     evidence: tuple[str, ...],
     supersedes: tuple[str, ...],
     proposer: str | None,
@@ -402,13 +404,14 @@ def propose(
         "subject": subject,
         "decision": decision,
         "rationale": rationale,
+        "title": title,
         "evidence": list(evidence),
         "supersedes": list(supersedes),
         "proposer": proposer,
         "session": session,
     }
     if json_input is not None:
-        given = [name for name in ("subject", "decision", "rationale") if fields[name] is not None]
+        given = [name for name in ("subject", "decision", "rationale", "title") if fields[name] is not None]
         given += [name for name in ("evidence", "supersedes") if fields[name]]
         if given:
             raise UsageError(f"give the proposal either as --input or as options, not both (--{given[0]})")
@@ -419,7 +422,7 @@ def propose(
         raise UsageError("missing --subject")
     if not fields.get("decision"):
         raise UsageError("missing --decision")
-    for key in ("subject", "decision", "rationale"):
+    for key in ("subject", "decision", "rationale", "title"):
         if fields.get(key) is not None:
             _check_utf8(fields[key], key)
     fields["proposer"] = fields.get("proposer") or f"cli:{getpass.getuser()}"
@@ -623,6 +626,10 @@ def history(kernel: Ctx, subject: str, as_json: bool) -> None:
         return
     for decision in chain:
         _say(_decision_line(decision))
+        if decision.title:
+            _say(f"    title: {decision.title}")
+        if decision.deciders:
+            _say(f"    deciders: {', '.join(decision.deciders)} (ratified by {decision.ratified_by})")
         for old in decision.supersedes:
             _say(f"    supersedes {old}")
         if decision.amended and decision.proposal_id:
@@ -1304,19 +1311,35 @@ def import_group() -> None:
 @click.argument("folder", type=click.Path(exists=True, file_okay=False))
 @click.option("--reviewer", help="Who ratifies the import (needed with --yes without a terminal).")
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation (needed without a terminal).")
+@click.option(
+    "--dry-run", is_flag=True, help="Print the subject and outcome chosen for every file; write nothing."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print what was imported as JSON.")
 @_with_store
-def import_adr(kernel: Ctx, folder: str, reviewer: str | None, yes: bool, as_json: bool) -> None:
-    """Import a folder of ADR Markdown files (adr-tools/Nygard or MADR); re-import is a no-op."""
-    name = _reviewer(reviewer, yes, "importing decisions")
-    _confirm(f"Import the ADRs in {folder} as decisions ratified by {name}?", yes)
-    report = kernel.import_adrs(Path(folder), reviewer=name)
+def import_adr(
+    kernel: Ctx, folder: str, reviewer: str | None, yes: bool, dry_run: bool, as_json: bool
+) -> None:
+    """Import a folder of ADR Markdown files (adr-tools/Nygard or MADR); re-import is a no-op.
+
+    Each file is kept whole as evidence; its Decision section (or, without one, its whole body) is
+    the decision. Set a file's subject with `subject:` front matter after checking --dry-run.
+    """
+    if dry_run:
+        name = reviewer or paths.configured_reviewer() or getpass.getuser()
+    else:
+        name = _reviewer(reviewer, yes, "importing decisions")
+        _confirm(f"Import the ADRs in {folder} as decisions ratified by {name}?", yes)
+    report = kernel.import_adrs(Path(folder), reviewer=name, dry_run=dry_run)
     if as_json:
         _emit_json(report.to_dict())
         return
+    if dry_run:
+        for entry in report.files:
+            _say(f"{entry['path']}  {entry.get('subject') or '-'}  {entry['outcome']}")
+    verb = "would import" if dry_run else "imported"
     _say(
-        f"imported {len(report.decisions)} decisions and {len(report.proposals)} proposals; "
-        f"{len(report.unchanged)} already imported"
+        f"{verb} {len(report.decisions)} decisions and {len(report.proposals)} proposals; "
+        f"{len(report.unchanged)} already imported" + ("; nothing written (dry run)" if dry_run else "")
     )
     for line in report.skipped:
         _say(f"skipped {line}", err=True)
@@ -1331,16 +1354,20 @@ def export_group() -> None:
 
 @export_group.command("adr")
 @click.argument("folder", type=click.Path(file_okay=False))
-@click.option("--force", is_flag=True, help="Replace files and links ctx export did not write.")
+@click.option("--force", is_flag=True, help="Replace files and links ctx does not own.")
 @_with_store
 def export_adr(kernel: Ctx, folder: str, force: bool) -> None:
-    """Write every decision as a MADR-style Markdown file in FOLDER (stable names, links both ways).
+    """Write decisions and pending proposals as ADR files in FOLDER, and a README.md index.
 
-    Only files ctx export wrote are replaced (atomically); a link or another file with an exported
-    file's name refuses the export, with nothing written, unless --force.
+    A file ctx imported is updated in place (same name and number, the team's text kept); a new
+    decision gets the next free number in the folder's own naming and layout (Nygard or MADR). A
+    file is replaced only if ctx owns it (it carries a ctx-id, or is unchanged since its import);
+    any other file, or a link, refuses the export with nothing written, unless --force.
     """
-    written = kernel.export_adrs(Path(folder), force=force)
-    _say(f"wrote {len(written)} files to {folder}")
+    done = kernel.export_adrs(Path(folder), force=force)
+    _say(f"wrote {len(done.written)} files to {folder}; {len(done.unchanged)} already up to date")
+    for line in done.warnings:
+        _say(f"warning: {line}", err=True)
 
 
 @cli.command()

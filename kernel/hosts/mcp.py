@@ -121,6 +121,7 @@ class Host:
             supersedes=args.supersedes,
             proposer=caller.name,
             session=args.session or caller.session,
+            title=args.title,
         )
         return proposal.to_dict()
 

@@ -21,7 +21,7 @@ from kernel import driver
 from kernel.errors import StoreError
 
 # The number of the newest migration in kernel/migrations/versions.
-HEAD_VERSION = 6
+HEAD_VERSION = 7
 MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
 # "ctxK" in ASCII; PRAGMA application_id is a signed 32-bit integer in the file header.
 APPLICATION_ID = 0x6374784B

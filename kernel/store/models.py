@@ -75,6 +75,8 @@ class Proposal(SQLModel, table=True):
     decision_id: str | None = Field(default=None, sa_column=_text())
     source: str | None = Field(default=None, sa_column=_text())
     adr_number: int | None = Field(default=None, sa_column=Column(Integer))
+    title: str | None = Field(default=None, sa_column=_text())
+    deciders: str = Field(sa_column=_text(nullable=False, server_default=sql("'[]'")))
 
 
 class ProposalEvidence(SQLModel, table=True):
@@ -118,6 +120,8 @@ class Decision(SQLModel, table=True):
     close_reason: str | None = Field(default=None, sa_column=_text())
     source: str | None = Field(default=None, sa_column=_text())
     adr_number: int | None = Field(default=None, sa_column=Column(Integer))
+    title: str | None = Field(default=None, sa_column=_text())
+    deciders: str = Field(sa_column=_text(nullable=False, server_default=sql("'[]'")))
 
 
 class DecisionEvidence(SQLModel, table=True):

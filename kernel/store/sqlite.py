@@ -23,12 +23,12 @@ from kernel.vault import snippet as vault_snippet
 
 _DECISION_COLS = (
     "id, subject, decision, rationale, valid_from, valid_until, ratified_by, ratified_at, "
-    "proposal_id, amended, closed_by, close_reason, source, adr_number"
+    "proposal_id, amended, closed_by, close_reason, source, adr_number, title, deciders"
 )
 _PROPOSAL_COLS = (
     "id, subject, decision, rationale, proposer, session, created_at, status, supersedes, "
     "explicit_supersedes, near_duplicate_of, near_duplicate_score, resolved_at, resolved_by, "
-    "resolution_note, decision_id, source, adr_number"
+    "resolution_note, decision_id, source, adr_number, title, deciders"
 )
 _EVIDENCE_COLS = (
     "id, text, kind, agent, session, tags, content_hash, created_at, source, speaker, occurred_at"
@@ -409,7 +409,7 @@ class SQLiteStore(IndexQueries):
     def insert_proposal(self, proposal: Proposal) -> None:
         """Queue a proposal with its cited evidence."""
         self._conn.execute(
-            f"INSERT INTO proposal ({_PROPOSAL_COLS}) VALUES ({_placeholders([0] * 18)})",
+            f"INSERT INTO proposal ({_PROPOSAL_COLS}) VALUES ({_placeholders([0] * 20)})",
             (
                 proposal.id,
                 proposal.subject,
@@ -429,6 +429,8 @@ class SQLiteStore(IndexQueries):
                 proposal.decision_id,
                 proposal.source,
                 proposal.adr_number,
+                proposal.title,
+                json.dumps(proposal.deciders),
             ),
         )
         self._conn.executemany(
@@ -475,6 +477,8 @@ class SQLiteStore(IndexQueries):
                 evidence=cited[r[0]],
                 source=r[16],
                 adr_number=r[17],
+                title=r[18],
+                deciders=_id_list(r[19]),
             )
             for r in rows
         ]
@@ -580,6 +584,8 @@ class SQLiteStore(IndexQueries):
                 superseded_by=newer[r[0]],
                 source=r[12],
                 adr_number=r[13],
+                title=r[14],
+                deciders=_id_list(r[15]),
             )
             for r in rows
         ]
@@ -645,7 +651,7 @@ class SQLiteStore(IndexQueries):
     def insert_decision(self, decision: Decision) -> None:
         """Add a decision with its cited evidence."""
         self._conn.execute(
-            f"INSERT INTO decision ({_DECISION_COLS}) VALUES ({_placeholders([0] * 14)})",
+            f"INSERT INTO decision ({_DECISION_COLS}) VALUES ({_placeholders([0] * 16)})",
             (
                 decision.id,
                 decision.subject,
@@ -661,6 +667,8 @@ class SQLiteStore(IndexQueries):
                 decision.close_reason,
                 decision.source,
                 decision.adr_number,
+                decision.title,
+                json.dumps(decision.deciders),
             ),
         )
         self._conn.executemany(
