@@ -145,6 +145,37 @@ def _confirm(question: str, yes: bool) -> None:
         raise click.Abort()
 
 
+def _completion_store(ctx: click.Context) -> Ctx | None:
+    try:
+        return Ctx.open(paths.find_store(ctx.find_root().params.get("db")), embedder=None)
+    except CtxError:
+        return None
+
+
+def _complete_pending(ctx: click.Context, _param: click.Parameter, incomplete: str) -> list[Any]:
+    """Pending proposal ids (with their subject as help) for shell completion."""
+    from click.shell_completion import CompletionItem  # noqa: PLC0415
+
+    kernel = _completion_store(ctx)
+    if kernel is None:
+        return []
+    with kernel:
+        return [
+            CompletionItem(p.id, help=f"{p.subject}: {text.visible(p.decision)[:60]}")
+            for p in kernel.queue()
+            if p.id.lower().startswith(incomplete.lower())
+        ]
+
+
+def _complete_subject(ctx: click.Context, _param: click.Parameter, incomplete: str) -> list[Any]:
+    """Subjects of decisions and pending proposals for shell completion."""
+    kernel = _completion_store(ctx)
+    if kernel is None:
+        return []
+    with kernel:
+        return sorted(s for s in kernel.store.known_subjects() if s.startswith(incomplete.lower()))
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.option("--db", type=click.Path(dir_okay=False), help=_DB_HELP)
 @click.version_option(package_name="ctx-kernel", prog_name="ctx")
@@ -471,7 +502,7 @@ def queue(kernel: Ctx, subject: str | None, proposer: str | None, as_json: bool)
 
 
 @cli.command()
-@click.argument("proposal_id", metavar="ID")
+@click.argument("proposal_id", metavar="ID", shell_complete=_complete_pending)
 @click.option("--decision", help="Ratify this amended text instead (the amendment is recorded).")
 @click.option("--reviewer", help="Your name (default: CTX_REVIEWER or config; asked on a terminal).")
 @click.option(
@@ -516,7 +547,7 @@ def ratify(
 
 
 @cli.command()
-@click.argument("proposal_id", metavar="ID")
+@click.argument("proposal_id", metavar="ID", shell_complete=_complete_pending)
 @click.option("--reason", required=True, help="Why it is rejected (kept for audit).")
 @click.option("--reviewer", help="Your name (default: CTX_REVIEWER or config; asked on a terminal).")
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation (needed without a terminal).")
@@ -541,7 +572,7 @@ def reject(
 
 
 @cli.command()
-@click.argument("proposal_id", metavar="ID")
+@click.argument("proposal_id", metavar="ID", shell_complete=_complete_pending)
 @click.option("--reason", help="Why it is withdrawn.")
 @click.option(
     "--agent",
@@ -564,7 +595,7 @@ def withdraw(kernel: Ctx, proposal_id: str, reason: str | None, actor: str | Non
 
 
 @cli.command()
-@click.argument("subject")
+@click.argument("subject", shell_complete=_complete_subject)
 @click.option("--reason", required=True, help="Why the decision no longer holds.")
 @click.option("--reviewer", help="Your name (default: CTX_REVIEWER or config; asked on a terminal).")
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation (needed without a terminal).")
@@ -615,7 +646,7 @@ def decisions(
 
 
 @cli.command()
-@click.argument("subject")
+@click.argument("subject", shell_complete=_complete_subject)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (schemas/history.schema.json).")
 @_with_store
 def history(kernel: Ctx, subject: str, as_json: bool) -> None:
@@ -640,7 +671,7 @@ def history(kernel: Ctx, subject: str, as_json: bool) -> None:
 
 
 @cli.command()
-@click.argument("item_id", metavar="ID")
+@click.argument("item_id", metavar="ID", shell_complete=_complete_pending)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (schemas/show.schema.json).")
 @_with_store
 def show(kernel: Ctx, item_id: str, as_json: bool) -> None:
@@ -1456,6 +1487,21 @@ def schema_command(name: str | None) -> None:
     if key not in documents:
         raise UsageError(f"no schema {name!r}: `ctx schema` lists them")
     _emit_json(documents[key])
+
+
+@cli.command("completion")
+@click.argument("shell", type=click.Choice(["bash", "zsh", "fish"]))
+def completion(shell: str) -> None:
+    """Print the shell completion script for SHELL (commands, options, subjects, pending ids).
+
+    bash: ctx completion bash >> ~/.bashrc; zsh: ctx completion zsh >> ~/.zshrc;
+    fish: ctx completion fish > ~/.config/fish/completions/ctx.fish
+    """
+    from click.shell_completion import get_completion_class  # noqa: PLC0415
+
+    found = get_completion_class(shell)
+    assert found is not None
+    click.echo(found(cli, {}, "ctx", "_CTX_COMPLETE").source())
 
 
 @cli.command("path")
