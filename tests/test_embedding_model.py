@@ -134,3 +134,38 @@ def test_warm_without_vectors_does_nothing(store_path):
     with Ctx.init(store_path, embedder=None)[0] as kernel:
         kernel.warm()
         assert kernel.embedding().embedder is None
+
+
+def test_the_packaged_model_files_are_checked_against_their_pinned_digests(cli, real_model, monkeypatch):
+    from kernel import embed
+
+    good = json.loads(cli("doctor", "--json", db=False).out)
+    model = next(c for c in good["checks"] if c["name"] == "model")
+    assert model["ok"] and "match the pinned sha256" in model["detail"]
+    monkeypatch.setitem(embed.PINNED_SHA256, "tokenizer.json", "0" * 64)
+    embed._cached.cache_clear()
+    bad = json.loads(cli("doctor", "--json", db=False).out)
+    model = next(c for c in bad["checks"] if c["name"] == "model")
+    assert (
+        not model["ok"]
+        and "tokenizer.json has sha256" in model["detail"]
+        and "not the pinned" in model["detail"]
+    )
+    resolution = embed.resolve()
+    assert resolution.embedder is None and "refusing the packaged model" in (resolution.reason or "")
+
+
+def test_an_organisations_own_model_folder_is_used_and_reported_as_not_pinned(
+    cli, real_model, tmp_path, monkeypatch
+):
+    import shutil
+
+    from kernel import embed
+
+    own = tmp_path / "org-model"
+    shutil.copytree(embed.packaged_model_dir(), own)
+    (own / "config.json").write_text((own / "config.json").read_text() + "\n")
+    monkeypatch.setenv("CTX_MODEL_DIR", str(own))
+    status = json.loads(cli("doctor", "--json", db=False).out)
+    model = next(c for c in status["checks"] if c["name"] == "model")
+    assert model["ok"] and "not the pinned files" in model["detail"]

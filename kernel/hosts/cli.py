@@ -1415,7 +1415,8 @@ def status(kernel: Ctx, as_json: bool) -> None:
         vectors = f"off: {model.problem}"
     else:
         where = f" ({model.folder})" if model.folder else ""
-        vectors = f"{model.model} from {model.source}{where}"
+        proof = {True: ", files verified", False: ", not the pinned files", None: ""}[model.verified]
+        vectors = f"{model.model} from {model.source}{where}{proof}"
         if found.vector_model and found.vector_model != model.model:
             vectors += f"; the store was embedded with {found.vector_model}: run `ctx reindex`"
     verify = found.last_verify
