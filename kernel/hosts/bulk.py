@@ -15,6 +15,40 @@ from kernel.ingest import BatchReport, Item
 SHOWN_REJECTIONS = 20  # rejected lines printed in the text summary; --json lists up to 1000
 
 
+class Throughput:
+    """A time-left estimate from the rate measured after the first batch.
+
+    The first batch pays for loading the model (seconds), so a rate measured from the start
+    overestimates what is left many times over; nothing is estimated until it is done.
+    """
+
+    def __init__(self, clock: Any = None) -> None:
+        import time  # noqa: PLC0415
+
+        self._now = clock or time.monotonic
+        self._warm: tuple[float, int] | None = None
+
+    def left(self, done: int, total: int) -> float | None:
+        """Seconds left after ``done`` of ``total``, or None until a rate is known."""
+        now = self._now()
+        if self._warm is None:
+            if done > 0:
+                self._warm = (now, done)
+            return None
+        since, base = self._warm
+        if done <= base or now <= since:
+            return None
+        return (total - done) * (now - since) / (done - base)
+
+
+def duration(seconds: float) -> str:
+    """``40 s``, ``3 min``, ``1 h 5 min``."""
+    if seconds < 90:
+        return f"{max(1, round(seconds))} s"
+    minutes = round(seconds / 60)
+    return f"{minutes} min" if minutes < 60 else f"{minutes // 60} h {minutes % 60} min"
+
+
 def log_items(
     kernel: Ctx,
     items: Iterable[Item],

@@ -856,9 +856,13 @@ def reindex(kernel: Ctx, download: bool, as_json: bool) -> None:
     if as_json or not sys.stderr.isatty():
         report = kernel.reindex(download=download)
     else:
-        with click.progressbar(length=1, label="embedding", file=sys.stderr) as bar:
+        with click.progressbar(length=1, label="embedding", file=sys.stderr, show_eta=False) as bar:
+            rate = bulk.Throughput()
 
             def progress(done: int, total: int) -> None:
+                left = rate.left(done, total)
+                if left is not None:
+                    bar.label = f"embedding, about {bulk.duration(left)} left"
                 bar.length = max(total, 1)
                 bar.update(done - bar.pos)
 
