@@ -712,7 +712,8 @@ def search(kernel: Ctx, query: str, limit: int, as_of: str | None, as_json: bool
         _say("  none")
 
 
-def _explain(scores: dict[str, Any], rrf: float | None = None) -> str:
+def _explain(scores: dict[str, Any], rrf: float | None = None, combsum: bool = False) -> str:
+    """Each ranker's raw score and rank, and the fused score with how it was made."""
     parts = []
     labels = {"keyword": "bm25", "entity": "entity", "vector": "cosine"}
     for name, score in scores.items():
@@ -720,8 +721,16 @@ def _explain(scores: dict[str, Any], rrf: float | None = None) -> str:
             continue
         detail = f": {score.detail}" if score.detail else ""
         parts.append(f"{name} #{score.rank} ({labels[name]} {score.score:.4g}{detail})")
-    if rrf is not None:
-        parts.append(f"rrf {rrf:.4f}")
+    if combsum and rrf is not None:
+        # kernel/fusion.py: CombSUM of min-max normalised scores, plus the neighbour share.
+        parts.append(
+            f"fused {rrf:.3f} (each ranker's score scaled to 0-1 within its list, summed; "
+            "plus half the fused score of a strong hit logged next to it in the same session)"
+        )
+        if not any(score is not None for score in scores.values()):
+            return f"no ranker matched it directly; it was logged next to a strong hit · {parts[-1]}"
+    elif rrf is not None:
+        parts.append(f"rrf {rrf:.4f} (sum of weight / (rrf-k + rank) over the rankers)")
     return " · ".join(parts) or "no ranker matched it directly"
 
 
@@ -812,7 +821,7 @@ def recall(
             f"  {ev.rank}. {ev.evidence.id}  {ev.evidence.kind}  {ev.evidence.created_at[:10]}  {ev.snippet}"
         )
         if explain:
-            _say(f"     explain: {_explain(ev.scores, ev.rrf)}")
+            _say(f"     explain: {_explain(ev.scores, ev.rrf, combsum=found.mode == 'hybrid')}")
     if not found.evidence:
         _say("  none")
 
