@@ -6,6 +6,7 @@ import getpass
 import json
 import math
 import os
+import shlex
 import sys
 import time
 from collections.abc import Callable
@@ -1540,16 +1541,25 @@ def path_command(ctx: click.Context, db_here: str | None) -> None:
 def mcp_server(ctx: click.Context, agent: str | None, session: str | None, db_here: str | None) -> None:
     """Serve the store to an agent over MCP (stdio): log, propose, recall; no tool can ratify.
 
-    Started where there is no store, it still serves: every tool answers that there is no store
-    and where it looked, so a client configured for every project connects everywhere.
+    Started where there is no store, it still serves: on the first call it looks in the client's
+    MCP roots, and while it finds none every tool answers that there is no store and where it
+    looked, so a client configured for every project connects everywhere. A store named by --db
+    or CTX_DB is the only one served.
     """
     from kernel.hosts.mcp import serve  # noqa: PLC0415 - the MCP SDK takes over a second to import
 
+    explicit = db_here or ctx.find_root().obj.get("db")
+    named, origin = (explicit, "--db") if explicit else (os.environ.get("CTX_DB") or None, "CTX_DB")
     try:
-        kernel = Ctx.open(paths.find_store(db_here or ctx.find_root().obj.get("db")))
+        kernel = Ctx.open(paths.find_store(explicit))
     except StoreError as exc:
-        _say(f"ctx mcp: {exc.message}; every tool will say so", err=True)
-        serve(None, agent=agent, session=session, missing=f"{exc.message} (ctx mcp was started there)")
+        message = exc.message
+        store = Path(named).expanduser() if named is not None else None
+        if store is not None and not store.exists():
+            create = f"ctx init --db {shlex.quote(str(store))}"
+            message = f"no ctx store at {store} (named by {origin}): create it with `{create}`"
+        _say(f"ctx mcp: {message}; every tool will say so", err=True)
+        serve(None, agent=agent, session=session, missing=message, look_in_roots=named is None)
         return
     with kernel:
         _serve_store(kernel, agent, session)
