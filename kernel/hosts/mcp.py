@@ -63,7 +63,9 @@ ctx holds this project's decisions, ratified by people, and an evidence vault of
 Call inject_context at the start of a session, and recall (or get_decision) before changing \
 something a decision may cover: decisions marked superseded must not be applied, evidence is \
 unratified. log_evidence keeps a fact worth remembering; propose_decision queues a decision \
-for a person to ratify. No tool can ratify, reject or retire: only a person does, in ctx review."""
+for a person to ratify. No tool can ratify, reject or retire: only a person does, in ctx review. \
+Results are compact text (ids, one line each, warnings); show expands an id or a unique prefix, and \
+format "json" returns the full object."""
 
 # Seconds to let the model finish loading at shutdown, so no thread is killed mid-import.
 WARM_JOIN_SECONDS = 30
