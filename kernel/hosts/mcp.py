@@ -20,6 +20,7 @@ import json
 import sys
 import threading
 import traceback
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache, partial
@@ -31,7 +32,7 @@ from urllib.request import url2pathname
 
 import anyio
 import anyio.to_thread
-from mcp import types
+from mcp import MCPDeprecationWarning, types
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
@@ -480,7 +481,11 @@ async def _client_roots(ctx: ServerRequestContext[Any]) -> list[Path]:
         return []
     with anyio.move_on_after(ROOTS_TIMEOUT_SECONDS):
         try:
-            return root_folders(await ctx.session.list_roots())
+            # The 2026-07-28 protocol revision deprecates roots; clients that declare the
+            # capability speak an earlier one, where roots are how they name their projects.
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", MCPDeprecationWarning)
+                return root_folders(await ctx.session.list_roots())
         except Exception as exc:  # an error reply or a closed back channel: serve without a store
             print(f"ctx mcp: the client's roots could not be read: {exc}", file=sys.stderr)
     return []
