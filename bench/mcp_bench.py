@@ -51,8 +51,9 @@ SIZED: list[tuple[str, str, dict[str, object]]] = [
 ]
 
 
-async def _sizes(session: ClientSession, query: str) -> list[tuple[str, int, int]]:
-    """Bytes of each sized call's answer: the text form, and the JSON form's structured content."""
+async def _sizes(session: ClientSession, query: str) -> list[tuple[str, int, int, int]]:
+    """Bytes of each sized call's answer: the text form; the JSON form's structured content, and
+    all the JSON form sends (its text content too)."""
     out = []
     for label, tool, given in SIZED:
         arguments = {**given, "query": query} if tool == "recall" else given
@@ -63,11 +64,11 @@ async def _sizes(session: ClientSession, query: str) -> list[tuple[str, int, int
         assert text.structured_content is None
         text_bytes = len(text.content[0].text.encode())
         json_bytes = len(json.dumps(full.structured_content, ensure_ascii=False).encode())
-        out.append((label, text_bytes, json_bytes))
+        out.append((label, text_bytes, json_bytes, json_bytes + len(full.content[0].text.encode())))
     return out
 
 
-async def _demo_sizes(query: str) -> list[tuple[str, int, int]]:
+async def _demo_sizes(query: str) -> list[tuple[str, int, int, int]]:
     """The sizes on the small store `ctx demo` builds (a realistic project, not a synthetic one)."""
     with tempfile.TemporaryDirectory() as folder:
         with build_demo(Path(folder) / "demo") as kernel:
@@ -159,9 +160,9 @@ def main() -> None:
         (f"the {args.decisions}-decision corpus", warm["sizes"]),
         ("the ctx demo store", demo),
     ):
-        print(f"\n{f'What an agent reads on {store} (bytes)':52} {'text':>8} {'json':>8}")
-        for label, text_bytes, json_bytes in sizes:
-            print(f"{label:52} {text_bytes:8,} {json_bytes:8,}")
+        print(f"\n{f'What an agent reads on {store} (bytes)':52} {'text':>8} {'json':>8} {'json+text':>9}")
+        for label, text_bytes, json_bytes, wire_bytes in sizes:
+            print(f"{label:52} {text_bytes:8,} {json_bytes:8,} {wire_bytes:9,}")
 
 
 if __name__ == "__main__":
