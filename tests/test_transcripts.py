@@ -14,7 +14,9 @@ from datetime import UTC, timedelta, timezone
 from pathlib import Path
 
 import pytest
+from conftest import run_ctx_process
 
+from kernel import Ctx
 from kernel.errors import UsageError
 from kernel.transcripts import (
     BLOB_MIN_CHARS,
@@ -695,3 +697,22 @@ def test_ctx_ingest_transcript_reads_item_based_and_compressed_codex_rollouts(cl
             turn.at,
         )
         assert evidence.agent == "codex"
+
+
+def test_codex_session_end_hook_ingests_a_compressed_rollout(tmp_path):
+    """Codex's hook payload may name a rollout Codex has since compressed."""
+    zstandard = pytest.importorskip("zstandard")
+    project = tmp_path / "shop"
+    project.mkdir()
+    Ctx.init(project / ".ctx" / "ctx.db", embedder=None)[0].close()
+    packed = tmp_path / (CODEX_ITEMS.name + ".zst")
+    packed.write_bytes(zstandard.ZstdCompressor().compress(CODEX_ITEMS.read_bytes()))
+    payload = {
+        "session_id": "019d8f2e-5a41-7c03-b2e6-8d1f4a9c3e70",
+        "transcript_path": str(packed),
+        "cwd": str(project),
+    }
+    result = run_ctx_process("hook", "session-end", stdin=json.dumps(payload).encode(), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    with Ctx.open(project / ".ctx" / "ctx.db", embedder=None) as kernel:
+        assert kernel.store.item_count("evidence") == len({t.text for t in _turns(CODEX_ITEMS)})
