@@ -726,7 +726,7 @@ def _explain(scores: dict[str, Any], rrf: float | None = None, combsum: bool = F
         # kernel/fusion.py: CombSUM of min-max normalised scores, plus the neighbour share.
         parts.append(
             f"fused {rrf:.3f} (each ranker's score scaled to 0-1 within its list, summed; "
-            "plus half the fused score of a strong hit logged next to it in the same session)"
+            "a text logged next to a strong hit in the same session also gets half of that hit's)"
         )
         if not any(score is not None for score in scores.values()):
             return f"no ranker matched it directly; it was logged next to a strong hit · {parts[-1]}"
