@@ -71,7 +71,8 @@ def test_a_paraphrase_is_found_by_the_vector_ranker_alone(cli, kernel):
     ).decision
     kernel.ratify(kernel.propose("ci.caching", "Cache pip wheels between CI runs.").id, reviewer="ann")
     kernel.ratify(kernel.propose("frontend.css", "Style components with Tailwind.").id, reviewer="ann")
-    query = "where is sign-in state stored?"
+    # No word of it (nor a short form from kernel/vocabulary.py) is in any decision.
+    query = "where is a visitor's identity remembered between page loads?"
     assert kernel.recall(query, mode="keyword").decisions == []
     found = kernel.recall(query, mode="vector")
     assert found.decisions[0].decision.id == target.id
