@@ -113,6 +113,9 @@ async def test_the_key_bar_fits_and_ends_with_help(store: Path, name: str) -> No
         line = bar.render()
         assert line.cell_len <= SIZE[0]
         assert line.plain.rstrip().endswith("? help")
+        for width in range(12, 200):
+            narrower = bar.line(width)
+            assert narrower.cell_len <= width and narrower.plain.endswith("? help"), width
         # Whole items only, each a key of the screen with its binding's description.
         active = app.screen.active_bindings
         offered = {f"{app.get_key_display(b.binding)} {b.binding.description}" for b in active.values()}

@@ -108,7 +108,7 @@ class KeyBar(Widget):
     def line(self, width: int) -> Text:
         """The bar for ``width`` cells: whole items only, ``? help`` last."""
         help_item = self._item(HELP_KEY, HELP_LABEL)
-        room = width - help_item.cell_len - 1
+        room = width - len(GAP) - help_item.cell_len
         line = Text(no_wrap=True, overflow="crop")
         spans: list[tuple[int, int, str]] = []
         for press, shown, description in bar_items(self.screen, self.keys):
