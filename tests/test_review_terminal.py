@@ -59,6 +59,13 @@ class Tmux:
                 raise AssertionError(f"{text!r} never appeared; the screen was:\n{screen}")
             time.sleep(0.2)
 
+    def wait_gone(self, text: str, timeout: float = 30.0) -> None:
+        deadline = time.monotonic() + timeout
+        while text in self.screen():
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{text!r} never went away")
+            time.sleep(0.2)
+
 
 @pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 def test_ctx_review_in_tmux_approves_a_proposal(tmp_path: Path, store_path: Path, kernel: Ctx) -> None:
@@ -89,3 +96,36 @@ def test_ctx_review_in_tmux_approves_a_proposal(tmp_path: Path, store_path: Path
     assert current.proposal_id == proposal.id and current.ratified_by == "tess"
     assert kernel.decision(old.id).valid_until == current.valid_from
     assert kernel.verify_audit().ok
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+def test_ctx_review_at_80x24_help_and_whole_dialogs(tmp_path: Path, store_path: Path, kernel: Ctx) -> None:
+    kernel.ratify(kernel.propose("auth.tokens", "Use JWT.").id, reviewer="ann")
+    kernel.propose("auth.tokens", "Use opaque session ids in Redis.", proposer="claude")
+    ctx = Path(sys.executable).parent / "ctx"
+    tmux = Tmux(tmp_path)
+    command = f"env CTX_REVIEWER=tess CTX_VECTORS=off {ctx} --db {store_path} review"
+    tmux.run("new-session", "-d", "-s", "review", "-x", "80", "-y", "24", command)
+    try:
+        queue = tmux.wait_for("opaque session ids")
+        assert queue.splitlines()[-1].rstrip().endswith("? help")
+        tmux.run("send-keys", "-t", "review", "?")
+        keys = tmux.wait_for("Keys: Queue")
+        assert "Filter" in keys and "Approve" in keys
+        tmux.run("send-keys", "-t", "review", "Escape")
+        # A key sent right after Esc would arrive as Alt+key: wait for the help to close first.
+        tmux.wait_gone("Keys: Queue")
+        tmux.run("send-keys", "-t", "review", "e")
+        edit = tmux.wait_for("Save (Ctrl+S)")
+        # The note is wrapped, not cut at the dialog's edge, and both buttons are on screen.
+        assert "Esc to cancel." in edit and "Cancel (Esc)" in edit
+        assert len(edit.splitlines()) <= 24
+        tmux.run("send-keys", "-t", "review", "Escape")
+        tmux.wait_gone("Save (Ctrl+S)")
+        tmux.run("send-keys", "-t", "review", "q")
+        deadline = time.monotonic() + 15
+        while tmux.alive() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not tmux.alive(), "q did not quit the app"
+    finally:
+        subprocess.run(["tmux", "-S", tmux.socket, "kill-server"], capture_output=True, check=False)

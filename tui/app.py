@@ -12,6 +12,7 @@ from textual.worker import Worker
 
 from kernel.facade import Ctx, Decision
 from tui.backend import Backend, utc_now
+from tui.dialogs.help import HelpDialog
 from tui.screens.audit import AuditScreen
 from tui.screens.base import KernelScreen, report_failure
 from tui.screens.browser import BrowserScreen
@@ -35,12 +36,16 @@ class ReviewApp(App[None]):
     }
     DEFAULT_MODE = "queue"
     BINDINGS = [
-        Binding("1", "switch_mode('queue')", "Queue"),
-        Binding("2", "switch_mode('kernel')", "Kernel"),
-        Binding("3", "switch_mode('evidence')", "Evidence"),
-        Binding("4", "switch_mode('audit')", "Audit"),
+        Binding("1", "switch_mode('queue')", "Queue", tooltip="pending proposals"),
+        Binding("2", "switch_mode('kernel')", "Kernel", tooltip="current decisions, as of any date"),
+        Binding("3", "switch_mode('evidence')", "Evidence", tooltip="search the evidence vault"),
+        Binding("4", "switch_mode('audit')", "Audit", tooltip="the audit log and its chain check"),
+        Binding("question_mark", "help", "Help", tooltip="every key of this screen"),
         Binding("ctrl+q,q", "quit", "Quit"),
     ]
+    # A size class on every screen (dialogs included): below 36 rows the layout is compact, so
+    # the whole app, buttons included, fits a terminal of 80x24 (widths follow max-width: 95%).
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (36, "-tall")]
 
     def __init__(self, backend: Backend, *, poll: float | None = POLL_SECONDS) -> None:
         super().__init__()
@@ -76,6 +81,20 @@ class ReviewApp(App[None]):
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         """A failed change check becomes a notification, never a crash."""
         report_failure(self, event)
+
+    def get_key_display(self, binding: Binding) -> str:
+        """Keys as the person reads them on the key bar and the help screen ("enter", not a symbol)."""
+        if binding.key == "enter" and not binding.key_display:
+            return "enter"
+        return super().get_key_display(binding)
+
+    def action_help(self) -> None:
+        """List every key of the current screen."""
+        screen = self.screen
+        if isinstance(screen, HelpDialog):
+            return
+        title = getattr(screen, "HELP_TITLE", "") or type(screen).__name__
+        self.push_screen(HelpDialog(screen, title))
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         """Command palette entries for every screen and the app's actions."""

@@ -7,16 +7,19 @@ import json
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
-from textual.widgets import Footer, Header, Static
+from textual.widgets import Header, Static
 
 from kernel.facade import AuditEvent, Ctx, visible
 from tui.dialogs.text import TextDialog
 from tui.screens.base import KernelScreen
+from tui.widgets.keys import KeyBar
 from tui.widgets.rows import Column, Row, RowList
 
 
 class AuditScreen(KernelScreen):
     """Every act on the store; each time the screen loads, the chain is recomputed and replayed."""
+
+    HELP_TITLE = "Audit"
 
     def __init__(self) -> None:
         super().__init__()
@@ -32,11 +35,11 @@ class AuditScreen(KernelScreen):
                 Column("at", 19),
                 Column("actor", 8),
                 Column("action", 19),
-                Column("target", None),
+                Column("target", None, cut="middle"),
             ],
             id="audit",
         )
-        yield Footer()
+        yield KeyBar("enter", "1", "2", "3", "4", "q")
 
     def on_mount(self) -> None:
         """Put the keyboard focus in the list (the data loads when the screen is shown)."""
@@ -52,10 +55,8 @@ class AuditScreen(KernelScreen):
         def load(kernel: Ctx) -> tuple[list[AuditEvent], bool, str]:
             report = kernel.verify_audit(state=True)
             if report.ok:
-                status = (
-                    f"audit log verified: {report.rows} rows, the tables agree with it, "
-                    f"last hash {report.last_hash[:16]}…"
-                )
+                last = report.last_hash[:12]
+                status = f"audit log verified: {report.rows} rows, tables agree, last hash {last}…"
             else:
                 status = f"AUDIT LOG BROKEN at row {report.first_bad_seq}: {report.problem}"
             return kernel.audit_events(), report.ok, status

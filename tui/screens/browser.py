@@ -7,20 +7,23 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
-from textual.widgets import Footer, Header, Input, Static, Tree
+from textual.widgets import Header, Input, Static, Tree
 
 from kernel.facade import Decision, visible
 from tui.format import one_line, state, window
 from tui.screens.actions import ReviewActions
+from tui.widgets.keys import KeyBar
 
 
 class BrowserScreen(ReviewActions):
     """Subjects as a tree; the selected decision in full; time travel with an as-of date."""
 
+    HELP_TITLE = "Kernel"
+
     BINDINGS = [
-        Binding("slash", "as_of", "As of…"),
-        Binding("h", "history", "History"),
-        Binding("n", "replace", "New superseding proposal"),
+        Binding("slash", "as_of", "As of…", tooltip="the kernel as it stood at a date"),
+        Binding("h", "history", "History", tooltip="every decision the subject has held"),
+        Binding("n", "replace", "New superseding proposal", tooltip="decisions are never edited in place"),
         Binding("escape", "now", "Back to now", show=False),
     ]
 
@@ -38,7 +41,7 @@ class BrowserScreen(ReviewActions):
             yield Tree("decisions", id="subjects")
             with VerticalScroll(id="decision-pane"):
                 yield Static("Select a subject.", id="decision")
-        yield Footer()
+        yield KeyBar("slash", "h", "n", "escape", "1", "2", "3", "4", "q")
 
     def on_mount(self) -> None:
         """Put the keyboard focus in the list (the data loads when the screen is shown)."""

@@ -7,27 +7,30 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.widgets import Footer, Header, Label, OptionList, Static
+from textual.widgets import Header, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
 from kernel.facade import Ctx, ProposalContext, visible
 from tui.dialogs.text import TextDialog
 from tui.format import age_text, diff_text, one_line, state, window
 from tui.screens.actions import ReviewActions
+from tui.widgets.keys import KeyBar
 
 
 class DetailScreen(ReviewActions):
     """A proposal, the decision it would replace (side by side, word diff), its subject's timeline,
     contradictions and related decisions found by recall, and its cited evidence."""
 
+    HELP_TITLE = "Proposal detail"
+
     BINDINGS = [
-        Binding("escape", "app.pop_screen", "Back"),
+        Binding("escape", "app.pop_screen", "Back", tooltip="to the queue"),
         Binding("a", "approve", "Approve"),
         Binding("r", "reject", "Reject"),
         Binding("e", "edit", "Edit+approve"),
         Binding("w", "withdraw", "Withdraw"),
-        Binding("s", "skip", "Skip"),
-        Binding("h", "history", "History"),
+        Binding("s", "skip", "Skip", tooltip="leave it for later, show the next"),
+        Binding("h", "history", "History", tooltip="every decision the subject has held"),
     ]
 
     def __init__(self, proposal_id: str, order: list[str]) -> None:
@@ -60,7 +63,7 @@ class DetailScreen(ReviewActions):
             yield Static(id="d-related")
             yield Label("Cited evidence (Enter opens one in full)", classes="section")
             yield OptionList(id="d-evidence")
-        yield Footer()
+        yield KeyBar("escape", "a", "r", "e", "s", "w", "h", "1", "2", "3", "4", "q")
 
     def on_mount(self) -> None:
         """Load the proposal's context; arrow keys scroll it."""
@@ -94,8 +97,15 @@ class DetailScreen(ReviewActions):
         self.fetch(first_pending, pick, group="detail")
 
     def _loaded(self, found: ProposalContext) -> None:
+        shown_before = self.context.proposal.id if self.context is not None else None
         self.context = found
         proposal = found.proposal
+        if proposal.id != shown_before:
+            # Another proposal (the next one after an act): start at its header, not where the
+            # last one was scrolled to.
+            detail = self.query_one("#detail", VerticalScroll)
+            detail.focus()
+            detail.scroll_home(animate=False, immediate=True)
         now = self.backend.now()
         head = Text()
         head.append(visible(proposal.subject), style="bold")

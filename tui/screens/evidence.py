@@ -6,12 +6,13 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.widgets import Footer, Header, Input, Static
+from textual.widgets import Header, Input, Static
 
 from kernel.facade import Evidence, visible
 from tui.dialogs.text import TextDialog
 from tui.format import one_line
 from tui.screens.base import KernelScreen
+from tui.widgets.keys import KeyBar
 from tui.widgets.rows import Column, Row, RowList
 
 RECENT = 200
@@ -20,7 +21,9 @@ RECENT = 200
 class EvidenceScreen(KernelScreen):
     """Keyword search over the vault (the newest texts when the box is empty)."""
 
-    BINDINGS = [Binding("slash", "search", "Search")]
+    HELP_TITLE = "Evidence"
+
+    BINDINGS = [Binding("slash", "search", "Search", tooltip="keywords; empty lists the newest")]
 
     def __init__(self) -> None:
         super().__init__()
@@ -36,7 +39,7 @@ class EvidenceScreen(KernelScreen):
             id="evidence",
         )
         yield Static(id="evidence-status")
-        yield Footer()
+        yield KeyBar("slash", "enter", "1", "2", "3", "4", "q")
 
     def on_mount(self) -> None:
         """Show the newest texts."""

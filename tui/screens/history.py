@@ -6,11 +6,12 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.widgets import Footer, Header, Label, Static
+from textual.widgets import Header, Label, Static
 
 from kernel.facade import Decision, visible
 from tui.format import state, window
 from tui.screens.base import KernelScreen
+from tui.widgets.keys import KeyBar
 
 
 def timeline(chain: list[Decision]) -> Text:
@@ -37,6 +38,8 @@ def timeline(chain: list[Decision]) -> Text:
 class HistoryScreen(KernelScreen):
     """The chain of one subject, oldest first."""
 
+    HELP_TITLE = "History"
+
     BINDINGS = [Binding("escape", "app.pop_screen", "Back")]
 
     def __init__(self, subject: str) -> None:
@@ -49,7 +52,7 @@ class HistoryScreen(KernelScreen):
         yield Label(f"History of {self.subject}", classes="section")
         with VerticalScroll():
             yield Static("Loading…", id="history")
-        yield Footer()
+        yield KeyBar("escape", "1", "2", "3", "4", "q")
 
     def on_mount(self) -> None:
         """Load the chain."""

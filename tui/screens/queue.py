@@ -9,12 +9,13 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.timer import Timer
-from textual.widgets import Footer, Header, Input, Static
+from textual.widgets import Header, Input, Static
 
 from kernel.facade import QueueEntry
 from tui import filtering
 from tui.format import is_stale, one_line, queue_row
 from tui.screens.actions import ReviewActions
+from tui.widgets.keys import KeyBar
 from tui.widgets.rows import Column, Row, RowList
 
 # Contradiction checks run in the background, for the rows on screen only, a few at a time (each
@@ -28,18 +29,20 @@ SORTS = ("age", "subject", "proposer", "group")
 class QueueScreen(ReviewActions):
     """Pending proposals with badges; filter, sort, select, and act on the one under the cursor."""
 
+    HELP_TITLE = "Queue"
+
     BINDINGS = [
-        Binding("a", "approve", "Approve"),
-        Binding("r", "reject", "Reject"),
-        Binding("e", "edit", "Edit+approve"),
-        Binding("w", "withdraw", "Withdraw"),
-        Binding("s", "skip", "Skip"),
-        Binding("space", "select", "Select"),
-        Binding("A", "approve_selected", "Approve sel."),
-        Binding("slash", "search", "Filter"),
-        Binding("o", "sort", "Sort"),
-        Binding("u", "undo", "Undo?", show=False),
-        Binding("escape", "clear_filter", "Clear", show=False),
+        Binding("a", "approve", "Approve", tooltip="after a confirmation that lists what changes"),
+        Binding("r", "reject", "Reject", tooltip="with a reason, kept for audit"),
+        Binding("e", "edit", "Edit+approve", tooltip="amend the text, then approve it"),
+        Binding("w", "withdraw", "Withdraw", tooltip="with an optional reason"),
+        Binding("s", "skip", "Skip", tooltip="leave it for later, go to the next"),
+        Binding("space", "select", "Select", tooltip="mark it for A, or unmark it"),
+        Binding("A", "approve_selected", "Approve sel.", tooltip="every selected proposal, one confirmation"),
+        Binding("slash", "search", "Filter", tooltip="fuzzy words, subject:auth, by:claude"),
+        Binding("o", "sort", "Sort", tooltip="by age, subject, proposer or group"),
+        Binding("u", "undo", "Undo", show=False, tooltip="draft a replacement for the last approval"),
+        Binding("escape", "clear_filter", "Clear filter", show=False),
     ]
 
     def __init__(self, **kwargs: Any) -> None:
@@ -71,7 +74,9 @@ class QueueScreen(ReviewActions):
         )
         yield Static(id="peek")
         yield Static(id="queue-status")
-        yield Footer()
+        yield KeyBar(
+            "a", "r", "e", "enter", "slash", "s", "w", "space", "A", "o", "u", "1", "2", "3", "4", "q"
+        )
 
     def on_mount(self) -> None:
         """Put the keyboard focus in the list (the data loads when the screen is shown)."""

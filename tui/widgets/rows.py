@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from rich.segment import Segment
 from rich.style import Style
@@ -20,10 +20,25 @@ from textual.strip import Strip
 
 @dataclass(frozen=True)
 class Column:
-    """A column: its title and width in cells (None takes the remaining width)."""
+    """A column: its title, width in cells (None takes the remaining width) and where it cuts.
+
+    ``middle`` keeps both ends of a text too long for the column (ids differ at their end).
+    """
 
     title: str
     width: int | None
+    cut: Literal["end", "middle"] = "end"
+
+
+def middle_ellipsis(text: Text, width: int) -> Text:
+    """``text`` in at most ``width`` cells: its start, an ellipsis, and its end (the larger part)."""
+    if text.cell_len <= width:
+        return text
+    if width < 3:
+        return text[:width]
+    head = (width - 1) // 2
+    tail = width - 1 - head
+    return Text.assemble(text[:head], "…", text[len(text) - tail :])
 
 
 @dataclass(frozen=True)
@@ -42,7 +57,7 @@ class RowList(ScrollView, can_focus=True):
     """
 
     DEFAULT_CSS = """
-    RowList { height: 1fr; }
+    RowList { height: 1fr; overflow-x: hidden; }
     RowList > .row-list--cursor { background: $accent 40%; text-style: bold; }
     RowList:focus > .row-list--cursor { background: $accent; color: $text; }
     """
@@ -54,7 +69,7 @@ class RowList(ScrollView, can_focus=True):
         Binding("pagedown", "page(1)", "Page down", show=False),
         Binding("home,g", "jump(0)", "First", show=False),
         Binding("end,G", "jump(-1)", "Last", show=False),
-        Binding("enter", "open", "Open", show=False),
+        Binding("enter", "open", "Open", show=False, tooltip="the row in full"),
     ]
 
     cursor: reactive[int] = reactive(0, always_update=True)
@@ -189,10 +204,21 @@ class RowList(ScrollView, can_focus=True):
         self._cache.clear()
         self.virtual_size = Size(event.size.width, len(self.keys))
 
+    def on_focus(self) -> None:
+        """The cursor row looks different with focus: draw it again."""
+        self._cache.clear()
+        self.refresh()
+
+    def on_blur(self) -> None:
+        """The cursor row looks different without focus: draw it again."""
+        self._cache.clear()
+        self.refresh()
+
     def render_line(self, y: int) -> Strip:
         """Draw screen line ``y``."""
         index = y + int(self.scroll_offset.y)
-        width = self.size.width
+        # The width left of the scrollbar: a row drawn under it would lose its last cells.
+        width = self.scrollable_content_region.width or self.size.width
         if index >= len(self.keys):
             return Strip.blank(width, self.rich_style)
         selected = index == self.cursor
@@ -203,10 +229,13 @@ class RowList(ScrollView, can_focus=True):
         if selected:
             base = base + self.get_component_rich_style("row-list--cursor")
         segments: list[Segment] = []
-        for i, (cell, size) in enumerate(zip(self.row(index).cells, self.widths(width), strict=True)):
+        cells = zip(self.columns, self.row(index).cells, self.widths(width), strict=True)
+        for i, (column, cell, size) in enumerate(cells):
             if i:
                 segments.append(Segment(" ", base))
             text = cell.copy()
+            if column.cut == "middle":
+                text = middle_ellipsis(text, size)
             text.truncate(size, overflow="ellipsis", pad=True)
             for segment in text.render(self.app.console):
                 if segment.text == "\n":

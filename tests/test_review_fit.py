@@ -1,0 +1,290 @@
+"""The review app fits a terminal of 80x24: every screen and dialog, its buttons, its keys and help."""
+
+from __future__ import annotations
+
+import io
+import re
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+from textual.screen import Screen
+from textual.widget import Widget
+from textual.widgets import Button, Input, Static
+
+from kernel import Ctx
+from tests.review_support import VIEWS, View, freeze_clock, reach, review_app, seeded_store, settle
+from tui.dialogs.help import HelpDialog
+from tui.screens.base import KernelScreen
+from tui.screens.detail import DetailScreen
+from tui.widgets.keys import KeyBar
+from tui.widgets.rows import RowList
+
+SIZE = (80, 24)
+# The views that are a whole screen with a key bar; the others are dialogs over one.
+SCREENS = [
+    "queue",
+    "queue_filtered",
+    "detail",
+    "detail_with_a_contradiction",
+    "kernel",
+    "history",
+    "evidence",
+    "audit",
+]
+
+
+@pytest.fixture
+def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    freeze_clock(monkeypatch)
+    return seeded_store(tmp_path / "project")
+
+
+def _scrolls(widget: Widget) -> bool:
+    return widget.styles.overflow_x in ("auto", "scroll") or widget.styles.overflow_y in ("auto", "scroll")
+
+
+def _scrolled_into(widget: Widget, screen: Screen[object]) -> bool:
+    """True when an ancestor below the screen scrolls: the widget may rightly lie outside the view."""
+    node = widget.parent
+    while isinstance(node, Widget) and node is not screen:
+        if _scrolls(node):
+            return True
+        node = node.parent
+    return False
+
+
+def misfits(screen: Screen[object]) -> list[str]:
+    """Widgets that stick out of the screen, or out of a parent that does not scroll."""
+    area = screen.region
+    found = []
+    for widget in screen.walk_children(with_self=False):
+        if not isinstance(widget, Widget) or not widget.display or _scrolled_into(widget, screen):
+            continue
+        region = widget.region
+        if not region:
+            continue
+        if not area.contains_region(region):
+            found.append(f"{widget!r} at {region} is outside the screen {area}")
+        parent = widget.parent
+        if isinstance(parent, Widget) and parent is not screen and not parent.region.contains_region(region):
+            found.append(f"{widget!r} at {region} sticks out of {parent!r} at {parent.region}")
+    return found
+
+
+async def _open(store: Path, view: View):
+    app, kernel = review_app(store, reviewer_confirmed=view.reviewer_confirmed)
+    return app, kernel
+
+
+@pytest.mark.parametrize("name", list(VIEWS))
+async def test_every_widget_lies_within_the_screen(store: Path, name: str) -> None:
+    app, kernel = await _open(store, VIEWS[name])
+    async with app.run_test(size=SIZE) as pilot:
+        await reach(VIEWS[name])(pilot)
+        assert app.screen.region.size == SIZE
+        assert misfits(app.screen) == []
+    kernel.close()
+
+
+@pytest.mark.parametrize("name", [name for name in VIEWS if name not in SCREENS])
+async def test_every_button_of_a_dialog_is_on_screen_and_on_top(store: Path, name: str) -> None:
+    app, kernel = await _open(store, VIEWS[name])
+    async with app.run_test(size=SIZE) as pilot:
+        await reach(VIEWS[name])(pilot)
+        screen = app.screen
+        assert not isinstance(screen, KernelScreen), f"{name} should be a dialog"
+        for button in screen.query(Button):
+            region = button.region
+            assert screen.region.contains_region(region), f"{button.label} at {region}"
+            # What is drawn at the button's middle is the button, not something over it.
+            on_top, _ = screen.get_widget_at(*region.center)
+            assert on_top is button, f"{button.label} is hidden by {on_top!r}"
+    kernel.close()
+
+
+@pytest.mark.parametrize("name", SCREENS)
+async def test_the_key_bar_fits_and_ends_with_help(store: Path, name: str) -> None:
+    app, kernel = await _open(store, VIEWS[name])
+    async with app.run_test(size=SIZE) as pilot:
+        await reach(VIEWS[name])(pilot)
+        bar = app.screen.query_one(KeyBar)
+        assert bar.region.y == SIZE[1] - 1 and bar.region.width == SIZE[0]
+        line = bar.render()
+        assert line.cell_len <= SIZE[0]
+        assert line.plain.rstrip().endswith("? help")
+        for width in range(12, 200):
+            narrower = bar.line(width)
+            assert narrower.cell_len <= width and narrower.plain.endswith("? help"), width
+        # Whole items only, each a key of the screen with its binding's description.
+        active = app.screen.active_bindings
+        offered = {f"{app.get_key_display(b.binding)} {b.binding.description}" for b in active.values()}
+        items = line.plain.strip().split("  ")
+        assert items[-1] == "? help" and len(items) >= 3
+        assert set(items[:-1]) <= offered, set(items[:-1]) - offered
+        if name == "queue":
+            assert items[:-1] == [
+                "a Approve",
+                "r Reject",
+                "e Edit+approve",
+                "enter Open",
+                "/ Filter",
+                "s Skip",
+            ]
+    kernel.close()
+
+
+async def test_the_key_bar_shows_more_on_a_wider_terminal(store: Path) -> None:
+    app, kernel = await _open(store, VIEWS["queue"])
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        line = app.screen.query_one(KeyBar).render().plain
+        for item in ("w Withdraw", "space Select", "A Approve sel.", "o Sort", "u Undo", "1 Queue"):
+            assert item in line
+        assert line.rstrip().endswith("? help") and len(line) <= 160
+    kernel.close()
+
+
+async def test_a_click_on_the_key_bar_presses_the_key(store: Path) -> None:
+    app, kernel = await _open(store, VIEWS["queue"])
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        line = app.screen.query_one(KeyBar).render().plain
+        await pilot.click(KeyBar, offset=(line.index("? help") + 1, 0))
+        await settle(pilot)
+        assert isinstance(app.screen, HelpDialog)
+        await pilot.press("escape")
+        await settle(pilot)
+        await pilot.click(KeyBar, offset=(line.index("/ Filter") + 3, 0))
+        await settle(pilot)
+        assert app.focused is app.screen.query_one("#filter")
+    kernel.close()
+
+
+def _help_rows(dialog: HelpDialog) -> list[tuple[list[str], str]]:
+    """The help dialog's table as the person reads it (at the width it is drawn): keys, then text."""
+    static = dialog.query_one("#help-keys", Static)
+    console = Console(width=static.region.width, file=io.StringIO(), record=True, color_system=None)
+    console.print(static.content)
+    rows = []
+    for line in console.export_text().splitlines():
+        # A row starts at the left edge: its keys, two spaces or more, what they do.
+        match = re.match(r"(\S+(?: \S+)*?)\s{2,}(\S.*)", line)
+        if match:
+            rows.append((match[1].split(" "), match[2]))
+    return rows
+
+
+def _lists(rows: list[tuple[list[str], str]], key: str, description: str) -> bool:
+    return any(key in keys and text.lower().startswith(description.lower()) for keys, text in rows)
+
+
+async def test_a_question_mark_in_the_filter_is_typed_not_help(store: Path) -> None:
+    app, kernel = await _open(store, VIEWS["queue_filtered"])
+    async with app.run_test(size=SIZE) as pilot:
+        await reach(VIEWS["queue_filtered"])(pilot)
+        await pilot.press("question_mark")
+        await settle(pilot)
+        assert not isinstance(app.screen, HelpDialog)
+        assert app.screen.query_one("#filter", Input).value == "by:gemini?"
+    kernel.close()
+
+
+@pytest.mark.parametrize("name", [name for name in SCREENS if name != "queue_filtered"])
+async def test_help_lists_every_key_of_the_screen(store: Path, name: str) -> None:
+    app, kernel = await _open(store, VIEWS[name])
+    async with app.run_test(size=SIZE) as pilot:
+        await reach(VIEWS[name])(pilot)
+        screen = app.screen
+        expected = {
+            (app.get_key_display(active.binding), active.binding.description or active.binding.action)
+            for active in screen.active_bindings.values()
+        }
+        await pilot.press("question_mark")
+        await settle(pilot)
+        dialog = app.screen
+        assert isinstance(dialog, HelpDialog)
+        rows = _help_rows(dialog)
+        for display, description in expected:
+            assert _lists(rows, display, description.replace("_", " ")), f"{display} ({description})"
+        for key in ("?", "1", "2", "3", "4", "q"):
+            assert any(key in keys for keys, _ in rows)
+        assert misfits(dialog) == []
+        await pilot.press("question_mark")
+        await settle(pilot)
+        assert app.screen is screen
+    kernel.close()
+
+
+async def test_help_on_the_queue_names_the_keys_the_bar_has_no_room_for(store: Path) -> None:
+    app, kernel = await _open(store, VIEWS["queue"])
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        bar = app.screen.query_one(KeyBar).render().plain
+        await pilot.press("question_mark")
+        await settle(pilot)
+        dialog = app.screen
+        assert isinstance(dialog, HelpDialog)
+        rows = _help_rows(dialog)
+        for key, words in [
+            ("/", "Filter"),
+            ("o", "Sort"),
+            ("enter", "Open"),
+            ("u", "Undo"),
+            ("space", "Select"),
+            ("A", "Approve sel."),
+            ("1", "Queue"),
+            ("4", "Audit"),
+            ("esc", "Clear filter"),
+            ("↑", "Up"),
+            ("^p", "palette"),
+        ]:
+            assert _lists(rows, key, words), key
+        assert "u Undo" not in bar
+    kernel.close()
+
+
+async def test_approving_from_the_detail_opens_the_next_one_at_its_top(store: Path) -> None:
+    app, kernel = await _open(store, VIEWS["detail"])
+    async with app.run_test(size=SIZE) as pilot:
+        await reach(View(("enter",), row="auth.tokens"))(pilot)
+        detail = app.screen
+        assert isinstance(detail, DetailScreen)
+        first = detail.proposal_id
+        scroller = detail.query_one("#detail")
+        await pilot.press("end")
+        await settle(pilot)
+        assert scroller.scroll_y > 0
+        await pilot.press("a")
+        await settle(pilot)
+        await pilot.press("y")
+        await settle(pilot)
+        assert app.screen is detail and detail.proposal_id != first
+        with Ctx.open(store, embedder=None) as reader:
+            assert reader.proposal(first).status == "ratified"
+        assert scroller.scroll_y == 0
+        head = detail.query_one("#d-head", Static)
+        assert app.screen.region.contains_region(head.region)
+        assert detail.proposal_id in str(head.render())
+        on_top, _ = app.screen.get_widget_at(*head.region.offset)
+        assert on_top is head
+    kernel.close()
+
+
+async def test_the_audit_screen_keeps_the_end_of_ids_that_share_a_start(store: Path) -> None:
+    app, kernel = await _open(store, VIEWS["audit"])
+    async with app.run_test(size=SIZE) as pilot:
+        await reach(VIEWS["audit"])(pilot)
+        rows = app.screen.query_one("#audit", RowList)
+        lines = [rows.render_line(y).text for y in range(rows.size.height)]
+        shown = [line for line in lines if line.strip()]
+        targets = [event.target for event in reversed(kernel.audit_events())][: len(shown)]
+        for line, target in zip(shown, targets, strict=True):
+            cell = line.rstrip().rsplit(" ", 1)[-1]
+            assert len(cell) < len(target) and "…" in cell
+            head, tail = cell.split("…")
+            assert target.startswith(head) and target.endswith(tail) and len(tail) >= 8
+        # Rows for different targets never look the same.
+        cells = {line.rstrip().rsplit(" ", 1)[-1] for line in shown}
+        assert len(cells) == len({*targets})
+    kernel.close()
