@@ -572,7 +572,7 @@ async def test_a_login_name_reviewer_is_confirmed_once(tmp_path: Path, monkeypat
     app = make_app(kernel, "login-guess", now=lambda: APP_NOW, poll=None, reviewer_confirmed=False)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
-        assert "login name, not configured" in app.sub_title
+        assert "login name, unconfirmed" in app.sub_title
         target = app.screen.query_one("#queue", RowList).rows[0].key
         await pilot.press("a")
         await settle(pilot)

@@ -53,7 +53,7 @@ class ReviewApp(App[None]):
         self.poll_seconds = poll
         self.sub_title = f"reviewer: {backend.reviewer}"
         if not backend.reviewer_confirmed:
-            self.sub_title += " (login name, not configured: confirmed at the first act)"
+            self.sub_title += " (login name, unconfirmed)"
         self.last_ratified: Decision | None = None
 
     def on_mount(self) -> None:
