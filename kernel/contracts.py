@@ -131,7 +131,11 @@ class RecallInput(_ToolInput):
         default="hybrid", description="Which rankers to use; hybrid fuses all three."
     )
     rrf_k: Annotated[int, Field(ge=1, le=10_000)] = Field(
-        default=60, description="Reciprocal rank fusion constant."
+        default=60,
+        description=(
+            "Reciprocal rank fusion constant (decisions, and evidence in single-ranker modes;"
+            " hybrid evidence fuses normalised scores)."
+        ),
     )
     min_scores: dict[Ranker, Annotated[float, Field(allow_inf_nan=False)]] | None = Field(
         default=None,

@@ -341,4 +341,7 @@ def test_the_facade_and_the_cli_default_to_the_same_rrf_constant(cli):
 
     assert inspect.signature(Ctx.recall).parameters["rrf_k"].default == DEFAULT_RRF_K
     help_text = " ".join(cli("recall", "--help").out.split())
-    assert f"Reciprocal rank fusion constant. [default: {DEFAULT_RRF_K};" in help_text
+    assert (
+        "Reciprocal rank fusion constant (decisions, and evidence in single-ranker modes;"
+        f" hybrid evidence fuses normalised scores). [default: {DEFAULT_RRF_K};" in help_text
+    )

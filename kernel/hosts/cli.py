@@ -754,7 +754,10 @@ def _explain(scores: dict[str, Any], rrf: float | None = None, combsum: bool = F
     default=60,
     show_default=True,
     type=click.IntRange(1, 10_000),
-    help="Reciprocal rank fusion constant.",
+    help=(
+        "Reciprocal rank fusion constant (decisions, and evidence in single-ranker modes;"
+        " hybrid evidence fuses normalised scores)."
+    ),
 )
 @click.option(
     "--min",
