@@ -256,7 +256,14 @@ def valid_at(decision: Decision, moment: str | None) -> bool:
 
 
 class EntityIndex:
-    """The distinct entity names, kept in memory and refreshed when new ones appear."""
+    """The distinct entity names, kept in memory and refreshed when new ones appear.
+
+    Matching a phrase against every name with ``fuzz.ratio`` costs tens of milliseconds at
+    100k names. Each name also keeps its length and a bitmask of its characters: a name can
+    reach the cutoff only if both differ from the phrase's by little (lower bounds of the
+    Indel distance that ``fuzz.ratio`` normalises), so numpy rules out almost every name
+    and rapidfuzz scores only the few left, with the same results.
+    """
 
     def __init__(self) -> None:
         self._version = -1
@@ -264,6 +271,8 @@ class EntityIndex:
         self._names: list[str] = []
         self._display: list[str] = []
         self._known: set[str] = set()
+        self._lengths: Any = None  # numpy int32, one per name
+        self._masks: Any = None  # numpy uint64 pairs, one per name (see _char_masks)
 
     def refresh(self, store: Store) -> None:
         """Reload the names when the store has new ones."""
@@ -278,6 +287,7 @@ class EntityIndex:
             self._display += [p[1] for p in pairs]
             self._known.update(p[1] for p in pairs)
             self._version = version
+            self._lengths = self._masks = None  # rebuilt by the next match
 
     def known(self, store: Store, words: list[str]) -> list[str]:
         """Those of ``words`` that some record names as an entity."""
@@ -290,15 +300,53 @@ class EntityIndex:
         phrases = query_phrases(query)
         if not phrases or not self._names:
             return []
+        import numpy as np  # noqa: PLC0415 - only recall needs it
         from rapidfuzz import fuzz, process  # noqa: PLC0415 - only recall needs it
 
+        if self._lengths is None or len(self._lengths) != len(self._names):
+            self._lengths = np.array([len(n) for n in self._names], dtype=np.int32)
+            self._masks = np.array([_char_masks(n) for n in self._names], dtype=np.uint64).reshape(-1, 2)
+        # fuzz.ratio = 100 * (1 - indel / (len(a) + len(b))); the cutoff bounds the distance.
+        share = 1.0 - ENTITY_CUTOFF / 100.0
         best: dict[int, float] = {}
         for phrase in phrases:
+            once, twice = _char_masks(phrase)
+            allowed = share * (self._lengths + len(phrase)) + 0.5  # + 0.5: a bound, not a test
+            distance = np.bitwise_count(self._masks[:, 0] ^ np.uint64(once)) + np.bitwise_count(
+                self._masks[:, 1] ^ np.uint64(twice)
+            )
+            near = np.flatnonzero((np.abs(self._lengths - len(phrase)) <= allowed) & (distance <= allowed))
+            # In index order, so ties among more than ``limit`` names break as over the full list.
+            candidates = [self._names[i] for i in near.tolist()]
             for _, score, index in process.extract(
-                phrase, self._names, scorer=fuzz.ratio, score_cutoff=ENTITY_CUTOFF, limit=50
+                phrase, candidates, scorer=fuzz.ratio, score_cutoff=ENTITY_CUTOFF, limit=50
             ):
-                best[index] = max(best.get(index, 0.0), float(score))
+                found = int(near[index])
+                best[found] = max(best.get(found, 0.0), float(score))
         return [(self._ids[i], self._display[i], score) for i, score in best.items()]
+
+
+def _char_masks(text: str) -> tuple[int, int]:
+    """Bitmasks of the characters ``text`` holds at least once and at least twice.
+
+    Each character sets one of 64 bits (letters, digits and space their own). A bit that
+    differs between two strings' masks stands for characters whose counts differ, so the
+    number of differing bits never exceeds the Indel distance between the strings.
+    """
+    once = twice = 0
+    for char in text:
+        code = ord(char)
+        if 97 <= code <= 122:
+            bit = code - 97
+        elif 48 <= code <= 57:
+            bit = code - 22
+        elif code == 32:
+            bit = 36
+        else:
+            bit = 37 + code % 27
+        twice |= once & (1 << bit)
+        once |= 1 << bit
+    return once, twice
 
 
 def query_phrases(query: str) -> list[str]:
@@ -334,6 +382,8 @@ class Recaller:
         self._evidence_vectors: Future[list[tuple[int, float]]] | None = None
         self._chains: dict[str, dict[str, Decision]] = {}
         self._entities: list[tuple[int, str, float]] | None = None
+        self._conflicts: dict[str, list[tuple[str, str, str, str]]] = {}
+        self._others: dict[str, Decision] = {}
 
     # -- rankers --------------------------------------------------------------------------
 
@@ -465,6 +515,9 @@ class Recaller:
         closed: list[ClosedHit] = []
         matched_ids = {item for item, _, _ in fused}
         own_scores = {item: scores for item, _, scores in fused}
+        # The chains of the first closed matches, loaded at once (most map to a successor).
+        closed_matches = [i for i, _, _ in fused if i in records and not valid_at(records[i], moment)]
+        self._load_chains(closed_matches[: 2 * k])
         for item, score, scores in fused:
             if len(hits) >= k:
                 break
@@ -488,7 +541,26 @@ class Recaller:
                     own = own_scores.get(successor.id, dict.fromkeys(RANKERS))
                     hits.append(DecisionHit(successor, len(hits) + 1, score, own, via=decision.id))
         pending = self.store.list_proposals("pending")
+        self._load_chains([hit.decision.id for hit in hits])
+        self._conflicts = self.store.conflicts_at([hit.decision.id for hit in hits], moment)
+        self._others = self.store.decisions_by_ids(
+            sorted({row[0] for rows in self._conflicts.values() for row in rows})
+        )
         return [self._expand(hit, moment, matched_ids, pending) for hit in hits], closed
+
+    def _load_chains(self, decision_ids: list[str]) -> None:
+        """Cache the chains of ``decision_ids`` in two queries (two per decision were most of a recall)."""
+        todo = [i for i in dict.fromkeys(decision_ids) if i not in self._chains]
+        if not todo:
+            return
+        members = self.store.chains_of(todo)
+        records = self.store.decisions_by_ids(sorted({m for ids in members.values() for m in ids}))
+        for decision_id in todo:
+            if decision_id in self._chains:
+                continue
+            chain = {m: records[m] for m in members[decision_id] if m in records}
+            for member in chain:
+                self._chains[member] = chain
 
     def _chain(self, decision_id: str) -> dict[str, Decision]:
         """Every decision linked to ``decision_id`` by supersession (itself included), cached per recall."""
@@ -542,8 +614,12 @@ class Recaller:
 
     def stored_conflicts(self, decision: Decision, moment: str | None) -> list[Related]:
         """The recorded conflicts of ``decision`` with decisions that hold at ``moment``."""
-        found = self.store.conflicts_for(decision.id)
-        others = self.store.decisions_by_ids([row[0] for row in found])
+        found = self._conflicts.pop(decision.id, None)
+        if found is None:
+            found = self.store.conflicts_at([decision.id], moment)[decision.id]
+            others = self.store.decisions_by_ids(sorted({row[0] for row in found}))
+        else:
+            others = self._others  # loaded for every hit at once by decisions()
         out = []
         for other_id, term, clause, other_clause in found:
             other = others.get(other_id)
