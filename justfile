@@ -34,6 +34,10 @@ bench-recall queries="100":
 quality:
     {{venv}}python bench/quality.py
 
+# Evidence recall on LoCoMo conversations per category and mode (--data DIR, else $CTX_LOCOMO_DIR, else ../shared/eval/locomo-dev).
+quality-locomo *args:
+    {{venv}}python bench/locomo_quality.py {{args}}
+
 # Recall through `ctx mcp` with the SDK client: server start, first and later recall latency.
 bench-mcp queries="100":
     {{venv}}python bench/mcp_bench.py --queries {{queries}}

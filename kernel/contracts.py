@@ -32,6 +32,20 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+OutputFormat = Literal["text", "json"]
+FORMAT_FIELD = Field(
+    default="text",
+    description="text (default): compact lines with ids, subject, one line each and warnings; expand "
+    "an id with the show tool. json: the full result object, as the CLI's --json prints it.",
+)
+
+
+class _ToolInput(_Strict):
+    """Arguments of an MCP tool: each takes ``format``, how the result comes back."""
+
+    format: OutputFormat = FORMAT_FIELD
+
+
 Name = Annotated[str, StringConstraints(min_length=1, max_length=text.MAX_NAME_CHARS)]
 SessionText = Annotated[str, StringConstraints(max_length=text.MAX_NAME_CHARS)]
 SubjectText = Annotated[str, StringConstraints(min_length=1, max_length=text.MAX_SUBJECT_CHARS)]
@@ -81,7 +95,13 @@ class ProposeInput(_Strict):
     )
 
 
-class LogInput(_Strict):
+class ProposeToolInput(ProposeInput):
+    """MCP ``propose_decision``: the ``ctx propose --input`` document, and how the result comes back."""
+
+    format: OutputFormat = FORMAT_FIELD
+
+
+class LogInput(_ToolInput):
     """Evidence as an agent logs it (MCP ``log_evidence``; ``ctx log``)."""
 
     text: EvidenceText = Field(
@@ -101,7 +121,7 @@ class LogInput(_Strict):
     )
 
 
-class RecallInput(_Strict):
+class RecallInput(_ToolInput):
     """Arguments of ``ctx recall`` (MCP ``recall``)."""
 
     query: QueryText = Field(description="A question or keywords, in plain words.")
@@ -119,7 +139,7 @@ class RecallInput(_Strict):
     )
 
 
-class InjectInput(_Strict):
+class InjectInput(_ToolInput):
     """Arguments of ``ctx inject`` (MCP ``inject_context``)."""
 
     query: QueryText | None = Field(
@@ -130,20 +150,20 @@ class InjectInput(_Strict):
     )
 
 
-class SubjectInput(_Strict):
+class SubjectInput(_ToolInput):
     """A subject (MCP ``decision_history``)."""
 
     subject: SubjectText = Field(description="Dotted subject, e.g. auth.tokens.")
 
 
-class SubjectAtInput(_Strict):
+class SubjectAtInput(_ToolInput):
     """A subject and a moment (MCP ``get_decision``)."""
 
     subject: SubjectText = Field(description="Dotted subject, e.g. auth.tokens.")
     as_of: AsOf = None
 
 
-class DecisionsInput(_Strict):
+class DecisionsInput(_ToolInput):
     """Arguments of ``ctx decisions`` (MCP ``list_decisions``)."""
 
     subject: SubjectText | None = Field(
@@ -153,20 +173,23 @@ class DecisionsInput(_Strict):
     include_closed: bool = Field(default=False, description="Include superseded and retired decisions.")
 
 
-class QueueInput(_Strict):
+class QueueInput(_ToolInput):
     """Arguments of ``ctx queue`` (MCP ``list_pending``)."""
 
     subject: SubjectText | None = Field(default=None, description="Only this subject and its sub-subjects.")
     proposer: Name | None = Field(default=None, description="Only this proposer.")
 
 
-class ShowInput(_Strict):
+class ShowInput(_ToolInput):
     """An id of any record (MCP ``show``)."""
 
-    id: AnyIdText = Field(description="An evidence (ev_), proposal (pr_) or decision (dc_) id.")
+    id: AnyIdText = Field(
+        description="An evidence (ev_), proposal (pr_) or decision (dc_) id, or a unique prefix of one "
+        "(four or more characters after the underscore)."
+    )
 
 
-class SearchInput(_Strict):
+class SearchInput(_ToolInput):
     """Arguments of ``ctx search`` (MCP ``search``)."""
 
     query: QueryText = Field(description="Keywords; any text is searched as plain words.")
@@ -174,7 +197,7 @@ class SearchInput(_Strict):
     as_of: AsOf = None
 
 
-class WithdrawInput(_Strict):
+class WithdrawInput(_ToolInput):
     """A proposal to withdraw (MCP ``withdraw_proposal``: only one this server made)."""
 
     id: AnyIdText = Field(description="A pending proposal's id (pr_) that this server proposed.")
@@ -813,6 +836,7 @@ class DoctorOut(_Strict):
 
 SCHEMAS: dict[str, type[BaseModel]] = {
     "propose-input": ProposeInput,
+    "propose-tool-input": ProposeToolInput,
     "log-input": LogInput,
     "recall-input": RecallInput,
     "inject-input": InjectInput,

@@ -1,4 +1,4 @@
-"""Recall: keyword, entity and vector rankers fused by reciprocal rank fusion.
+"""Recall: keyword, entity and vector rankers, fused (see kernel/fusion.py).
 
 Each store (kernel decisions, vault evidence) is ranked on its own; the two answers are
 never blended. Decision hits are then expanded with what contradicts them: their
@@ -15,9 +15,10 @@ from concurrent.futures import Executor, Future
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from kernel import conflicts, entities, fts
+from kernel import conflicts, entities, fts, fusion
 from kernel.embed import Embedder, chunks
 from kernel.errors import UsageError
+from kernel.fusion import Ranked, RankerScore
 from kernel.records import Decision, Evidence, Proposal
 from kernel.store.base import Store
 from kernel.store.sqlite_index import CHUNK_SLOTS
@@ -49,15 +50,6 @@ SUPERSEDED_WARNING = "superseded: do not apply"
 # and each list drops its weak tail before fusion.
 WEIGHTS: dict[str, float] = {"keyword": 1.0, "entity": 0.5, "vector": 1.5}
 RELATIVE_FLOOR: dict[str, float] = {"keyword": 0.3, "entity": 0.5, "vector": 0.8}
-
-
-@dataclass(frozen=True)
-class RankerScore:
-    """One ranker's view of a hit: its raw score (higher is better) and its rank (1 is best)."""
-
-    rank: int
-    score: float
-    detail: str | None = None
 
 
 @dataclass(frozen=True)
@@ -228,24 +220,9 @@ def _scores_dict(scores: dict[str, RankerScore | None]) -> dict[str, Any]:
     return {name: (asdict(score) if score is not None else None) for name, score in scores.items()}
 
 
-Ranked = list[tuple[str, float, str | None]]
-
-
-def fuse(
-    lists: dict[str, Ranked], rrf_k: int, weights: dict[str, float] | None = None
-) -> list[tuple[str, float, dict[str, RankerScore | None]]]:
-    """Reciprocal rank fusion: sum of weight / (rrf_k + rank); ties broken by id for determinism."""
-    fused: dict[str, float] = {}
-    scores: dict[str, dict[str, RankerScore | None]] = {}
-    for ranker, ranked in lists.items():
-        weight = (weights or {}).get(ranker, 1.0)
-        for rank, (item, score, detail) in enumerate(ranked, start=1):
-            fused[item] = fused.get(item, 0.0) + weight / (rrf_k + rank)
-            scores.setdefault(item, dict.fromkeys(RANKERS))[ranker] = RankerScore(
-                rank, round(score, 6), detail
-            )
-    order = sorted(fused, key=lambda item: (-fused[item], item))
-    return [(item, fused[item], scores[item]) for item in order]
+def fuse(lists: dict[str, Ranked], rrf_k: int, weights: dict[str, float] | None = None) -> fusion.Fused:
+    """Reciprocal rank fusion (see ``fusion.rrf``)."""
+    return fusion.rrf(lists, rrf_k, weights)
 
 
 def valid_at(decision: Decision, moment: str | None) -> bool:
@@ -468,18 +445,18 @@ class Recaller:
         ids = self.store.ids_for_rowids(kind, [r for r, _ in nearest])
         return [(ids[r], sim, None) for r, sim in nearest if r in ids]
 
-    def rank(self, query: str, kind: str, mode: str, fetch: int) -> dict[str, Ranked]:
+    def rank(self, query: str, kind: str, mode: str, fetch: int, *, floors: bool = True) -> dict[str, Ranked]:
         """Each requested ranker's list for one store.
 
-        In hybrid mode a list keeps only the items scoring at least a share of its best
-        item's raw score: RRF rewards agreement, and a ranker's weak tail would otherwise
-        outvote another ranker's confident first hit.
+        With ``floors``, in hybrid mode a list keeps only the items scoring at least a share
+        of its best item's raw score: RRF rewards agreement, and a ranker's weak tail would
+        otherwise outvote another ranker's confident first hit.
         """
         lists = self._rank(query, kind, mode, fetch)
         for name, minimum in self.min_scores.items():
             if name in lists:
                 lists[name] = [r for r in lists[name] if r[1] >= minimum]
-        if mode == "hybrid":
+        if mode == "hybrid" and floors:
             for name, ranked in lists.items():
                 floor = RELATIVE_FLOOR.get(name, 0.0)
                 if ranked and floor:
@@ -491,13 +468,24 @@ class Recaller:
         lists: dict[str, Ranked] = {}
         if mode in ("hybrid", "keyword"):
             lists["keyword"] = self._keyword(query, kind, fetch)
-        if mode in ("hybrid", "entity"):
+        if mode == "entity" or (mode == "hybrid" and (kind == "decision" or self._names_identifier(query))):
             if self._entities is None:
                 self._entities = self.entity_index.match(self.store, query)
             lists["entity"] = self._entity(kind, fetch, self._entities)
         if mode in ("hybrid", "vector") and self.embedder is not None:
             lists["vector"] = self._vector(query, kind, fetch)
         return lists
+
+    def _names_identifier(self, query: str) -> bool:
+        """True when ``query`` names something the entity ranker can find: an identifier
+        (a dotted subject, a path, a code name) or a word some record names as an entity.
+
+        On prose the entity ranker only matches common words, which adds noise to evidence.
+        """
+        if entities.extract(query):
+            return True
+        words = [w for w in fts.words(query) if len(w) >= 3 and w not in fts.STOPWORDS]
+        return bool(self.entity_index.known(self.store, words))
 
     # -- decisions ------------------------------------------------------------------------
 
@@ -633,8 +621,12 @@ class Recaller:
     def evidence(self, query: str, mode: str, k: int, rrf_k: int) -> list[EvidenceHit]:
         """Evidence hits, best first."""
         fetch = max(OVERFETCH, 5 * k)
-        lists = self.rank(query, "evidence", mode, fetch)
-        fused = fuse(lists, rrf_k, WEIGHTS)[:k]
+        if mode == "hybrid":
+            # Normalised scores carry each ranker's confidence; see kernel/fusion.py.
+            lists = self.rank(query, "evidence", mode, fetch, floors=False)
+            fused = fusion.with_neighbours(fusion.combsum(lists), self.store.evidence_neighbours)[:k]
+        else:
+            fused = fuse(self.rank(query, "evidence", mode, fetch), rrf_k, WEIGHTS)[:k]
         records = self.store.evidence_by_ids([item for item, _, _ in fused])
         match = fts.match_query(query, drop_stopwords=True)
         snippets = self.store.evidence_snippets(match, [item for item, _, _ in fused]) if match else {}

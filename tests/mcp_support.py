@@ -20,12 +20,26 @@ def server_params(db: Path, env: dict[str, str], *extra: str) -> StdioServerPara
     return StdioServerParameters(command=CTX, args=["mcp", "--db", str(db), *extra], env=env)
 
 
+def roots_callback(folders: list[Path]) -> Any:
+    """A client's ``roots/list`` handler answering with these folders as ``file://`` roots."""
+
+    async def list_roots(_context: Any) -> types.ListRootsResult:
+        return types.ListRootsResult(
+            roots=[types.Root(uri=folder.as_uri(), name=folder.name) for folder in folders]
+        )
+
+    return list_roots
+
+
 @asynccontextmanager
-async def connect(params: StdioServerParameters, errlog: TextIO) -> AsyncIterator[ClientSession]:
-    """A started server and an initialised client session to it."""
+async def connect(
+    params: StdioServerParameters, errlog: TextIO, roots: list[Path] | None = None
+) -> AsyncIterator[ClientSession]:
+    """A started server and an initialised client session to it; with ``roots``, a client that has them."""
+    callback = roots_callback(roots) if roots is not None else None
     async with (
         stdio_client(params, errlog=errlog) as (read, write),
-        ClientSession(read, write, client_info=CLIENT) as session,
+        ClientSession(read, write, client_info=CLIENT, list_roots_callback=callback) as session,
     ):
         await session.initialize()
         yield session
@@ -34,9 +48,12 @@ async def connect(params: StdioServerParameters, errlog: TextIO) -> AsyncIterato
 class Agent:
     """One `ctx mcp` process and a client session to it, run on a portal's event loop thread."""
 
-    def __init__(self, params: StdioServerParameters, errlog: TextIO) -> None:
+    def __init__(
+        self, params: StdioServerParameters, errlog: TextIO, roots: list[Path] | None = None
+    ) -> None:
         self._params = params
         self._errlog = errlog
+        self._roots = roots
         self._portal_cm: AbstractContextManager[BlockingPortal] | None = None
         self._session_cm: AbstractContextManager[ClientSession] | None = None
         self.portal: BlockingPortal
@@ -46,7 +63,9 @@ class Agent:
         self._portal_cm = start_blocking_portal()
         self.portal = self._portal_cm.__enter__()
         # The session enters and exits in one task on the portal's loop, as anyio requires.
-        self._session_cm = self.portal.wrap_async_context_manager(connect(self._params, self._errlog))
+        self._session_cm = self.portal.wrap_async_context_manager(
+            connect(self._params, self._errlog, self._roots)
+        )
         self.session = self._session_cm.__enter__()
         return self
 
@@ -66,6 +85,18 @@ class Agent:
         result = self.portal.call(self.session.call_tool, name, arguments)
         assert isinstance(result, types.CallToolResult)
         return result
+
+    def call_json(self, name: str, arguments: dict[str, Any] | None = None) -> types.CallToolResult:
+        """``tools/call`` asking for the JSON form (structured content and the JSON as text)."""
+        return self.call(name, {**(arguments or {}), "format": "json"})
+
+
+def text_of(result: types.CallToolResult) -> str:
+    """A successful text-form result: one text block and no structured content."""
+    assert not result.is_error, result.content
+    assert result.structured_content is None
+    assert len(result.content) == 1 and isinstance(result.content[0], types.TextContent)
+    return result.content[0].text
 
 
 def error_text(result: types.CallToolResult) -> str:

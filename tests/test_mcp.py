@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -16,11 +17,12 @@ import pytest
 from conftest import run_ctx_process
 from jsonschema import Draft202012Validator
 from mcp import StdioServerParameters, types
-from mcp_support import CTX, Agent, connect, error_text, server_params
+from mcp_support import CTX, Agent, connect, error_text, server_params, text_of
 from test_bad_input import snapshot
 from test_json_schemas import assert_valid
 
 from kernel import Ctx
+from kernel.errors import UsageError
 from kernel.hosts.cli import main
 
 SCHEMA_DIR = Path(__file__).resolve().parent.parent / "schemas"
@@ -30,7 +32,7 @@ UNKNOWN_DC = "dc_" + "0" * 26
 
 # Every tool, with the files in schemas/ that are its input schema and its result schema.
 TOOLS = {
-    "propose_decision": ("propose-input", "proposal"),
+    "propose_decision": ("propose-tool-input", "proposal"),
     "log_evidence": ("log-input", "log"),
     "recall": ("recall-input", "recall"),
     "inject_context": ("inject-input", "inject"),
@@ -135,8 +137,11 @@ def test_lists_every_tool_with_the_schemas_from_the_schemas_folder(agent):
     assert set(tools) == set(TOOLS)
     for name, (input_name, output_name) in TOOLS.items():
         assert tools[name].input_schema == schema(input_name), name
-        assert tools[name].output_schema == schema(output_name), name
-        assert tools[name].description and tools[name].title
+        assert tools[name].input_schema["properties"]["format"]["enum"] == ["text", "json"]
+        # An output schema would oblige every result to carry structured content, text ones too.
+        assert tools[name].output_schema is None, name
+        assert f"schemas/{output_name}.schema.json" in tools[name].description
+        assert tools[name].title
 
 
 def test_no_tool_can_ratify_reject_retire_or_edit(agent):
@@ -167,13 +172,13 @@ def test_ratifying_through_mcp_is_impossible(agent, world, name):
 
 def test_log_evidence(agent, world):
     body = "CI log: the upload job retried 3 times against the token endpoint."
-    first = ok(agent.call("log_evidence", {"text": body, "kind": "log", "tags": ["ci"]}), "log_evidence")
-    again = ok(agent.call("log_evidence", {"text": body}), "log_evidence")
+    first = ok(agent.call_json("log_evidence", {"text": body, "kind": "log", "tags": ["ci"]}), "log_evidence")
+    again = ok(agent.call_json("log_evidence", {"text": body}), "log_evidence")
     assert first["duplicate"] is False
     assert again == {"id": first["id"], "duplicate": True, "redacted": 0}
     secret = "deploy key AKIAIOSFODNN7EXAMPLE from the runbook"
     arguments = {"text": secret, "source": "docs/runbook.md#L9"}
-    scrubbed = ok(agent.call("log_evidence", arguments), "log_evidence")
+    scrubbed = ok(agent.call_json("log_evidence", arguments), "log_evidence")
     assert scrubbed["redacted"] == 1
     with facade(world) as kernel:
         stored = kernel.evidence(first["id"])
@@ -185,9 +190,9 @@ def test_log_evidence(agent, world):
 
 
 def test_propose_decision(agent, world):
-    note = ok(agent.call("log_evidence", {"text": "Redis eviction lost sessions twice."}), "log_evidence")[
-        "id"
-    ]
+    note = ok(
+        agent.call_json("log_evidence", {"text": "Redis eviction lost sessions twice."}), "log_evidence"
+    )["id"]
     arguments = {
         "subject": "Auth . Tokens",
         "decision": "Keep sessions in Postgres instead of Redis",
@@ -195,7 +200,7 @@ def test_propose_decision(agent, world):
         "evidence": [note],
         "session": "s-42",
     }
-    proposal = ok(agent.call("propose_decision", arguments), "propose_decision")
+    proposal = ok(agent.call_json("propose_decision", arguments), "propose_decision")
     assert proposal["subject"] == "auth.tokens"
     assert proposal["status"] == "pending" and proposal["decision_id"] is None
     assert proposal["supersedes"] == [world["current"].id]
@@ -220,56 +225,65 @@ def test_an_agent_cannot_propose_or_log_in_a_persons_name(agent, world):
         assert kernel.search("self-hosted runners").evidence == []
     # naming itself, or no one, is the same as the server's own name
     arguments["proposer"] = "mcp:pytest-agent"
-    assert ok(agent.call("propose_decision", arguments), "propose_decision")["proposer"] == "mcp:pytest-agent"
+    assert (
+        ok(agent.call_json("propose_decision", arguments), "propose_decision")["proposer"]
+        == "mcp:pytest-agent"
+    )
 
 
 def test_get_decision(agent, world):
-    current = ok(agent.call("get_decision", {"subject": "auth.tokens"}), "get_decision")
+    current = ok(agent.call_json("get_decision", {"subject": "auth.tokens"}), "get_decision")
     assert current["decision"]["id"] == world["current"].id and current["as_of"] is None
     then = {"subject": "auth.tokens", "as_of": world["superseded"].valid_from}
-    assert ok(agent.call("get_decision", then), "get_decision")["decision"]["id"] == world["superseded"].id
+    assert (
+        ok(agent.call_json("get_decision", then), "get_decision")["decision"]["id"] == world["superseded"].id
+    )
     # A subject's subtree is not the subject: `auth` itself has no decision.
-    assert ok(agent.call("get_decision", {"subject": "auth"}), "get_decision")["decision"] is None
-    assert ok(agent.call("get_decision", {"subject": "build.tool"}), "get_decision")["decision"] is None
+    assert ok(agent.call_json("get_decision", {"subject": "auth"}), "get_decision")["decision"] is None
+    assert ok(agent.call_json("get_decision", {"subject": "build.tool"}), "get_decision")["decision"] is None
 
 
 def test_decision_history(agent, world):
-    history = ok(agent.call("decision_history", {"subject": "auth.tokens"}), "decision_history")
+    history = ok(agent.call_json("decision_history", {"subject": "auth.tokens"}), "decision_history")
     assert [d["id"] for d in history["decisions"]] == [world["superseded"].id, world["current"].id]
     assert history["decisions"][0]["superseded_by"] == [world["current"].id]
 
 
 def test_list_decisions(agent, world):
-    current = ok(agent.call("list_decisions", {}), "list_decisions")
+    current = ok(agent.call_json("list_decisions", {}), "list_decisions")
     assert world["current"].id in [d["id"] for d in current["decisions"]]
     assert all(d["current"] for d in current["decisions"])
-    everything = ok(agent.call("list_decisions", {"include_closed": True}), "list_decisions")
+    everything = ok(agent.call_json("list_decisions", {"include_closed": True}), "list_decisions")
     assert {world["superseded"].id, world["retired"].id} <= {d["id"] for d in everything["decisions"]}
-    subtree = ok(agent.call("list_decisions", {"subject": "db"}), "list_decisions")
+    subtree = ok(agent.call_json("list_decisions", {"subject": "db"}), "list_decisions")
     assert [d["subject"] for d in subtree["decisions"]] == ["db.engine"]
 
 
 def test_list_pending(agent, world):
-    pending = ok(agent.call("list_pending", {"subject": "auth.tokens", "proposer": "claude"}), "list_pending")
+    pending = ok(
+        agent.call_json("list_pending", {"subject": "auth.tokens", "proposer": "claude"}), "list_pending"
+    )
     assert [p["id"] for p in pending["proposals"]] == [world["pending"]]
-    assert ok(agent.call("list_pending"), "list_pending")["proposals"]
+    assert ok(agent.call_json("list_pending"), "list_pending")["proposals"]
 
 
 @pytest.mark.parametrize("role", ["note", "pending", "current"])
 def test_show(agent, world, role):
     item = world[role] if isinstance(world[role], str) else world[role].id
-    shown = ok(agent.call("show", {"id": item.lower()}), "show")  # ids are case-insensitive, as in the CLI
+    shown = ok(
+        agent.call_json("show", {"id": item.lower()}), "show"
+    )  # ids are case-insensitive, as in the CLI
     assert shown["record"]["id"] == item
     assert shown["kind"] == {"note": "evidence", "pending": "proposal", "current": "decision"}[role]
 
 
 def test_search(agent, world):
-    found = ok(agent.call("search", {"query": 'redis NOT "NEAR('}), "search")
+    found = ok(agent.call_json("search", {"query": 'redis NOT "NEAR('}), "search")
     assert world["current"].id in [d["id"] for d in found["decisions"]]
 
 
 def test_inject_context(agent, world):
-    block = ok(agent.call("inject_context", {"budget": 600}), "inject_context")
+    block = ok(agent.call_json("inject_context", {"budget": 600}), "inject_context")
     assert block["tokens"] <= 600
     assert world["current"].id in block["markdown"]
     with facade(world) as kernel:
@@ -277,14 +291,14 @@ def test_inject_context(agent, world):
 
 
 def test_recall_keyword(agent, world):
-    found = ok(agent.call("recall", {"query": "redis sessions", "mode": "keyword", "k": 3}), "recall")
+    found = ok(agent.call_json("recall", {"query": "redis sessions", "mode": "keyword", "k": 3}), "recall")
     assert found["decisions"][0]["id"] == world["current"].id
     assert found["vectors"]["state"] == "unused"
 
 
 def test_recall_with_vectors(agent, world, real_model):
     """The real model: a paraphrase with no shared keyword still finds the decision."""
-    found = ok(agent.call("recall", {"query": "which relational database do we run?"}), "recall")
+    found = ok(agent.call_json("recall", {"query": "which relational database do we run?"}), "recall")
     assert found["vectors"]["state"] in ("on", "partial")
     hit = next(d for d in found["decisions"] if d["subject"] == "db.engine")
     assert hit["scores"]["vector"] is not None
@@ -293,15 +307,16 @@ def test_recall_with_vectors(agent, world, real_model):
         "mode": "vector",
         "min_scores": {"vector": 0.99},
     }
-    assert ok(agent.call("recall", strict), "recall")["decisions"] == []
+    assert ok(agent.call_json("recall", strict), "recall")["decisions"] == []
 
 
 def test_withdraw_own_proposal_only(agent, world):
     mine = ok(
-        agent.call("propose_decision", {"subject": "api.style", "decision": "Use REST"}), "propose_decision"
+        agent.call_json("propose_decision", {"subject": "api.style", "decision": "Use REST"}),
+        "propose_decision",
     )
     withdrawn = ok(
-        agent.call("withdraw_proposal", {"id": mine["id"], "reason": "wrong"}), "withdraw_proposal"
+        agent.call_json("withdraw_proposal", {"id": mine["id"], "reason": "wrong"}), "withdraw_proposal"
     )
     assert withdrawn["status"] == "withdrawn" and withdrawn["resolved_by"] == "mcp:pytest-agent"
     before = snapshot(world["db"])
@@ -319,11 +334,11 @@ def test_an_agent_withdraws_its_own_proposal_from_an_earlier_session(world, tmp_
     params = server_params(world["db"], env, "--agent", "codex-7")
     with (tmp_path / "first.err").open("w") as errlog, Agent(params, errlog) as first:
         made = ok(
-            first.call("propose_decision", {"subject": "api.paging", "decision": "Cursor paging"}),
+            first.call_json("propose_decision", {"subject": "api.paging", "decision": "Cursor paging"}),
             "propose_decision",
         )
     with (tmp_path / "second.err").open("w") as errlog, Agent(params, errlog) as second:
-        withdrawn = ok(second.call("withdraw_proposal", {"id": made["id"]}), "withdraw_proposal")
+        withdrawn = ok(second.call_json("withdraw_proposal", {"id": made["id"]}), "withdraw_proposal")
     assert withdrawn["status"] == "withdrawn" and withdrawn["resolved_by"] == "codex-7"
 
 
@@ -421,6 +436,8 @@ SCHEMA_REFUSES = [
     ("list_decisions", {"include_closed": "yes"}),
     ("list_pending", {"status": "ratified"}),
     ("withdraw_proposal", {"reason": "no"}),
+    ("recall", {"query": "x", "format": "yaml"}),
+    ("list_pending", {"format": None}),
 ]
 
 
@@ -439,21 +456,43 @@ def test_an_integral_number_is_an_integer_as_json_schema_says(agent, world):
     """JSON Schema counts 5.0 as an integer, and clients that only have floats send it so."""
     arguments = {"query": "redis sessions", "mode": "keyword", "k": 1.0, "rrf_k": 60.0}
     assert Draft202012Validator(schema(TOOLS["recall"][0])).is_valid(arguments)
-    found = ok(agent.call("recall", arguments), "recall")
+    found = ok(agent.call_json("recall", arguments), "recall")
     assert (found["k"], found["rrf_k"]) == (1, 60)
     assert [d["id"] for d in found["decisions"]] == [world["current"].id]
-    block = ok(agent.call("inject_context", {"budget": 600.0}), "inject_context")
+    block = ok(agent.call_json("inject_context", {"budget": 600.0}), "inject_context")
     assert block["tokens"] <= 600
 
 
 def test_a_missing_store_is_one_note_and_the_server_still_serves(tmp_path):
-    result = run_ctx_process("mcp", "--db", str(tmp_path / "missing.db"))
+    missing = tmp_path / "missing.db"
+    result = run_ctx_process("mcp", "--db", str(missing))
     assert result.returncode == 0  # the client closed standard input at once
     assert result.stdout == b""
     assert result.stderr.decode().splitlines() == [
-        f"ctx mcp: no ctx store at {tmp_path / 'missing.db'}: run `ctx init` first; every tool will say so"
+        f"ctx mcp: no ctx store at {missing} (named by --db): create it with `ctx init --db {missing}`; "
+        "every tool will say so"
     ]
-    assert not (tmp_path / "missing.db").exists()
+    assert not missing.exists()
+
+
+@pytest.mark.parametrize("named_by", ["--db", "CTX_DB"])
+def test_a_named_store_is_never_replaced_by_one_in_the_clients_roots(world, tmp_path, model_cache, named_by):
+    """--db and CTX_DB name the store: a missing one is one line naming the path, roots or not."""
+    missing = tmp_path / "elsewhere" / "ctx.db"
+    env = {"CTX_CONFIG_DIR": str(tmp_path / "config"), "CTX_CACHE_DIR": str(model_cache)}
+    args = ["mcp"]
+    if named_by == "--db":
+        args += ["--db", str(missing)]
+    else:
+        env["CTX_DB"] = str(missing)
+    params = StdioServerParameters(command=CTX, args=args, env=env, cwd=str(tmp_path))
+    project = world["db"].parent.parent
+    with (tmp_path / "stderr.txt").open("w") as errlog, Agent(params, errlog, roots=[project]) as agent:
+        message = error_text(agent.call("recall", {"query": "redis"}))
+    assert message == (
+        f"no ctx store at {missing} (named by {named_by}): create it with `ctx init --db {missing}`"
+    )
+    assert not missing.exists()
 
 
 # -- many agents at once --------------------------------------------------------------------------
@@ -489,10 +528,14 @@ def test_many_agents_at_once_lose_nothing(tmp_path, model_cache, real_model):
                 notes, shared, proposals, recalls = [], [], [], []
                 for k in range(ROUNDS):
                     own = await check(
-                        await session.call_tool("log_evidence", {"text": f"agent {index} note {k}"})
+                        await session.call_tool(
+                            "log_evidence", {"text": f"agent {index} note {k}", "format": "json"}
+                        )
                     )
                     common = await check(
-                        await session.call_tool("log_evidence", {"text": f"shared note {k}"})
+                        await session.call_tool(
+                            "log_evidence", {"text": f"shared note {k}", "format": "json"}
+                        )
                     )
                     subject = "auth.tokens" if k % 2 else f"team{index}.topic{k % 3}"
                     proposal = await check(
@@ -502,11 +545,14 @@ def test_many_agents_at_once_lose_nothing(tmp_path, model_cache, real_model):
                                 "subject": subject,
                                 "decision": f"agent {index} option {k} for {subject}",
                                 "evidence": [own["id"], common["id"]],
+                                "format": "json",
                             },
                         )
                     )
                     if k % 3 == 0:
-                        found = await check(await session.call_tool("recall", {"query": f"option {k} note"}))
+                        found = await check(
+                            await session.call_tool("recall", {"query": f"option {k} note", "format": "json"})
+                        )
                         recalls.append(found["vectors"]["state"])
                     notes.append(own)
                     shared.append(common["id"])
@@ -562,3 +608,142 @@ def test_outside_a_store_the_server_connects_and_every_tool_says_why(tmp_path, m
             assert f"no ctx store in {folder.resolve()}" in message and "ctx init" in message
     assert not (folder / ".ctx").exists()
     assert "Traceback" not in (tmp_path / "stderr.txt").read_text()
+
+
+def test_without_a_store_the_server_serves_the_one_in_the_clients_roots(world, tmp_path, model_cache):
+    """A client registered for every folder: the server finds the project through the client's roots."""
+    folder = tmp_path / "scratch"
+    folder.mkdir()
+    project = world["db"].parent.parent
+    env = {"CTX_CONFIG_DIR": str(tmp_path / "config"), "CTX_CACHE_DIR": str(model_cache)}
+    params = StdioServerParameters(command=CTX, args=["mcp"], env=env, cwd=str(folder))
+    with (
+        (tmp_path / "stderr.txt").open("w") as errlog,
+        Agent(params, errlog, roots=[folder, project]) as agent,
+    ):
+        found = ok(agent.call_json("get_decision", {"subject": "auth.tokens"}), "get_decision")
+        assert found["decision"]["id"] == world["current"].id
+        assert world["current"].id in text_of(agent.call("recall", {"query": "redis", "mode": "keyword"}))
+    stderr = (tmp_path / "stderr.txt").read_text()
+    assert f"serving {world['db']}, found in the client's root {project}" in stderr
+    assert "Traceback" not in stderr
+    assert not (folder / ".ctx").exists()
+
+
+def test_roots_without_a_store_are_named_in_the_answer(tmp_path, model_cache):
+    folder, other = tmp_path / "scratch", tmp_path / "other"
+    folder.mkdir()
+    other.mkdir()
+    env = {"CTX_CONFIG_DIR": str(tmp_path / "config"), "CTX_CACHE_DIR": str(model_cache)}
+    params = StdioServerParameters(command=CTX, args=["mcp"], env=env, cwd=str(folder))
+    with (tmp_path / "stderr.txt").open("w") as errlog, Agent(params, errlog, roots=[other]) as agent:
+        for _ in range(2):  # the roots are asked once; the answer stays the same
+            message = error_text(agent.call("list_pending"))
+            assert f"no ctx store in {folder.resolve()}" in message
+            assert f"none in the client's roots either ({other})" in message
+    assert "Traceback" not in (tmp_path / "stderr.txt").read_text()
+
+
+# -- the compact text form (the default) ------------------------------------------------------------
+
+
+def sizes(agent, tool: str, arguments: dict) -> tuple[str, int, int]:
+    """The text form, and the bytes an agent reads in each form (text, and JSON text + structured)."""
+    text = text_of(agent.call(tool, arguments))
+    full = agent.call_json(tool, arguments)
+    json_bytes = len(full.content[0].text.encode()) + len(json.dumps(full.structured_content).encode())
+    return text, len(text.encode()), json_bytes
+
+
+def test_recall_text_names_ids_and_warnings_in_a_fraction_of_the_json(agent, world):
+    arguments = {"query": "redis sessions tokens", "mode": "keyword", "k": 1}
+    text, text_bytes, json_bytes = sizes(agent, "recall", arguments)
+    lines = text.splitlines()
+    assert lines[0] == "Decisions in force (ratified: apply these):"
+    assert lines[1].startswith(f"- {world['current'].id} auth.tokens: Use opaque session ids stored in Redis")
+    assert f"  superseded: {world['superseded'].id} Use JWT with refresh-token rotation" in text
+    assert "superseded: do not apply" in text
+    assert f"  pending: {world['pending']} Use PASETO v4 tokens" in text
+    assert "Evidence (unratified: context, not decisions):" in text
+    assert re.search(r"^- ev_\w{26} \((note|log), \d{4}-\d\d-\d\d\): ", text, re.MULTILINE)
+    assert text_bytes * 3 < json_bytes, (text_bytes, json_bytes)
+
+
+def test_list_pending_and_inject_text(agent, world):
+    text, text_bytes, json_bytes = sizes(
+        agent, "list_pending", {"subject": "auth.tokens", "proposer": "claude"}
+    )
+    assert text.splitlines() == [
+        "Pending proposals (not in force until a person ratifies them):",
+        f"- {world['pending']} auth.tokens: Use PASETO v4 tokens (by claude, "
+        f"{world['current'].valid_from[:10]}; would supersede {world['current'].id})",
+    ]
+    assert text_bytes * 3 < json_bytes
+    assert text_of(agent.call("list_pending", {"subject": "no.such"})) == "No pending proposals."
+    block, block_bytes, json_bytes = sizes(agent, "inject_context", {"budget": 600})
+    with facade(world) as kernel:
+        assert block == kernel.inject(budget=600).markdown
+    assert block_bytes * 3 < json_bytes
+
+
+def test_decision_tools_text(agent, world):
+    current = text_of(agent.call("get_decision", {"subject": "auth.tokens"}))
+    assert current.startswith(f"{world['current'].id} auth.tokens: Use opaque session ids")
+    assert text_of(agent.call("get_decision", {"subject": "auth"})) == "No decision in force on auth."
+    history = text_of(agent.call("decision_history", {"subject": "auth.tokens"})).splitlines()
+    assert history[0] == "History of auth.tokens (oldest first):"
+    assert history[1].startswith(f"- {world['superseded'].id} auth.tokens: Use JWT")
+    assert f"superseded by {world['current'].id}: do not apply" in history[1]
+    closed = text_of(agent.call("list_decisions", {"include_closed": True}))
+    assert f"- {world['retired'].id} build.tool: Use make for builds" in closed
+    assert "retired: moved to just: do not apply" in closed
+    found = text_of(agent.call("search", {"query": "redis"}))
+    assert f"- {world['current'].id} auth.tokens:" in found
+
+
+def test_writing_tools_answer_in_one_line(agent, world):
+    logged = text_of(agent.call("log_evidence", {"text": "The staging cache holds sessions for 2h."}))
+    assert logged.startswith("Logged ev_") and "\n" not in logged
+    note = logged.removeprefix("Logged ").rstrip(".")
+    again = text_of(agent.call("log_evidence", {"text": "The staging cache holds sessions for 2h."}))
+    assert again == f"Already logged as {note} (the same text)."
+    queued = text_of(
+        agent.call(
+            "propose_decision",
+            {"subject": "cache.ttl", "decision": "Cache sessions for 2 hours", "evidence": [note]},
+        )
+    )
+    assert queued.startswith("Queued for a person's review (not in force): pr_")
+    assert "cache.ttl: Cache sessions for 2 hours (by mcp:pytest-agent" in queued
+    made = queued.split(": ")[1].split()[0]
+    withdrawn = text_of(agent.call("withdraw_proposal", {"id": made, "reason": "too soon"}))
+    assert withdrawn.startswith(f"Withdrawn: {made} cache.ttl: Cache sessions for 2 hours")
+
+
+def test_show_expands_an_id_or_a_unique_prefix(agent, world):
+    with facade(world) as kernel:
+        note = kernel.evidence(world["note"])
+        prefix = next(world["note"][:n] for n in range(7, 30) if unique_prefix(kernel, world["note"][:n]))
+    shown = text_of(agent.call("show", {"id": prefix}))
+    assert shown.splitlines()[0].startswith(f"{world['note']} evidence (note, unratified), logged ")
+    assert shown.endswith(note.text)
+    decision = text_of(agent.call("show", {"id": world["current"].id}))
+    assert decision.splitlines()[:2] == [
+        f"{world['current'].id} decision on auth.tokens",
+        f"state: current, since {world['current'].valid_from[:10]}",
+    ]
+    assert f"supersedes: {world['superseded'].id}" in decision
+    proposal = text_of(agent.call("show", {"id": world["pending"]}))
+    assert "status: pending (not in force); proposed by claude" in proposal
+    assert f"evidence: {world['note']}" in proposal
+    ambiguous = error_text(agent.call("show", {"id": world["current"].id[:7]}))
+    assert ambiguous.startswith(f"{world['current'].id[:7]} is ambiguous: it starts ")
+    assert world["current"].id in ambiguous and world["superseded"].id in ambiguous
+
+
+def unique_prefix(kernel: Ctx, prefix: str) -> bool:
+    try:
+        kernel.resolve_id(prefix)
+    except UsageError:
+        return False
+    return True

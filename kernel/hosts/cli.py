@@ -6,6 +6,7 @@ import getpass
 import json
 import math
 import os
+import shlex
 import sys
 import time
 from collections.abc import Callable
@@ -712,7 +713,8 @@ def search(kernel: Ctx, query: str, limit: int, as_of: str | None, as_json: bool
         _say("  none")
 
 
-def _explain(scores: dict[str, Any], rrf: float | None = None) -> str:
+def _explain(scores: dict[str, Any], rrf: float | None = None, combsum: bool = False) -> str:
+    """Each ranker's raw score and rank, and the fused score with how it was made."""
     parts = []
     labels = {"keyword": "bm25", "entity": "entity", "vector": "cosine"}
     for name, score in scores.items():
@@ -720,8 +722,16 @@ def _explain(scores: dict[str, Any], rrf: float | None = None) -> str:
             continue
         detail = f": {score.detail}" if score.detail else ""
         parts.append(f"{name} #{score.rank} ({labels[name]} {score.score:.4g}{detail})")
-    if rrf is not None:
-        parts.append(f"rrf {rrf:.4f}")
+    if combsum and rrf is not None:
+        # kernel/fusion.py: CombSUM of min-max normalised scores, plus the neighbour share.
+        parts.append(
+            f"fused {rrf:.3f} (each ranker's score scaled to 0-1 within its list, summed; "
+            "plus half the fused score of a strong hit logged next to it in the same session)"
+        )
+        if not any(score is not None for score in scores.values()):
+            return f"no ranker matched it directly; it was logged next to a strong hit · {parts[-1]}"
+    elif rrf is not None:
+        parts.append(f"rrf {rrf:.4f} (sum of weight / (rrf-k + rank) over the rankers)")
     return " · ".join(parts) or "no ranker matched it directly"
 
 
@@ -812,7 +822,7 @@ def recall(
             f"  {ev.rank}. {ev.evidence.id}  {ev.evidence.kind}  {ev.evidence.created_at[:10]}  {ev.snippet}"
         )
         if explain:
-            _say(f"     explain: {_explain(ev.scores, ev.rrf)}")
+            _say(f"     explain: {_explain(ev.scores, ev.rrf, combsum=found.mode == 'hybrid')}")
     if not found.evidence:
         _say("  none")
 
@@ -1531,16 +1541,25 @@ def path_command(ctx: click.Context, db_here: str | None) -> None:
 def mcp_server(ctx: click.Context, agent: str | None, session: str | None, db_here: str | None) -> None:
     """Serve the store to an agent over MCP (stdio): log, propose, recall; no tool can ratify.
 
-    Started where there is no store, it still serves: every tool answers that there is no store
-    and where it looked, so a client configured for every project connects everywhere.
+    Started where there is no store, it still serves: on the first call it looks in the client's
+    MCP roots, and while it finds none every tool answers that there is no store and where it
+    looked, so a client configured for every project connects everywhere. A store named by --db
+    or CTX_DB is the only one served.
     """
     from kernel.hosts.mcp import serve  # noqa: PLC0415 - the MCP SDK takes over a second to import
 
+    explicit = db_here or ctx.find_root().obj.get("db")
+    named, origin = (explicit, "--db") if explicit else (os.environ.get("CTX_DB") or None, "CTX_DB")
     try:
-        kernel = Ctx.open(paths.find_store(db_here or ctx.find_root().obj.get("db")))
+        kernel = Ctx.open(paths.find_store(explicit))
     except StoreError as exc:
-        _say(f"ctx mcp: {exc.message}; every tool will say so", err=True)
-        serve(None, agent=agent, session=session, missing=f"{exc.message} (ctx mcp was started there)")
+        message = exc.message
+        store = Path(named).expanduser() if named is not None else None
+        if store is not None and not store.exists():
+            create = f"ctx init --db {shlex.quote(str(store))}"
+            message = f"no ctx store at {store} (named by {origin}): create it with `{create}`"
+        _say(f"ctx mcp: {message}; every tool will say so", err=True)
+        serve(None, agent=agent, session=session, missing=message, look_in_roots=named is None)
         return
     with kernel:
         _serve_store(kernel, agent, session)

@@ -6,8 +6,12 @@ are a person's acts (``ctx review``, ``ctx ratify``). The CLI imports this modul
 ``ctx mcp``, because the SDK takes over a second to import.
 
 Tool arguments are validated against the ``*-input`` models of :mod:`kernel.contracts` (their
-JSON Schemas are the tools' input schemas), results are the same JSON as the CLI's ``--json``
-output, and a refused call is a tool error carrying the CLI's one-line message.
+JSON Schemas are the tools' input schemas). A result is compact text by default
+(:mod:`kernel.hosts.mcp_text`); with ``format: "json"`` it is the CLI's ``--json`` object as
+structured content. A refused call is a tool error carrying the CLI's one-line message.
+
+Started where there is no store, the server asks the client for its roots on the first tool call
+and serves the store it finds there; a store named by ``--db`` or ``CTX_DB`` is never replaced.
 """
 
 from __future__ import annotations
@@ -20,7 +24,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache, partial
 from importlib.metadata import version
+from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlparse
+from urllib.request import url2pathname
 
 import anyio
 import anyio.to_thread
@@ -31,12 +38,12 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
 from pydantic import BaseModel, ValidationError
 
-from kernel import clock, contracts, text
+from kernel import clock, contracts, paths, text
 from kernel.contracts import (
     DecisionsInput,
     InjectInput,
     LogInput,
-    ProposeInput,
+    ProposeToolInput,
     QueueInput,
     RecallInput,
     SearchInput,
@@ -45,8 +52,9 @@ from kernel.contracts import (
     SubjectInput,
     WithdrawInput,
 )
-from kernel.errors import CtxError, RefusedError
+from kernel.errors import CtxError, RefusedError, StoreError
 from kernel.facade import Ctx
+from kernel.hosts import mcp_text
 from kernel.json_input import JSONInputError, read_json
 from kernel.records import Decision, Evidence, Proposal
 
@@ -59,6 +67,8 @@ for a person to ratify. No tool can ratify, reject or retire: only a person does
 
 # Seconds to let the model finish loading at shutdown, so no thread is killed mid-import.
 WARM_JOIN_SECONDS = 30
+# Seconds to wait for the client's answer to roots/list before serving without a store.
+ROOTS_TIMEOUT_SECONDS = 10
 
 
 @dataclass(frozen=True)
@@ -110,7 +120,7 @@ class Host:
 
     # -- tools: each takes validated arguments and returns JSON valid against its result schema --
 
-    def propose_decision(self, args: ProposeInput, caller: Caller) -> dict[str, Any]:
+    def propose_decision(self, args: ProposeToolInput, caller: Caller) -> dict[str, Any]:
         """Queue a proposal for a person to ratify, as this server's agent (never another name)."""
         _same_name("proposer", args.proposer, caller)
         proposal = self.kernel.propose(
@@ -230,7 +240,7 @@ TOOLS: dict[str, ToolSpec] = {
             "Queue a decision for a person to ratify; it is not in force until they do. By default it "
             "supersedes the subject's current decision. Cite logged evidence ids. Returns the proposal "
             "with what it would supersede and any near-duplicate pending proposal.",
-            ProposeInput,
+            ProposeToolInput,
             "proposal",
             Host.propose_decision,
             writes=True,
@@ -303,7 +313,8 @@ TOOLS: dict[str, ToolSpec] = {
         ToolSpec(
             "show",
             "Show a record",
-            "One evidence text (ev_), proposal (pr_) or decision (dc_) by id.",
+            "Expand an id: the whole evidence text (ev_), proposal (pr_) or decision (dc_), by id or "
+            "by a unique prefix of one.",
             ShowInput,
             "show",
             Host.show,
@@ -320,8 +331,8 @@ TOOLS: dict[str, ToolSpec] = {
         ToolSpec(
             "withdraw_proposal",
             "Withdraw own proposal",
-            "Withdraw a pending proposal made through this server (one you proposed in this session). "
-            "Another agent's proposal cannot be withdrawn here.",
+            "Withdraw a pending proposal this agent made, in this session or an earlier one (the "
+            "proposer is the agent's name). Another agent's proposal cannot be withdrawn here.",
             WithdrawInput,
             "proposal",
             Host.withdraw_proposal,
@@ -342,15 +353,21 @@ def _schemas() -> dict[str, dict[str, Any]]:
 
 
 def tool_definitions() -> list[types.Tool]:
-    """Every tool as ``tools/list`` describes it, with the schemas from ``schemas/``."""
+    """Every tool as ``tools/list`` describes it, with its input schema from ``schemas/``.
+
+    No tool declares an output schema: a client must then find structured content in every
+    result, and the default text form carries none (clients that get both show the structured
+    content, which would defeat the short text). ``format: "json"`` returns structured content
+    valid against ``schemas/<result>.schema.json``, named in the description.
+    """
     documents = _schemas()
     return [
         types.Tool(
             name=spec.name,
             title=spec.title,
-            description=spec.description,
+            description=f"{spec.description} Compact text by default; format json returns the object "
+            f"of schemas/{spec.result}.schema.json.",
             input_schema=documents[f"{spec.input_schema_name}.schema.json"],
-            output_schema=documents[f"{spec.result}.schema.json"],
             annotations=types.ToolAnnotations(
                 title=spec.title,
                 read_only_hint=not spec.writes,
@@ -393,7 +410,7 @@ def parse_arguments(spec: ToolSpec, arguments: dict[str, Any] | None) -> BaseMod
         return spec.arguments.model_validate_json(document, strict=True)
     except ValidationError as exc:
         # propose_decision takes the document `ctx propose --input` reads, and says so the same way.
-        prefix = "invalid proposal JSON" if spec.arguments is ProposeInput else "invalid arguments"
+        prefix = "invalid proposal JSON" if spec.arguments is ProposeToolInput else "invalid arguments"
         raise ToolArgumentError(f"{prefix}: {contracts.first_problem(exc)}") from None
 
 
@@ -402,14 +419,86 @@ def _client_name(ctx: ServerRequestContext[Any]) -> str | None:
     return params.client_info.name if params is not None and params.client_info is not None else None
 
 
-def make_server(host: Host | None, *, missing: str = "no ctx store here: run `ctx init`") -> Server[Any]:
+def result_for(spec: ToolSpec, data: dict[str, Any], output: str) -> types.CallToolResult:
+    """A tool's answer: the compact text alone, or the JSON as text and as structured content."""
+    if output == "text":
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=mcp_text.RENDERERS[spec.result](data))]
+        )
+    # The Markdown block is what an agent reads at session start; the JSON is in structuredContent.
+    shown = data["markdown"] if spec.name == "inject_context" else json.dumps(data, ensure_ascii=False)
+    return types.CallToolResult(content=[types.TextContent(type="text", text=shown)], structured_content=data)
+
+
+def root_folders(roots: types.ListRootsResult) -> list[Path]:
+    """The local folders among the client's roots (``file://`` URIs), in the client's order."""
+    folders = []
+    for root in roots.roots:
+        url = urlparse(str(root.uri))
+        if url.scheme == "file" and url.netloc in ("", "localhost"):
+            folders.append(Path(url2pathname(unquote(url.path))))
+    return folders
+
+
+class Stores:
+    """The server's store: opened at start, found later in the client's roots, or missing.
+
+    ``find`` is None when ``--db`` or ``CTX_DB`` named the store: the roots are then never asked.
+    """
+
+    def __init__(
+        self,
+        host: Host | None,
+        missing: str,
+        find: Callable[[list[Path]], Host | None] | None = None,
+    ) -> None:
+        self.host = host
+        self.missing = missing
+        self._find = find
+        self._lock = anyio.Lock()
+
+    async def current(self, ctx: ServerRequestContext[Any], limiter: anyio.CapacityLimiter) -> Host | None:
+        """The host to serve this call, asking the client for its roots once when there is none."""
+        async with self._lock:
+            if self.host is not None or self._find is None:
+                return self.host
+            find, self._find = self._find, None
+            folders = await _client_roots(ctx)
+            if folders:
+                self.host = await anyio.to_thread.run_sync(find, folders, limiter=limiter)
+                if self.host is None:
+                    shown = ", ".join(str(folder) for folder in folders)
+                    self.missing = f"{self.missing.rstrip('.')}; none in the client's roots either ({shown})"
+            return self.host
+
+
+async def _client_roots(ctx: ServerRequestContext[Any]) -> list[Path]:
+    """The client's root folders, or none when it has no roots capability or does not answer."""
+    if not ctx.session.check_client_capability(types.ClientCapabilities(roots=types.RootsCapability())):
+        return []
+    with anyio.move_on_after(ROOTS_TIMEOUT_SECONDS):
+        try:
+            return root_folders(await ctx.session.list_roots())
+        except Exception as exc:  # an error reply or a closed back channel: serve without a store
+            print(f"ctx mcp: the client's roots could not be read: {exc}", file=sys.stderr)
+    return []
+
+
+def make_server(
+    host: Host | None,
+    *,
+    missing: str = "no ctx store here: run `ctx init`",
+    find: Callable[[list[Path]], Host | None] | None = None,
+) -> tuple[Server[Any], Stores]:
     """The MCP server for ``host``: lists the tools and runs each call on one worker thread.
 
-    Without a host (no store where the client started it) every tool answers ``missing``, so a
-    client configured for every folder connects and the agent reads why nothing is there.
+    Without a host (no store where the client started it) the first call looks in the client's
+    roots with ``find``; while there is still none every tool answers ``missing``, so a client
+    configured for every folder connects and the agent reads why nothing is there.
     """
     # One facade call at a time: the store is one SQLite connection (and one transaction state).
     limiter = anyio.CapacityLimiter(1)
+    stores = Stores(host, missing, find)
 
     async def list_tools(
         _ctx: ServerRequestContext[Any], _params: types.PaginatedRequestParams | None
@@ -422,12 +511,16 @@ def make_server(host: Host | None, *, missing: str = "no ctx store here: run `ct
         spec = TOOLS.get(params.name)
         if spec is None:
             return tool_error(f"unknown tool {params.name!r}: {UNKNOWN_TOOL_HINT}{', '.join(TOOLS)}")
-        if host is None:
-            return tool_error(missing)
         try:
             arguments = parse_arguments(spec, params.arguments)
-            caller = host.caller(_client_name(ctx))
-            data = await anyio.to_thread.run_sync(partial(spec.run, host, arguments, caller), limiter=limiter)
+            serving = await stores.current(ctx, limiter)
+            if serving is None:
+                return tool_error(stores.missing)
+            caller = serving.caller(_client_name(ctx))
+            data = await anyio.to_thread.run_sync(
+                partial(spec.run, serving, arguments, caller), limiter=limiter
+            )
+            return result_for(spec, data, getattr(arguments, "format", "text"))
         except ToolArgumentError as exc:
             return tool_error(str(exc))
         except CtxError as exc:
@@ -436,13 +529,8 @@ def make_server(host: Host | None, *, missing: str = "no ctx store here: run `ct
             # A bug, not bad input: keep serving, report it in one line, the traceback on stderr.
             traceback.print_exc(file=sys.stderr)
             return tool_error(f"internal error: {type(exc).__name__}: {exc}".splitlines()[0])
-        # The Markdown block is what an agent reads at session start; the JSON is in structuredContent.
-        shown = data["markdown"] if spec.name == "inject_context" else json.dumps(data, ensure_ascii=False)
-        return types.CallToolResult(
-            content=[types.TextContent(type="text", text=shown)], structured_content=data
-        )
 
-    return Server(
+    server = Server(
         "ctx",
         version=version("ctx-kernel"),
         title="ctx decision kernel",
@@ -450,6 +538,7 @@ def make_server(host: Host | None, *, missing: str = "no ctx store here: run `ct
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )
+    return server, stores
 
 
 def unreadable_reply(error: Exception) -> types.JSONRPCError:
@@ -535,14 +624,38 @@ class _AnswerUnreadable:
 
 
 def serve(
-    kernel: Ctx | None, *, agent: str | None = None, session: str | None = None, missing: str = ""
+    kernel: Ctx | None,
+    *,
+    agent: str | None = None,
+    session: str | None = None,
+    missing: str = "",
+    look_in_roots: bool = False,
 ) -> None:
-    """Serve MCP over standard input and output until the client closes them; with no store
-    (``kernel`` None) every tool answers ``missing``."""
+    """Serve MCP over standard input and output until the client closes them.
+
+    With no store (``kernel`` None) every tool answers ``missing``; with ``look_in_roots`` the
+    first call first looks for a store in the client's roots and serves it if there is one.
+    """
     host = Host(kernel, agent=agent, session=session) if kernel is not None else None
     if host is not None:
         host.start_warming()
-    server = make_server(host, missing=missing) if missing else make_server(host)
+    opened: list[Host] = []
+
+    def find(folders: list[Path]) -> Host | None:
+        for folder in folders:
+            try:
+                found = Ctx.open(paths.find_store(None, folder))
+            except StoreError:
+                continue
+            print(f"ctx mcp: serving {found.location}, found in the client's root {folder}", file=sys.stderr)
+            opened.append(Host(found, agent=agent, session=session))
+            opened[-1].start_warming()
+            return opened[-1]
+        return None
+
+    server, _stores = make_server(
+        host, missing=missing or "no ctx store here: run `ctx init`", find=find if look_in_roots else None
+    )
 
     async def run() -> None:
         async with stdio_server() as (read_stream, write_stream):
@@ -557,3 +670,6 @@ def serve(
     finally:
         if host is not None:
             host.stop_warming()
+        for found_host in opened:
+            found_host.stop_warming()
+            found_host.kernel.close()

@@ -230,6 +230,9 @@ class Store(Protocol):
     def decisions_by_ids(self, ids: Sequence[str]) -> dict[str, Decision]:
         """Decisions by id."""
 
+    def evidence_neighbours(self, ids: Sequence[str]) -> dict[str, list[str]]:
+        """The evidence logged just before and after each of ``ids`` in the same session or source."""
+
     def recent_evidence_ids(self, limit: int) -> list[str]:
         """Ids of the newest evidence texts, newest first."""
 

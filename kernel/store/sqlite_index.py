@@ -261,6 +261,23 @@ class IndexQueries:
         )
         return {r[0]: self._evidence(r) for r in rows}
 
+    def evidence_neighbours(self, ids: Sequence[str]) -> dict[str, list[str]]:
+        """The evidence logged just before and just after each of ``ids`` in the same session
+        (or, without a session, from the same source)."""
+        if not ids:
+            return {}
+        rows = self._q(
+            "SELECT e.id, n.id FROM evidence e JOIN evidence n ON n.rowid IN (e.rowid - 1, e.rowid + 1) "
+            "AND (n.session = e.session "
+            "OR (e.session IS NULL AND n.session IS NULL AND n.source = e.source)) "
+            f"WHERE e.id IN ({_marks(ids)}) ORDER BY n.rowid",
+            list(ids),
+        )
+        out: dict[str, list[str]] = {}
+        for item, neighbour in rows:
+            out.setdefault(item, []).append(neighbour)
+        return out
+
     def recent_evidence_ids(self, limit: int) -> list[str]:
         """Ids of the newest evidence texts, newest first."""
         return [r[0] for r in self._q("SELECT id FROM evidence ORDER BY rowid DESC LIMIT ?", (limit,))]

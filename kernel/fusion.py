@@ -1,0 +1,111 @@
+"""Fusing the rankers' lists into one order.
+
+Decisions use weighted reciprocal rank fusion (RRF): only ranks count, so a ranker's
+score scale never matters, and agreement between rankers is rewarded.
+
+Evidence uses CombSUM over min-max normalised scores (Fox and Shaw, 1994; Lee, 1997):
+each ranker that returned anything maps its scores onto [0, 1] (its best hit 1, its
+weakest 0) and the fused score is their sum. Unlike RRF it keeps how far ahead a
+ranker's first hit is, so one ranker's confident hit is not buried under items that two
+rankers only half agree on. No weights are fitted: every ranker counts the same.
+
+Conversations answer a question over several turns, so a strong hit lends a share of its
+score to the turns logged just before and after it in the same session.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+RANKERS = ("keyword", "entity", "vector")
+# The share of a strong hit's fused score its neighbouring turns receive.
+NEIGHBOUR_SHARE = 0.5
+# Hits whose neighbours are looked up (the first ones of the fused list).
+NEIGHBOUR_SOURCES = 10
+
+Ranked = list[tuple[str, float, str | None]]
+
+
+@dataclass(frozen=True)
+class RankerScore:
+    """One ranker's view of a hit: its raw score (higher is better) and its rank (1 is best)."""
+
+    rank: int
+    score: float
+    detail: str | None = None
+
+
+Fused = list[tuple[str, float, dict[str, RankerScore | None]]]
+
+
+def _scores(lists: dict[str, Ranked]) -> dict[str, dict[str, RankerScore | None]]:
+    scores: dict[str, dict[str, RankerScore | None]] = {}
+    for ranker, ranked in lists.items():
+        for rank, (item, score, detail) in enumerate(ranked, start=1):
+            scores.setdefault(item, dict.fromkeys(RANKERS))[ranker] = RankerScore(
+                rank, round(score, 6), detail
+            )
+    return scores
+
+
+def _ordered(fused: dict[str, float], scores: dict[str, dict[str, RankerScore | None]]) -> Fused:
+    order = sorted(fused, key=lambda item: (-fused[item], item))
+    return [(item, fused[item], scores.get(item, dict.fromkeys(RANKERS))) for item in order]
+
+
+def rrf(lists: dict[str, Ranked], rrf_k: int, weights: dict[str, float] | None = None) -> Fused:
+    """Reciprocal rank fusion: sum of weight / (rrf_k + rank); ties broken by id for determinism."""
+    fused: dict[str, float] = {}
+    for ranker, ranked in lists.items():
+        weight = (weights or {}).get(ranker, 1.0)
+        for rank, (item, _, _) in enumerate(ranked, start=1):
+            fused[item] = fused.get(item, 0.0) + weight / (rrf_k + rank)
+    return _ordered(fused, _scores(lists))
+
+
+def combsum(lists: dict[str, Ranked]) -> Fused:
+    """CombSUM of min-max normalised scores over the lists that are not empty.
+
+    A list whose scores are all equal gives each of its items 1. Ties are broken by id.
+    """
+    fused: dict[str, float] = {}
+    for ranked in lists.values():
+        if not ranked:
+            continue
+        values = [score for _, score, _ in ranked]
+        low, high = min(values), max(values)
+        span = high - low
+        for item, score, _ in ranked:
+            share = (score - low) / span if span > 0 else 1.0
+            fused[item] = fused.get(item, 0.0) + share
+    return _ordered(fused, _scores(lists))
+
+
+def with_neighbours(
+    fused: Fused,
+    neighbours: Callable[[list[str]], dict[str, list[str]]],
+    share: float = NEIGHBOUR_SHARE,
+    sources: int = NEIGHBOUR_SOURCES,
+) -> Fused:
+    """Add ``share`` of each of the first ``sources`` hits' fused score to the turns next to it.
+
+    ``neighbours`` maps hit ids to the ids logged just before and after them in the same
+    session. A turn between two strong hits, or a hit next to another, gains from both:
+    the answer to a question often spans a question turn and its reply.
+    """
+    if not fused:
+        return fused
+    strong = [(item, score) for item, score, _ in fused[:sources]]
+    adjacent = neighbours([item for item, _ in strong])
+    total = {item: score for item, score, _ in fused}
+    scores = {item: ranker_scores for item, _, ranker_scores in fused}
+    for item, score in strong:
+        for other in adjacent.get(item, []):
+            total[other] = total.get(other, 0.0) + share * score
+    return _ordered(total, scores)
+
+
+def explain(scores: dict[str, RankerScore | None], names: Iterable[str] = RANKERS) -> str:
+    """Which rankers found a hit, at what rank: "keyword #1, vector #3" (empty when none did)."""
+    return ", ".join(f"{name} #{s.rank}" for name in names if (s := scores.get(name)) is not None)
