@@ -497,18 +497,21 @@ class Recaller:
         fetch = max(OVERFETCH, 5 * k)
         lists = self.rank(query, "decision", mode, fetch)
         fused = fuse(lists, rrf_k, WEIGHTS)
-        records = self.store.decisions_by_ids([item for item, _, _ in fused])
+        ids = [item for item, _, _ in fused]
+        records: dict[str, Decision] = {}
         hits: list[DecisionHit] = []
         seen: set[str] = set()
         closed: list[ClosedHit] = []
-        matched_ids = {item for item, _, _ in fused}
+        matched_ids = set(ids)
         own_scores = {item: scores for item, _, scores in fused}
-        # The chains of the first closed matches, loaded at once (most map to a successor).
-        closed_matches = [i for i, _, _ in fused if i in records and not valid_at(records[i], moment)]
-        self._load_chains(closed_matches[: 2 * k])
-        for item, score, scores in fused:
+        for position, (item, score, scores) in enumerate(fused):
             if len(hits) >= k:
                 break
+            if position % (3 * k) == 0:
+                # Records (and the chains of closed ones) a window at a time: most recalls stop early.
+                window = self.store.decisions_by_ids(ids[position : position + 3 * k])
+                records.update(window)
+                self._load_chains([i for i, d in window.items() if not valid_at(d, moment)])
             decision = records.get(item)
             if decision is None:
                 continue
