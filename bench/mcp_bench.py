@@ -65,7 +65,8 @@ async def _one_server(db: Path, asked: list[str], settle: float) -> dict[str, ob
         first = None
         for query in asked:
             begun = time.perf_counter()
-            result = await session.call_tool("recall", {"query": query, "k": 10})
+            # format json: the full object, as before tools answered in compact text by default.
+            result = await session.call_tool("recall", {"query": query, "k": 10, "format": "json"})
             took = (time.perf_counter() - begun) * 1000
             if result.is_error:
                 raise SystemExit(f"recall failed: {result.content[0].text}")
