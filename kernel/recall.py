@@ -385,6 +385,7 @@ class Recaller:
         self._entities: list[tuple[int, str, float]] | None = None
         self._conflicts: dict[str, list[tuple[str, str, str, str]]] = {}
         self._others: dict[str, Decision] = {}
+        self._loaded: dict[str, Decision] = {}  # every decision read during this recall
 
     # -- rankers --------------------------------------------------------------------------
 
@@ -535,6 +536,7 @@ class Recaller:
                 # Records (and the chains of closed ones) a window at a time: most recalls stop early.
                 window = self.store.decisions_by_ids(ids[position : position + 3 * k])
                 records.update(window)
+                self._loaded.update(window)
                 self._load_chains([i for i, d in window.items() if not valid_at(d, moment)])
             decision = records.get(item)
             if decision is None:
@@ -569,7 +571,10 @@ class Recaller:
         if not todo:
             return
         members = self.store.chains_of(todo)
-        records = self.store.decisions_by_ids(sorted({m for ids in members.values() for m in ids}))
+        wanted = {m for ids in members.values() for m in ids}
+        records = {m: self._loaded[m] for m in wanted if m in self._loaded}
+        records.update(self.store.decisions_by_ids(sorted(wanted - records.keys())))
+        self._loaded.update(records)
         for decision_id in todo:
             if decision_id in self._chains:
                 continue

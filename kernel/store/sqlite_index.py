@@ -172,7 +172,16 @@ class IndexQueries:
 
     def fts_decision_ids(self, match: str, limit: int, current_only: bool = False) -> list[tuple[str, float]]:
         """Ids of decisions (any window, or only current ones) matching an FTS5 query, with BM25."""
-        window = "AND d.valid_until IS NULL" if current_only else ""
+        if not current_only:
+            # Rank inside the FTS index and look ids up for the top rows only (as for evidence).
+            top = self._q(
+                "SELECT rowid, bm25(decision_fts, 4.0, 1.0, 0.5) AS score FROM decision_fts "
+                "WHERE decision_fts MATCH ? ORDER BY score LIMIT ?",
+                (match, limit),
+            )
+            ids = self.ids_for_rowids("decision", [r[0] for r in top])
+            return [(ids[rowid], score) for rowid, score in top if rowid in ids]
+        window = "AND d.valid_until IS NULL"
         return [
             (r[0], r[1])
             for r in self._q(
