@@ -249,7 +249,7 @@ class EntityIndex:
         self._display: list[str] = []
         self._known: set[str] = set()
         self._lengths: Any = None  # numpy int32, one per name
-        self._masks: Any = None  # numpy uint64 pairs, one per name (see _char_masks)
+        self._masks: Any = None  # numpy uint64, shape (2, names): see _char_masks
 
     def refresh(self, store: Store) -> None:
         """Reload the names when the store has new ones."""
@@ -288,8 +288,8 @@ class EntityIndex:
         for phrase in phrases:
             once, twice = _char_masks(phrase)
             allowed = share * (self._lengths + len(phrase)) + 0.5  # + 0.5: a bound, not a test
-            distance = np.bitwise_count(self._masks[:, 0] ^ np.uint64(once)) + np.bitwise_count(
-                self._masks[:, 1] ^ np.uint64(twice)
+            distance = np.bitwise_count(self._masks[0] ^ np.uint64(once)) + np.bitwise_count(
+                self._masks[1] ^ np.uint64(twice)
             )
             near = np.flatnonzero((np.abs(self._lengths - len(phrase)) <= allowed) & (distance <= allowed))
             # In index order, so ties among more than ``limit`` names break as over the full list.
@@ -303,7 +303,7 @@ class EntityIndex:
 
 
 def _all_char_masks(names: list[str]) -> tuple[Any, Any]:
-    """The lengths of ``names`` and their :func:`_char_masks` as an (n, 2) array, computed by numpy.
+    """The lengths of ``names`` and their :func:`_char_masks` as a (2, n) array, computed by numpy.
 
     A cold ``ctx inject --query`` builds these for every entity name: no Python loop per character.
     """
@@ -324,7 +324,7 @@ def _all_char_masks(names: list[str]) -> tuple[Any, Any]:
         for column, least in ((0, 1), (1, 2)):
             packed = np.packbits(counts >= least, axis=1, bitorder="little")
             masks[first : first + len(part), column] = packed.view("<u8").ravel()
-    return lengths.astype(np.int32), masks
+    return lengths.astype(np.int32), np.ascontiguousarray(masks.T)  # rows: once, twice
 
 
 def _char_masks(text: str) -> tuple[int, int]:
