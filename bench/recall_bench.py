@@ -183,7 +183,7 @@ def build(path: Path, decisions: int, evidence: int, real: int) -> None:
     started = time.perf_counter()
     generator = _generator()
     records = _realistic_evidence(generator, evidence) if generator else _template_evidence(evidence)
-    kernel.log_many(Item(i, r) for i, r in enumerate(records, 1))
+    kernel.log_many((Item(i, r) for i, r in enumerate(records, 1)), parallel=True)
     source = "realistic generator" if generator else "built-in templates"
     print(
         f"  logged {evidence} evidence texts ({source}) in {time.perf_counter() - started:.0f} s", flush=True
