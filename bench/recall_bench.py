@@ -258,6 +258,7 @@ def corpus(decisions: int, evidence: int, real: int = 500) -> Path:
         for suffix in ("-wal", "-shm"):
             Path(str(partial) + suffix).unlink(missing_ok=True)
         partial.rename(path)
+        Path(str(partial) + ".lock").unlink(missing_ok=True)
     return path
 
 
