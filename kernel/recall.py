@@ -37,6 +37,8 @@ MIN_SIMILARITY = 0.25
 # fuzz.ratio between a query phrase and an entity name ("authn" vs "auth" scores 89).
 ENTITY_CUTOFF = 85.0
 ENTITY_ITEMS = 200
+# From this many distinct entity names, a warm index prefilters them with numpy (see EntityIndex).
+PREFILTER_NAMES = 5000
 # An evidence term found in at least this many texts is "common" (see Recaller._keyword).
 COMMON_TERM_DOCS = 5000
 # Decisions naming a hit's entities that are checked for an opposite stance.
@@ -250,6 +252,7 @@ class EntityIndex:
         self._known: set[str] = set()
         self._lengths: Any = None  # numpy int32, one per name
         self._masks: Any = None  # numpy uint64, shape (2, names): see _char_masks
+        self._asked = 0
 
     def refresh(self, store: Store) -> None:
         """Reload the names when the store has new ones."""
@@ -264,7 +267,6 @@ class EntityIndex:
             self._display += [p[1] for p in pairs]
             self._known.update(p[1] for p in pairs)
             self._version = version
-            self._lengths = self._masks = None  # rebuilt by the next match
 
     def known(self, store: Store, words: list[str]) -> list[str]:
         """Those of ``words`` that some record names as an entity."""
@@ -277,11 +279,20 @@ class EntityIndex:
         phrases = query_phrases(query)
         if not phrases or not self._names:
             return []
-        import numpy as np  # noqa: PLC0415 - only recall needs it
         from rapidfuzz import fuzz, process  # noqa: PLC0415 - only recall needs it
 
-        if self._lengths is None or len(self._lengths) != len(self._names):
-            self._lengths, self._masks = _all_char_masks(self._names)
+        self._asked += 1
+        if self._asked == 1 or len(self._names) < PREFILTER_NAMES:
+            # A one-shot process (a cold `ctx inject --query`) or a small vocabulary: scoring every
+            # name costs less than importing numpy and building the masks.
+            return self._match_all(phrases)
+        import numpy as np  # noqa: PLC0415 - only recall needs it
+
+        built = 0 if self._lengths is None else len(self._lengths)
+        if built < len(self._names):  # names only grow: mask the new ones
+            lengths, masks = _all_char_masks(self._names[built:])
+            self._lengths = lengths if not built else np.concatenate([self._lengths, lengths])
+            self._masks = masks if not built else np.concatenate([self._masks, masks], axis=1)
         # fuzz.ratio = 100 * (1 - indel / (len(a) + len(b))); the cutoff bounds the distance.
         share = 1.0 - ENTITY_CUTOFF / 100.0
         best: dict[int, float] = {}
@@ -299,6 +310,17 @@ class EntityIndex:
             ):
                 found = int(near[index])
                 best[found] = max(best.get(found, 0.0), float(score))
+        return [(self._ids[i], self._display[i], score) for i, score in best.items()]
+
+    def _match_all(self, phrases: list[str]) -> list[tuple[int, str, float]]:
+        from rapidfuzz import fuzz, process  # noqa: PLC0415
+
+        best: dict[int, float] = {}
+        for phrase in phrases:
+            for _, score, index in process.extract(
+                phrase, self._names, scorer=fuzz.ratio, score_cutoff=ENTITY_CUTOFF, limit=50
+            ):
+                best[index] = max(best.get(index, 0.0), float(score))
         return [(self._ids[i], self._display[i], score) for i, score in best.items()]
 
 
