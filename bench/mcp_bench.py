@@ -1,4 +1,4 @@
-"""Recall through the MCP server: server start time, the first recall and later ones.
+"""Recall through the MCP server: server start time, the first recall and later ones, and sizes.
 
 Starts `ctx mcp` with the SDK's own stdio client on a copy of the recall benchmark's corpus
 (1,000 decisions and 10,000 evidence texts by default, embedded with the real model; built once
@@ -8,10 +8,11 @@ and cached in bench/.cache), then prints:
 - the first `recall` sent right after the handshake (the model may still be loading), and the
   first one sent after the server has been idle for `--settle` seconds (model loaded in the
   background);
-- later `recall` calls on one warm server (p50/p95 over `--queries` queries);
-- how much of each round trip is the SDK client checking the result against the tool's output
-  schema (client-side work that other MCP clients do differently);
-- for comparison, the whole-process wall time of `ctx recall --json` in a shell.
+- later `recall` calls on one warm server (p50/p95 over `--queries` queries), in the default
+  compact text form;
+- for comparison, the whole-process wall time of `ctx recall --json` in a shell;
+- the bytes an agent reads from `recall` (k=1 and k=10), `list_pending` and `inject_context`
+  in the text form and in the JSON form (`format: "json"`, its structured content).
 
     python bench/mcp_bench.py [--decisions N] [--evidence N] [--queries N] [--starts N]
 """
@@ -19,6 +20,7 @@ and cached in bench/.cache), then prints:
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import subprocess
@@ -28,34 +30,58 @@ import time
 from pathlib import Path
 
 import anyio
-from mcp import ClientSession, StdioServerParameters, stdio_client, types
+from mcp import ClientSession, StdioServerParameters, stdio_client
 from recall_bench import corpus, pct, queries
 
+from kernel.demo import build_demo
+
 CTX = str(Path(sys.executable).parent / "ctx")
-OUTPUT = ["text"]  # the recall tool's format for later calls (--format)
 
 
 def _params(db: Path) -> StdioServerParameters:
     return StdioServerParameters(command=CTX, args=["mcp", "--db", str(db)], env=dict(os.environ))
 
 
-class TimedSession(ClientSession):
-    """The SDK's client session, timing its own check of each result against the output schema."""
-
-    validation_ms: list[float]
-
-    async def validate_tool_result(self, name: str, result: types.CallToolResult) -> None:
-        """Validate as the SDK does, recording how long it took."""
-        begun = time.perf_counter()
-        await super().validate_tool_result(name, result)
-        self.validation_ms.append((time.perf_counter() - begun) * 1000)
+DEMO_QUESTION = "how do we keep users signed in?"
+SIZED: list[tuple[str, str, dict[str, object]]] = [
+    ("recall k=1", "recall", {"k": 1}),
+    ("recall k=10", "recall", {"k": 10}),
+    ("list_pending", "list_pending", {}),
+    ("inject_context (default budget)", "inject_context", {}),
+]
 
 
-async def _one_server(db: Path, asked: list[str], settle: float) -> dict[str, object]:
+async def _sizes(session: ClientSession, query: str) -> list[tuple[str, int, int, int]]:
+    """Bytes of each sized call's answer: the text form; the JSON form's structured content, and
+    all the JSON form sends (its text content too)."""
+    out = []
+    for label, tool, given in SIZED:
+        arguments = {**given, "query": query} if tool == "recall" else given
+        text = await session.call_tool(tool, arguments)
+        full = await session.call_tool(tool, {**arguments, "format": "json"})
+        if text.is_error or full.is_error:
+            raise SystemExit(f"{tool} failed: {(text if text.is_error else full).content[0].text}")
+        assert text.structured_content is None
+        text_bytes = len(text.content[0].text.encode())
+        json_bytes = len(json.dumps(full.structured_content, ensure_ascii=False).encode())
+        out.append((label, text_bytes, json_bytes, json_bytes + len(full.content[0].text.encode())))
+    return out
+
+
+async def _demo_sizes(query: str) -> list[tuple[str, int, int, int]]:
+    """The sizes on the small store `ctx demo` builds (a realistic project, not a synthetic one)."""
+    with tempfile.TemporaryDirectory() as folder:
+        with build_demo(Path(folder) / "demo") as kernel:
+            db = kernel.location
+        async with stdio_client(_params(db)) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            return await _sizes(session, query)
+
+
+async def _one_server(db: Path, asked: list[str], settle: float, sized: bool = False) -> dict[str, object]:
     """Start one server; time the handshake, the first recall, and (when asked) later recalls."""
     started = time.perf_counter()
-    async with stdio_client(_params(db)) as (read, write), TimedSession(read, write) as session:
-        session.validation_ms = []
+    async with stdio_client(_params(db)) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
         ready = time.perf_counter() - started
         await session.list_tools()
@@ -66,27 +92,20 @@ async def _one_server(db: Path, asked: list[str], settle: float) -> dict[str, ob
         first = None
         for query in asked:
             begun = time.perf_counter()
-            # The first answer in full JSON, to check that vectors are on; later ones in OUTPUT.
-            output = "json" if first is None else OUTPUT[0]
-            result = await session.call_tool("recall", {"query": query, "k": 10, "format": output})
+            result = await session.call_tool("recall", {"query": query, "k": 10})
             took = (time.perf_counter() - begun) * 1000
             if result.is_error:
                 raise SystemExit(f"recall failed: {result.content[0].text}")
-            if first is None and (state := result.structured_content["vectors"]["state"]) != "on":
-                raise SystemExit(f"vectors are {state}: the benchmark needs the model extra installed")
             if first is None:
                 first = took
             else:
                 later.append(took)
-    checks = session.validation_ms
-    return {
-        "ready": ready * 1000,
-        "listed": listed * 1000,
-        "first": first,
-        "later": later,
-        "first_check": checks[0],
-        "later_checks": checks[1:],
-    }
+        checked = await session.call_tool("recall", {"query": asked[0], "k": 1, "format": "json"})
+        state = checked.structured_content["vectors"]["state"]
+        if state != "on":
+            raise SystemExit(f"vectors are {state}: the benchmark needs the model extra installed")
+        sizes = await _sizes(session, asked[0]) if sized else []
+    return {"ready": ready * 1000, "listed": listed * 1000, "first": first, "later": later, "sizes": sizes}
 
 
 def _shell_recall(db: Path, asked: list[str]) -> list[float]:
@@ -109,9 +128,7 @@ def main() -> None:
     parser.add_argument(
         "--settle", type=float, default=3.0, help="idle seconds before a settled first recall"
     )
-    parser.add_argument("--format", choices=("text", "json"), default="text", help="later recalls' format")
     args = parser.parse_args()
-    OUTPUT[0] = args.format
     source = corpus(args.decisions, args.evidence)
     asked = queries(args.queries + 2 * args.starts)
     with tempfile.TemporaryDirectory() as folder:
@@ -124,7 +141,7 @@ def main() -> None:
         settled = [
             anyio.run(_one_server, db, [asked[args.starts + i]], args.settle) for i in range(args.starts)
         ]
-        warm = anyio.run(_one_server, db, asked[2 * args.starts :], 0.0)
+        warm = anyio.run(_one_server, db, asked[2 * args.starts :], 0.0, True)
         shell = _shell_recall(db, asked[: args.starts])
 
     def row(label: str, values: list[float]) -> None:
@@ -135,16 +152,17 @@ def main() -> None:
     row(f"start: spawn to initialized ({len(starts)} starts)", [s["ready"] for s in starts])
     row("start: spawn to tools/list answered", [s["listed"] for s in starts])
     row(f"first recall right after initialize ({args.starts} starts)", [s["first"] for s in cold])
-    row("  of which the client's output-schema check", [s["first_check"] for s in cold])
     row(f"first recall after {args.settle:g} s idle ({args.starts} starts)", [s["first"] for s in settled])
-    row("  of which the client's output-schema check", [s["first_check"] for s in settled])
-    row(f"later recalls, one server ({len(warm['later'])} queries, {args.format})", warm["later"])
-    row("  of which the client's output-schema check", warm["later_checks"])
+    row(f"later recalls, one server ({len(warm['later'])} queries)", warm["later"])
     row(f"for comparison: `ctx recall --json` process ({len(shell)})", shell)
-    print(
-        "\nThe output-schema check is the Python SDK client's own jsonschema validation of each result"
-        "\n(compiled on the first call); other MCP clients validate differently or not at all."
-    )
+    demo = anyio.run(_demo_sizes, DEMO_QUESTION)
+    for store, sizes in (
+        (f"the {args.decisions}-decision corpus", warm["sizes"]),
+        ("the ctx demo store", demo),
+    ):
+        print(f"\n{f'What an agent reads on {store} (bytes)':52} {'text':>8} {'json':>8} {'json+text':>9}")
+        for label, text_bytes, json_bytes, wire_bytes in sizes:
+            print(f"{label:52} {text_bytes:8,} {json_bytes:8,} {wire_bytes:9,}")
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ from concurrent.futures import Executor, Future
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from kernel import conflicts, entities, fts, fusion
+from kernel import conflicts, entities, fts, fusion, vocabulary
 from kernel.embed import Embedder, chunks
 from kernel.errors import UsageError
 from kernel.fusion import Ranked, RankerScore
@@ -412,11 +412,15 @@ class Recaller:
     # -- rankers --------------------------------------------------------------------------
 
     def _keyword(self, query: str, kind: str, fetch: int) -> Ranked:
+        if kind == "decision":
+            # Subjects are terse ("db.driver"); the query gains the short forms of its words.
+            match = fts.match_query(vocabulary.expand(query), drop_stopwords=True)
+            if match is None:
+                return []
+            return [(i, -s, None) for i, s in self.store.fts_decision_ids(match, fetch)]
         match = fts.match_query(query, drop_stopwords=True)
         if match is None:
             return []
-        if kind == "decision":
-            return [(i, -s, None) for i, s in self.store.fts_decision_ids(match, fetch)]
         terms = fts.words(match)
         # BM25 scores every row that holds any term. A term in tens of thousands of texts
         # costs tens of milliseconds and, with its low idf, barely moves the order: when rarer
@@ -517,7 +521,7 @@ class Recaller:
             lists["keyword"] = self._keyword(query, kind, fetch)
         if mode == "entity" or (mode == "hybrid" and (kind == "decision" or self._names_identifier(query))):
             if self._entities is None:
-                self._entities = self.entity_index.match(self.store, query)
+                self._entities = self.entity_index.match(self.store, vocabulary.expand(query))
             lists["entity"] = self._entity(kind, fetch, self._entities)
         if mode in ("hybrid", "vector") and self.embedder is not None:
             lists["vector"] = self._vector(query, kind, fetch)

@@ -14,7 +14,9 @@ from datetime import UTC, timedelta, timezone
 from pathlib import Path
 
 import pytest
+from conftest import run_ctx_process
 
+from kernel import Ctx
 from kernel.errors import UsageError
 from kernel.transcripts import (
     BLOB_MIN_CHARS,
@@ -33,6 +35,8 @@ DATA = Path(__file__).resolve().parent / "data" / "transcripts"
 CLAUDE = DATA / "claude-code" / "7f3c2a4e-5b1d-4c8e-9a6f-2d0e8b1c4f73.jsonl"
 CODEX = DATA / "codex" / "rollout-2025-10-29T09-14-05-019a2d7a-41c4-78b1-b7cc-a45d62a89cd5.jsonl"
 CODEX_LEGACY = DATA / "codex" / "rollout-2025-05-07T17-24-21-5973b6c0-94b8-487b-a530-2aeb6098ae0e.jsonl"
+# Newer codex-rs: turns also recorded as completed turn items (event_msg item_completed).
+CODEX_ITEMS = DATA / "codex" / "rollout-2026-09-28T13-47-48-019d8f2e-5a41-7c03-b2e6-8d1f4a9c3e70.jsonl"
 AIDER = DATA / "aider" / ".aider.chat.history.md"
 MALFORMED = DATA / "malformed"
 REPO = Path(__file__).resolve().parent.parent
@@ -298,6 +302,115 @@ def test_codex_unknown_records_and_structured_outputs(tmp_path):
     assert report.warnings == []
 
 
+def test_codex_item_based_rollout_reads_as_turns_each_kept_once():
+    turns = _turns(CODEX_ITEMS)
+    assert [(t.speaker, _line(t)) for t in turns] == [
+        ("system", 2),
+        ("system", 3),
+        ("user", 7),
+        ("assistant", 10),
+        ("tool", 11),
+        ("tool", 12),
+        ("assistant", 13),
+        ("tool", 14),
+        ("tool", 15),
+        ("assistant", 16),
+        ("assistant", 18),
+    ]
+    assert {t.session for t in turns} == {"019d8f2e-5a41-7c03-b2e6-8d1f4a9c3e70"}
+    # The prompt is recorded only as a completed UserMessage item (and a UI event, not repeated).
+    assert (
+        turns[2].text
+        == "Receipts show tomorrow's date for late orders. Fix it and keep the store's time zone."
+    )
+    assert turns[2].at == "2026-09-28T13:47:50.006000Z"
+    # The final answer is recorded twice, as a response item and as an AgentMessage item.
+    assert sum(t.text.startswith("Fixed: receipts compute the date") for t in turns) == 1
+    assert turns[-1].text.startswith("[plan] 1. Use STORE_TZ in receipt_date (done)")
+
+
+def test_codex_exec_headers_give_the_exit_code_and_are_not_kept():
+    by_line = {_line(t): t for t in _turns(CODEX_ITEMS)}
+    assert by_line[10].text == "[tool call: exec_command] pytest -q tests/test_receipts.py"
+    assert by_line[11].text.splitlines() == [  # unified exec: "Process exited with code 1"
+        "[tool error: exec_command, exit code 1]",
+        "F",
+        "E       AssertionError: assert datetime.date(2026, 9, 29) == datetime.date(2026, 9, 28)",
+        "1 failed in 0.84s",
+    ]
+    assert by_line[14].text == (  # freeform: "Exit code: 0 / Wall time: ... / Output:"
+        "[tool result: apply_patch]\nSuccess. Updated the following files:\nM shop/receipts.py\n"
+        "A tests/test_receipt_dates.py"
+    )
+    assert not any("Wall time" in t.text or "Chunk ID" in t.text for t in by_line.values())
+
+
+def test_codex_completed_command_and_mcp_items_are_tool_turns():
+    by_line = {_line(t): t for t in _turns(CODEX_ITEMS)}
+    assert by_line[12].text == (
+        "[tool result: shell] rg -n 'astimezone\\(\\)' shop\n"
+        "shop/receipts.py:14:    return order.placed_at.astimezone().date()"
+    )
+    assert by_line[15].text.startswith("[tool result: ctx.recall]\nDecisions in force")
+
+
+@pytest.mark.parametrize(
+    ("output", "expected"),
+    [
+        (
+            "Exit code: 2\nWall time: 0.3 seconds\nTotal output lines: 1\nOutput:\nboom\n",
+            "exit code 2]\nboom",
+        ),
+        (
+            "Chunk ID: a1\nWall time: 1.0000 seconds\nProcess exited with code 0\nOutput:\nok\n",
+            "result: sh]\nok",
+        ),
+        (
+            "Wall time: 5.0 seconds\nProcess running with session ID 7\nOutput:\nstill going",
+            "result: sh]\nstill going",
+        ),
+        ("Exit code: lots\nOutput:\nnot a header", "result: sh]\nExit code: lots\nOutput:\nnot a header"),
+    ],
+)
+def test_codex_exec_output_headers(tmp_path, output, expected):
+    path = tmp_path / "rollout-2026-01-01T00-00-00-0a1b2c3d-0000-4000-8000-123456789abc.jsonl"
+    call = {"type": "function_call", "name": "sh", "arguments": "{}", "call_id": "c1"}
+    result = {"type": "function_call_output", "call_id": "c1", "output": output}
+    path.write_text(
+        "".join(
+            json.dumps({"timestamp": "2026-01-01T00:00:00Z", "type": "response_item", "payload": p}) + "\n"
+            for p in (call, result)
+        )
+    )
+    assert _turns(path)[1].text.endswith(expected)
+
+
+def test_codex_compressed_rollout_reads_like_the_plain_one(tmp_path):
+    zstandard = pytest.importorskip("zstandard")
+    for plain in (CODEX, CODEX_ITEMS):
+        packed = tmp_path / (plain.name + ".zst")
+        packed.write_bytes(zstandard.ZstdCompressor().compress(plain.read_bytes()))
+        assert detect(packed, read_head(packed)) == "codex"
+        expected = [(t.speaker, t.text, t.session, t.at, _line(t)) for t in _turns(plain)]
+        assert [(t.speaker, t.text, t.session, t.at, _line(t)) for t in _turns(packed)] == expected
+    # the session id comes from a compressed file's name too
+    named = tmp_path / "rollout-2025-11-02T08-00-00-0a1b2c3d-0000-4000-8000-123456789abc.jsonl.zst"
+    item = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hello"}]}
+    line = json.dumps({"timestamp": "2025-11-02T08:00:01Z", "type": "response_item", "payload": item})
+    named.write_bytes(zstandard.ZstdCompressor().compress(line.encode()))
+    [turn] = _turns(named)
+    assert turn.session == "0a1b2c3d-0000-4000-8000-123456789abc"
+
+
+def test_a_damaged_compressed_rollout_is_one_clear_error(tmp_path):
+    zstandard = pytest.importorskip("zstandard")
+    packed = zstandard.ZstdCompressor().compress(CODEX_ITEMS.read_bytes())
+    broken = tmp_path / "rollout-broken.jsonl.zst"
+    broken.write_bytes(packed[:4] + b"\xff" * 64)
+    with pytest.raises(UsageError, match=r"rollout-broken\.jsonl\.zst: the zstd stream is damaged"):
+        _turns(broken, fmt="codex")
+
+
 # --- aider ------------------------------------------------------------------------------------------
 
 
@@ -551,3 +664,55 @@ def test_transcripts_import_no_host_framework():
     )
     for host in ("click", "textual", "mcp", "kernel.hosts", "tui"):
         assert host not in loaded, host
+
+
+# --- through the CLI ----------------------------------------------------------------------------------
+
+
+def test_ctx_ingest_transcript_reads_item_based_and_compressed_codex_rollouts(cli, kernel, tmp_path):
+    """A Codex sessions folder: a compressed rollout is read; one beside its plain file is not read twice."""
+    zstandard = pytest.importorskip("zstandard")
+    sessions = tmp_path / "sessions" / "2026" / "09" / "28"
+    sessions.mkdir(parents=True)
+    packed = sessions / (CODEX_ITEMS.name + ".zst")
+    packed.write_bytes(zstandard.ZstdCompressor().compress(CODEX_ITEMS.read_bytes()))
+    both = sessions / CODEX.name
+    both.write_bytes(CODEX.read_bytes())
+    (sessions / (CODEX.name + ".zst")).write_bytes(zstandard.ZstdCompressor().compress(CODEX.read_bytes()))
+    result = cli("ingest", "transcript", str(tmp_path / "sessions"), "--json")
+    assert result.code == 0, result.err
+    report = json.loads(result.out)
+    assert sorted(Path(f["path"]).name for f in report["files"]) == sorted([packed.name, both.name])
+    expected = _turns(CODEX_ITEMS)
+    stored = {e.source: e for e in kernel.recent_evidence(1_000)}
+    kept = [f"{packed.absolute()}#L{_line(turn)}" for turn in expected]
+    assert sum(source in stored for source in kept) >= len(expected) - 1  # AGENTS.md is in both files
+    for turn, source in zip(expected, kept, strict=True):
+        if source not in stored:  # the same text in two files: kept once, under its first source
+            continue
+        evidence = stored[source]
+        assert (evidence.speaker, evidence.session, evidence.occurred_at) == (
+            turn.speaker,
+            turn.session,
+            turn.at,
+        )
+        assert evidence.agent == "codex"
+
+
+def test_codex_session_end_hook_ingests_a_compressed_rollout(tmp_path):
+    """Codex's hook payload may name a rollout Codex has since compressed."""
+    zstandard = pytest.importorskip("zstandard")
+    project = tmp_path / "shop"
+    project.mkdir()
+    Ctx.init(project / ".ctx" / "ctx.db", embedder=None)[0].close()
+    packed = tmp_path / (CODEX_ITEMS.name + ".zst")
+    packed.write_bytes(zstandard.ZstdCompressor().compress(CODEX_ITEMS.read_bytes()))
+    payload = {
+        "session_id": "019d8f2e-5a41-7c03-b2e6-8d1f4a9c3e70",
+        "transcript_path": str(packed),
+        "cwd": str(project),
+    }
+    result = run_ctx_process("hook", "session-end", stdin=json.dumps(payload).encode(), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    with Ctx.open(project / ".ctx" / "ctx.db", embedder=None) as kernel:
+        assert kernel.store.item_count("evidence") == len({t.text for t in _turns(CODEX_ITEMS)})

@@ -726,7 +726,7 @@ def _explain(scores: dict[str, Any], rrf: float | None = None, combsum: bool = F
         # kernel/fusion.py: CombSUM of min-max normalised scores, plus the neighbour share.
         parts.append(
             f"fused {rrf:.3f} (each ranker's score scaled to 0-1 within its list, summed; "
-            "plus half the fused score of a strong hit logged next to it in the same session)"
+            "a text logged next to a strong hit in the same session also gets half of that hit's)"
         )
         if not any(score is not None for score in scores.values()):
             return f"no ranker matched it directly; it was logged next to a strong hit · {parts[-1]}"
@@ -1154,6 +1154,11 @@ def ingest_transcript(
         sys.exit(1)
 
 
+def _compressed_rollout(path: Path) -> bool:
+    """A Codex ``*.jsonl.zst`` rollout, unless its plain ``.jsonl`` (which Codex reads first) is there."""
+    return path.name.endswith(".jsonl.zst") and not path.with_name(path.name.removesuffix(".zst")).exists()
+
+
 def _transcript_files(paths: tuple[Path, ...]) -> list[Path]:
     found: list[Path] = []
     for path in paths:
@@ -1161,7 +1166,7 @@ def _transcript_files(paths: tuple[Path, ...]) -> list[Path]:
             found += sorted(
                 p
                 for p in path.rglob("*")
-                if p.is_file() and (p.suffix == ".jsonl" or p.name.endswith(".chat.history.md"))
+                if p.is_file() and (p.name.endswith((".jsonl", ".chat.history.md")) or _compressed_rollout(p))
             )
         else:
             found.append(path)

@@ -20,6 +20,7 @@ import json
 import sys
 import threading
 import traceback
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache, partial
@@ -31,7 +32,7 @@ from urllib.request import url2pathname
 
 import anyio
 import anyio.to_thread
-from mcp import types
+from mcp import MCPDeprecationWarning, types
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
@@ -63,7 +64,9 @@ ctx holds this project's decisions, ratified by people, and an evidence vault of
 Call inject_context at the start of a session, and recall (or get_decision) before changing \
 something a decision may cover: decisions marked superseded must not be applied, evidence is \
 unratified. log_evidence keeps a fact worth remembering; propose_decision queues a decision \
-for a person to ratify. No tool can ratify, reject or retire: only a person does, in ctx review."""
+for a person to ratify. No tool can ratify, reject or retire: only a person does, in ctx review. \
+Results are compact text (ids, one line each, warnings); show expands an id or a unique prefix, and \
+format "json" returns the full object."""
 
 # Seconds to let the model finish loading at shutdown, so no thread is killed mid-import.
 WARM_JOIN_SECONDS = 30
@@ -478,7 +481,11 @@ async def _client_roots(ctx: ServerRequestContext[Any]) -> list[Path]:
         return []
     with anyio.move_on_after(ROOTS_TIMEOUT_SECONDS):
         try:
-            return root_folders(await ctx.session.list_roots())
+            # The 2026-07-28 protocol revision deprecates roots; clients that declare the
+            # capability speak an earlier one, where roots are how they name their projects.
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", MCPDeprecationWarning)
+                return root_folders(await ctx.session.list_roots())
         except Exception as exc:  # an error reply or a closed back channel: serve without a store
             print(f"ctx mcp: the client's roots could not be read: {exc}", file=sys.stderr)
     return []

@@ -7,7 +7,7 @@ whole record. Stored text is shown with hidden characters spelled out, as everyw
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from kernel import text
@@ -58,11 +58,24 @@ def _proposal_line(proposal: dict[str, Any]) -> str:
     return f"- {proposal['id']} {proposal['subject']}: {one_line(proposal['decision'])} ({'; '.join(notes)})"
 
 
-def _related_line(related: dict[str, Any]) -> str:
-    warning = related.get("warning") or related.get("why") or ""
-    return (
-        f"  {related['relation']}: {related['id']} {one_line(related['text'], 100)} ({one_line(warning, 80)})"
-    )
+RELATED_WITH_TEXT = 1  # per relation, the records shown with their text; the rest by id
+RELATED_IDS = 8  # ids listed after those; beyond, a count (format json lists every one)
+
+
+def _related_lines(related: list[dict[str, Any]]) -> Iterator[str]:
+    """One line per relation (superseded, conflict, pending) under a decision hit: the record the
+    query matched first with its text, the rest by id."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for item in related:
+        groups.setdefault(item["relation"], []).append(item)
+    for relation, group in groups.items():
+        items = sorted(group, key=lambda item: not item.get("matched"))
+        warning = one_line(items[0].get("warning") or items[0].get("why"), 60).removeprefix(f"{relation}: ")
+        shown = [f'{item["id"]} "{one_line(item["text"], 80)}"' for item in items[:RELATED_WITH_TEXT]]
+        rest = items[RELATED_WITH_TEXT:]
+        shown += [item["id"] for item in rest[:RELATED_IDS]]
+        more = f"; {len(rest) - RELATED_IDS} more" if len(rest) > RELATED_IDS else ""
+        yield f"  {relation} ({warning}): {', '.join(shown)}{more}"
 
 
 def _evidence_line(item: dict[str, Any]) -> str:
@@ -79,8 +92,7 @@ def recall(data: dict[str, Any]) -> str:
         for hit in data["decisions"]:
             since = _day(hit["valid_from"])
             lines.append(f"- {hit['id']} {hit['subject']}: {one_line(hit['decision'])} (since {since})")
-            for key in ("superseded", "conflicts", "pending"):
-                lines.extend(_related_line(related) for related in hit[key])
+            lines.extend(_related_lines([*hit["superseded"], *hit["conflicts"], *hit["pending"]]))
     else:
         lines.append("No decision in force matches.")
     if data["closed"]:

@@ -15,7 +15,17 @@ from pathlib import Path
 
 from kernel.errors import UsageError
 from kernel.transcripts import aider, claude_code, codex
-from kernel.transcripts.base import SPEAKERS, Context, Format, Options, ParseReport, ParseWarning, Turn
+from kernel.transcripts.base import (
+    SPEAKERS,
+    CompressedStreamError,
+    Context,
+    Format,
+    Options,
+    ParseReport,
+    ParseWarning,
+    Turn,
+    open_transcript,
+)
 from kernel.transcripts.clean import BLOB_MIN_CHARS, MAX_TOOL_CHARS, MAX_TURN_CHARS
 
 FORMATS: dict[str, Format] = {fmt.name: fmt for fmt in (claude_code.FORMAT, codex.FORMAT, aider.FORMAT)}
@@ -48,10 +58,12 @@ def detect(path: Path, head: str) -> str | None:
 def read_head(path: Path) -> str:
     """The first HEAD_BYTES of a file as text, or a usage error naming why it cannot be read."""
     try:
-        with path.open("rb") as handle:
+        with open_transcript(path) as handle:
             raw = handle.read(HEAD_BYTES)
     except OSError as error:
         raise UsageError(f"{path}: cannot read: {error.strerror or error}") from None
+    except CompressedStreamError as error:
+        raise UsageError(f"{path}: {error}") from None
     if not raw.strip():
         raise UsageError(f"{path}: the file is empty")
     return raw.decode("utf-8", "replace")

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import io
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, tzinfo
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from kernel.clock import format_ts
 from kernel.errors import UsageError
@@ -16,6 +17,53 @@ SPEAKERS: tuple[str, ...] = ("user", "assistant", "tool", "system")
 # A line holds one record; pasted images make some lines megabytes long, none honestly this long.
 MAX_LINE_BYTES = 64 * 1024 * 1024
 MAX_WARNINGS = 100  # a report keeps this many warnings and counts the rest, so a garbage file stays cheap
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"  # the first bytes of a zstd frame (Codex's rollout-*.jsonl.zst)
+
+
+class CompressedStreamError(Exception):
+    """A compressed transcript whose stream cannot be decoded."""
+
+
+def open_transcript(path: Path) -> IO[bytes]:
+    """A transcript file's bytes, decompressed when it is a zstd stream (whatever its name).
+
+    Raises OSError when the file cannot be opened; reading a damaged compressed stream raises
+    :class:`CompressedStreamError`.
+    """
+    handle = path.open("rb")
+    try:
+        magic = handle.read(len(ZSTD_MAGIC))
+        handle.seek(0)
+    except OSError:
+        handle.close()
+        raise
+    if magic != ZSTD_MAGIC:
+        return handle
+    import zstandard  # noqa: PLC0415 - only compressed transcripts need it
+
+    return io.BufferedReader(_ZstdErrors(zstandard.ZstdDecompressor().stream_reader(handle, closefd=True)))
+
+
+class _ZstdErrors(io.RawIOBase):
+    """A zstd stream reader whose decoding errors are :class:`CompressedStreamError`."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        import zstandard  # noqa: PLC0415
+
+        try:
+            return int(self._inner.readinto(buffer))
+        except zstandard.ZstdError as error:
+            raise CompressedStreamError(f"the zstd stream is damaged: {error}") from None
+
+    def close(self) -> None:
+        self._inner.close()
+        super().close()
 
 
 @dataclass(frozen=True)
@@ -159,21 +207,26 @@ def json_records(ctx: Context, kind: str) -> Iterator[tuple[int, dict[str, Any]]
     first_bad: tuple[int, str] | None = None
     good = 0
     try:
-        handle = ctx.path.open("rb")
+        handle = open_transcript(ctx.path)
     except OSError as error:
         raise UsageError(f"{ctx.path}: cannot read: {error.strerror or error}") from None
     with handle:
-        for lineno, raw in read_lines(handle, MAX_LINE_BYTES):
-            report.lines = lineno
-            if raw is not None and not raw.strip():
-                continue
-            value, problem = _record(raw, lineno, report)
-            if problem is not None:
-                report.warn(lineno, f"skipped: the line {problem}")
-                first_bad = first_bad or (lineno, problem)
-                continue
-            good += 1
-            yield lineno, value
+        try:
+            for lineno, raw in read_lines(handle, MAX_LINE_BYTES):
+                report.lines = lineno
+                if raw is not None and not raw.strip():
+                    continue
+                value, problem = _record(raw, lineno, report)
+                if problem is not None:
+                    report.warn(lineno, f"skipped: the line {problem}")
+                    first_bad = first_bad or (lineno, problem)
+                    continue
+                good += 1
+                yield lineno, value
+        except CompressedStreamError as error:
+            if good == 0:
+                raise UsageError(f"{ctx.path}: {error}") from None
+            report.warn(report.lines + 1, f"skipped the rest of the file: {error}")
     if good == 0 and first_bad is not None:
         line, problem = first_bad
         raise UsageError(f"{ctx.path}: line {line} {problem}; no line reads as a {kind} record")
