@@ -326,6 +326,8 @@ def measure(path: Path, asked: list[str]) -> dict[str, tuple[float, float]]:
     }
     times = _timed(lambda _: fuse(lists, 60), range(len(asked)))
     out["floor: RRF 3x100"] = (pct(times, 0.5), pct(times, 0.95))
+    current, peak = _rss_mib()
+    print(f"  RSS after the timed recalls {current:.0f} MiB (peak {peak:.0f} MiB)")
     _quantisation_recall(kernel, vectors[:30])
     kernel.close()
     return out
@@ -376,6 +378,11 @@ def main() -> None:
     unknown = [s for s in sizes if s not in SIZES]
     if unknown:
         raise SystemExit(f"unknown size {unknown[0]!r}: use {', '.join(SIZES)}")
+    if len(sizes) > 1:  # one process per size, so each resident-memory figure is its own
+        for size in sizes:
+            argv = [sys.executable, __file__, "--sizes", size, "--queries", str(args.queries)]
+            subprocess.run([*argv, "--runs", str(args.runs), "--real", str(args.real)], check=True)
+        return
     asked = queries(args.queries)
     for size in sizes:
         decisions, evidence = SIZES[size]
@@ -388,8 +395,6 @@ def main() -> None:
         print(f"  {'ms':24} {'p50':>7} {'p95':>7}")
         for name, (p50, p95) in figures.items():
             print(f"  {name:24} {p50:7.2f} {p95:7.2f}")
-        current, peak = _rss_mib()
-        print(f"  RSS {current:.0f} MiB (peak {peak:.0f} MiB)")
         if args.runs:
             measure_inject(path, args.runs)
 
