@@ -26,9 +26,10 @@ demo:
 bench-cli runs="15":
     {{venv}}python bench/cli_wall.py --runs {{runs}}
 
-# Recall latency per mode at 10k decisions / 100k evidence, and `ctx inject` wall time.
-bench-recall queries="100":
-    {{venv}}python bench/recall_bench.py --queries {{queries}}
+# Recall latency per mode and store size with the floors of its parts, RSS, and `ctx inject` wall time
+# (e.g. `just bench-recall --sizes 10k,100k,1m --queries 30`; stores are built once and cached).
+bench-recall *args:
+    {{venv}}python bench/recall_bench.py {{args}}
 
 # Recall@5 and MRR per mode on the labelled set.
 quality:

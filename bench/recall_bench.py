@@ -1,32 +1,53 @@
-"""Recall speed at 10k decisions and 100k evidence texts, with the real embedding model.
+"""Recall speed per store size, with the floors of its parts measured in the same run.
 
-Builds a deterministic corpus through the facade (cached under bench/.cache, since
-embedding 110k texts takes minutes), then prints p50/p95 of warm in-process recall per
-mode (query embedding included), the recall of the binary-quantised vector search against
-exact search, and the whole-process wall time of `ctx inject`.
+Sizes: ``10k`` (10k decisions + 10k evidence texts), ``100k`` (10k + 100k), ``1m`` (10k + 1M).
+Each store is built once through the facade and cached (``CTX_BENCH_CACHE``, default a
+``ctx-bench`` folder in the temp dir). Evidence comes from the realistic-evidence generator
+when one is found (``CTX_BENCH_EVIDENCE_GENERATOR``, or ``shared/eval/realistic-evidence``
+beside the repository), else from the template sentences below.
 
-    python bench/recall_bench.py [--decisions N] [--evidence N] [--queries N]
+Vectors: every decision is embedded with the real model; so are the first ``--real``
+evidence texts. The other evidence vectors are synthetic (a real vector plus noise,
+renormalised): a quantised scan costs the same whatever the values, and embedding a
+million 500-character texts takes days on two cores. Queries are always embedded for real.
+
+For each size it prints p50/p95 of warm in-process recall per mode (query embedding
+included), of the query embedding alone, and the floors: a binary KNN over the evidence
+vectors (k=100), a plain FTS5 OR query of the query's words over the evidence, and RRF
+of 3 lists of 100; then the recall of the exact top 10 by the quantised search, and RSS.
+
+    python bench/recall_bench.py [--sizes 10k,100k,1m] [--queries N] [--runs N]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
+import resource
 import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 
-from kernel import Ctx
-from kernel.recall import MODES
+from kernel import Ctx, fts
+from kernel.embed import chunks
+from kernel.ingest import EvidenceInput, Item
+from kernel.recall import MODES, fuse
+from kernel.store.sqlite_index import CHUNK_SLOTS
 
 HERE = Path(__file__).resolve().parent
-CORPUS_VERSION = 1
+CORPUS_VERSION = 2
+SIZES = {"10k": (10_000, 10_000), "100k": (10_000, 100_000), "1m": (10_000, 1_000_000)}
+# A synthetic vector is a real one plus this much noise per dimension (cosine ~0.75 to it).
+NOISE = 0.05
 
 AREAS = (
     "auth api db cache deploy ci frontend mobile search storage observability security billing "
@@ -79,169 +100,303 @@ QUERIES = [
 ]
 
 
-def _corpus(
-    rng: random.Random, decisions: int, evidence: int
-) -> tuple[list[tuple[str, str, str]], list[str]]:
+def cache_dir() -> Path:
+    """Where built stores are kept between runs."""
+    folder = Path(os.environ.get("CTX_BENCH_CACHE") or Path(tempfile.gettempdir()) / "ctx-bench")
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def _generator() -> Path | None:
+    given = os.environ.get("CTX_BENCH_EVIDENCE_GENERATOR")
+    found = Path(given) if given else HERE.parent.parent / "shared/eval/realistic-evidence/gen_evidence.py"
+    return found if found.is_file() else None
+
+
+def _decisions(rng: random.Random, count: int) -> list[tuple[str, str, str]]:
     subjects = [f"{a}.{t}" for a in AREAS for t in TOPICS]
     rng.shuffle(subjects)
-    chosen = subjects[: max(1, decisions // 4)]
+    chosen = subjects[: max(1, count // 4)]
     decided = []
-    for i in range(decisions):
+    for i in range(count):
         subject = chosen[i % len(chosen)] if i >= len(chosen) else chosen[i]
         area, topic = subject.split(".")
         tool = rng.choice(TOOLS)
         verb = rng.choice(VERBS_POS if rng.random() < 0.8 else VERBS_NEG)
         text = f"{verb} {tool} for {topic.replace('-', ' ')} in {area}; owners review it quarterly (rev {i})."
         decided.append((subject, text, f"Because {rng.choice(REASONS)}."))
-    logs = []
-    for i in range(evidence):
+    return decided
+
+
+def _template_evidence(count: int) -> Iterator[EvidenceInput]:
+    rng = random.Random(20261123)
+    for i in range(count):
         area, topic, tool = rng.choice(AREAS), rng.choice(TOPICS), rng.choice(TOOLS)
-        template = rng.choice(CHATTER)
-        logs.append(
-            template.format(
-                area=area,
-                topic=topic.replace("-", " "),
-                topic_ident=topic.replace("-", "_"),
-                tool=tool,
-                n=rng.randint(2, 900),
-                code=rng.randint(1, 255),
-            )
-            + f" (#{i})"
+        body = rng.choice(CHATTER).format(
+            area=area,
+            topic=topic.replace("-", " "),
+            topic_ident=topic.replace("-", "_"),
+            tool=tool,
+            n=rng.randint(2, 900),
+            code=rng.randint(1, 255),
         )
-    return decided, logs
+        yield EvidenceInput(f"{body} (#{i})", "conversation" if i % 3 else "log", "bench")
 
 
-def build(path: Path, decisions: int, evidence: int) -> None:
-    """Create the corpus store at ``path`` through the facade and embed everything."""
-    rng = random.Random(20261122)
-    decided, logs = _corpus(rng, decisions, evidence)
-    kernel, _ = Ctx.init(path)
+def _realistic_evidence(generator: Path, count: int) -> Iterator[EvidenceInput]:
+    # The generator is prefix-stable: a longer file's first lines are this corpus.
+    longer = [p for p in cache_dir().glob("evidence-*.jsonl") if int(p.stem.split("-")[1]) >= count]
+    out = (
+        min(longer, key=lambda p: int(p.stem.split("-")[1]))
+        if longer
+        else cache_dir() / f"evidence-{count}.jsonl"
+    )
+    if not out.exists():
+        partial = out.with_suffix(".partial")
+        subprocess.run(
+            [sys.executable, str(generator), str(partial), str(count), "--stdlib-only"], check=True
+        )
+        partial.rename(out)
+    with out.open(encoding="utf-8") as lines:
+        for line, _ in zip(lines, range(count), strict=False):
+            r = json.loads(line)
+            yield EvidenceInput(
+                r["text"], r["kind"], r.get("agent"), r.get("session"), (), r.get("source"), r.get("speaker")
+            )
+
+
+def build(path: Path, decisions: int, evidence: int, real: int) -> None:
+    """Create the store at ``path`` through the facade, with real and synthetic vectors."""
+    base = cache_dir() / f"decisions-v{CORPUS_VERSION}-{decisions}.db"
+    if not base.exists():
+        kernel, _ = Ctx.init(base.with_suffix(".building"))
+        started = time.perf_counter()
+        for subject, text, rationale in _decisions(random.Random(20261122), decisions):
+            proposal = kernel.propose(subject, text, rationale=rationale, proposer="bench")
+            kernel.ratify(proposal.id, reviewer="bench")
+        kernel.close()
+        base.with_suffix(".building").rename(base)
+        base.with_suffix(".building.lock").unlink(missing_ok=True)
+        print(f"  ratified {decisions} decisions in {time.perf_counter() - started:.0f} s", flush=True)
+    shutil.copyfile(base, path)
+    kernel = Ctx.open(path)
     started = time.perf_counter()
-    for subject, text, rationale in decided:
-        proposal = kernel.propose(subject, text, rationale=rationale, proposer="bench")
-        kernel.ratify(proposal.id, reviewer="bench")
-    print(f"ratified {len(decided)} decisions in {time.perf_counter() - started:.0f} s", flush=True)
+    generator = _generator()
+    records = _realistic_evidence(generator, evidence) if generator else _template_evidence(evidence)
+    kernel.log_many((Item(i, r) for i, r in enumerate(records, 1)), parallel=True)
+    source = "realistic generator" if generator else "built-in templates"
+    print(
+        f"  logged {evidence} evidence texts ({source}) in {time.perf_counter() - started:.0f} s", flush=True
+    )
     started = time.perf_counter()
-    for i, body in enumerate(logs):
-        kernel.log(body, kind="conversation" if i % 3 else "log", agent="bench")
-    print(f"logged {len(logs)} evidence texts in {time.perf_counter() - started:.0f} s", flush=True)
-    last = [time.perf_counter()]
-
-    def progress(done: int, total: int) -> None:
-        if time.perf_counter() - last[0] > 30 or done == total:
-            last[0] = time.perf_counter()
-            print(f"  embedded {done}/{total}", flush=True)
-
-    report = kernel.reindex(progress=progress)
-    rate = (decisions + evidence) / report.seconds
-    print(f"embedded {decisions + evidence} texts in {report.seconds:.0f} s ({rate:.0f}/s)", flush=True)
+    embedder, _ = kernel.prepare_vectors()
+    assert embedder is not None, "the benchmark needs the model extra installed"
+    store = kernel.store
+    pool: list[np.ndarray] = []
+    rng = np.random.default_rng(5)
+    for kind, limit in (("decision", decisions), ("evidence", real)):
+        for chunk_ids, owners, matrix in _real_vectors(store, embedder, kind, limit):
+            pool += list(matrix)
+            with store.transaction():
+                triples = zip(chunk_ids.tolist(), owners.tolist(), matrix, strict=True)
+                store.insert_vectors(kind, [(c, o, m.tobytes()) for c, o, m in triples])
+        while rows := store.pending_vectors(kind, 1024):
+            base = np.stack([pool[j] for j in rng.integers(0, len(pool), len(rows))])
+            noisy = base + rng.normal(0.0, NOISE, base.shape).astype("<f4")
+            noisy /= np.linalg.norm(noisy, axis=1, keepdims=True)
+            with store.transaction():
+                store.insert_vectors(
+                    kind,
+                    [
+                        (rowid * CHUNK_SLOTS, rowid, v.astype("<f4").tobytes())
+                        for (rowid, _), v in zip(rows, noisy, strict=True)
+                    ],
+                )
+    print(
+        f"  vectors in {time.perf_counter() - started:.0f} s (real: {decisions} decisions, {real} evidence)"
+    )
     kernel.close()
 
 
-def corpus(decisions: int, evidence: int) -> Path:
-    """The cached corpus store of this size, built on first use."""
-    cache = HERE / ".cache"
-    path = cache / f"corpus-v{CORPUS_VERSION}-{decisions}-{evidence}.db"
+def _real_vectors(
+    store, embedder, kind: str, limit: int
+) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:  # type: ignore[no-untyped-def]
+    """Real vectors of the first ``limit`` rows of ``kind``, cached (every size shares its first rows)."""
+    cached = cache_dir() / f"vectors-v{CORPUS_VERSION}-{kind}-{limit}.npz"
+    if cached.exists():
+        saved = np.load(cached)
+        yield saved["chunk_ids"], saved["owners"], saved["matrix"]
+        return
+    chunk_ids: list[int] = []
+    owners: list[int] = []
+    parts: list[np.ndarray] = []
+    done = 0
+    while done < limit and (rows := store.pending_vectors(kind, min(256, limit - done))):
+        pieces = [(rowid, i, p) for rowid, text in rows for i, p in enumerate(chunks(text))]
+        matrix = np.stack(
+            [np.frombuffer(v, dtype="<f4") for v in embedder.embed_documents([p for _, _, p in pieces])]
+        )
+        ids = np.array([rowid * CHUNK_SLOTS + i for rowid, i, _ in pieces])
+        own = np.array([rowid for rowid, _, _ in pieces])
+        chunk_ids += ids.tolist()
+        owners += own.tolist()
+        parts.append(matrix)
+        done += len(rows)
+        yield ids, own, matrix
+    np.savez(cached, chunk_ids=np.array(chunk_ids), owners=np.array(owners), matrix=np.concatenate(parts))
+
+
+def corpus(decisions: int, evidence: int, real: int = 500) -> Path:
+    """The cached store of this size, built on first use."""
+    path = cache_dir() / f"recall-v{CORPUS_VERSION}-{decisions}-{evidence}-{real}.db"
     if not path.exists():
-        cache.mkdir(exist_ok=True)
         partial = path.with_suffix(".building")
-        for leftover in cache.glob(partial.name + "*"):
+        for leftover in path.parent.glob(partial.name + "*"):
             leftover.unlink()
         print(f"building {path.name} (once; reused afterwards)", flush=True)
-        build(partial, decisions, evidence)
+        build(partial, decisions, evidence, real)
         for suffix in ("-wal", "-shm"):
             Path(str(partial) + suffix).unlink(missing_ok=True)
         partial.rename(path)
+        Path(str(partial) + ".lock").unlink(missing_ok=True)
     return path
 
 
-def queries(count: int) -> list[str]:
-    rng = random.Random(7)
-    out = []
-    for _ in range(count):
-        out.append(
-            rng.choice(QUERIES).format(
-                area=rng.choice(AREAS), topic=rng.choice(TOPICS).replace("-", " "), tool=rng.choice(TOOLS)
-            )
+def queries(count: int, seed: int = 7) -> list[str]:
+    """Deterministic queries over the corpus vocabulary."""
+    rng = random.Random(seed)
+    return [
+        rng.choice(QUERIES).format(
+            area=rng.choice(AREAS), topic=rng.choice(TOPICS).replace("-", " "), tool=rng.choice(TOOLS)
         )
-    return out
+        for _ in range(count)
+    ]
 
 
 def pct(values: list[float], q: float) -> float:
+    """The ``q`` quantile of ``values`` (nearest rank)."""
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-def measure_recall(path: Path, queries: list[str]) -> None:
-    """p50/p95 of warm recall per mode."""
+def _timed(fn, items: list) -> list[float]:  # type: ignore[no-untyped-def]
+    times = []
+    for item in items:
+        started = time.perf_counter()
+        fn(item)
+        times.append((time.perf_counter() - started) * 1000)
+    return times
+
+
+def _rss_mib() -> tuple[float, float]:
+    current = 0.0
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            current = int(line.split()[1]) / 1024
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return current, peak
+
+
+def measure(path: Path, asked: list[str]) -> dict[str, tuple[float, float]]:
+    """p50/p95 of each mode and of each floor, in ms."""
     kernel = Ctx.open(path)
     kernel.recall("warm up the model and caches")
-    print(f"\nwarm in-process recall, k=10, {len(queries)} queries (ms):")
-    print(f"{'mode':8} {'p50':>7} {'p95':>7} {'max':>7}")
+    out: dict[str, tuple[float, float]] = {}
     for mode in MODES:
-        times = []
-        for query in queries:
-            started = time.perf_counter()
+        for query in queries(5, seed=len(mode)):  # other queries: pages and caches, not these answers
             kernel.recall(query, k=10, mode=mode)
-            times.append((time.perf_counter() - started) * 1000)
-        print(f"{mode:8} {pct(times, 0.5):7.1f} {pct(times, 0.95):7.1f} {max(times):7.1f}")
+        times = _timed(lambda q, m=mode: kernel.recall(q, k=10, mode=m), asked)
+        out[mode] = (pct(times, 0.5), pct(times, 0.95))
     embedder = kernel.embedding().embedder
     assert embedder is not None
-    times = []
-    for query in queries:
-        started = time.perf_counter()
-        embedder.embed_query(query)
-        times.append((time.perf_counter() - started) * 1000)
-    print(f"{'(embed)':8} {pct(times, 0.5):7.1f} {pct(times, 0.95):7.1f} {max(times):7.1f}")
-    _quantisation_recall(kernel, queries[:30])
-    kernel.close()
-
-
-def _quantisation_recall(kernel: Ctx, queries: list[str]) -> None:
-    """How many of the exact top 10 evidence neighbours the binary KNN + rescoring finds."""
+    vectors = [embedder.embed_query(q) for q in asked]
+    times = _timed(embedder.embed_query, asked)
+    out["(embed)"] = (pct(times, 0.5), pct(times, 0.95))
     store = kernel.store
-    rows = store._q("SELECT owner_rowid, emb FROM evidence_vector ORDER BY chunk_id")
-    owners = np.array([r[0] for r in rows])
-    matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype="<f4").reshape(len(rows), -1)
-    embedder = kernel.embedding().embedder
-    assert embedder is not None
-    found = []
-    for query in queries:
-        vector = np.frombuffer(embedder.embed_query(query), dtype="<f4")
-        exact = owners[np.argsort(-(matrix @ vector))[:10]]
-        approx = [owner for owner, _ in store.nearest("evidence", vector.tobytes(), 100, 10)]
-        found.append(len(set(exact) & set(approx)) / 10)
-    share = statistics.mean(found)
-    print(f"\nbinary KNN (100 candidates) + exact rescoring: recall@10 vs exact search = {share:.3f}")
+    knn = "SELECT chunk_id FROM vec_evidence WHERE bits MATCH vec_quantize_binary(?) AND k = 100"
+    times = _timed(lambda v: store._q(knn, (v,)), vectors)
+    out["floor: KNN bits k=100"] = (pct(times, 0.5), pct(times, 0.95))
+    matches = [fts.match_query(q, drop_stopwords=True) for q in asked]
+    plain = "SELECT rowid FROM evidence_fts WHERE evidence_fts MATCH ? ORDER BY bm25(evidence_fts) LIMIT 50"
+    times = _timed(lambda m: store._q(plain, (m,)), [m for m in matches if m])
+    out["floor: FTS5 OR"] = (pct(times, 0.5), pct(times, 0.95))
+    lists = {
+        name: [(f"id{random.Random(i).randrange(300)}-{j}", 1.0 / (j + 1), None) for j in range(100)]
+        for i, name in enumerate(("keyword", "entity", "vector"))
+    }
+    times = _timed(lambda _: fuse(lists, 60), range(len(asked)))
+    out["floor: RRF 3x100"] = (pct(times, 0.5), pct(times, 0.95))
+    current, peak = _rss_mib()
+    print(f"  RSS after the timed recalls {current:.0f} MiB (peak {peak:.0f} MiB)")
+    _quantisation_recall(kernel, vectors[:30])
+    kernel.close()
+    return out
+
+
+def _quantisation_recall(kernel: Ctx, vectors: list[bytes]) -> None:
+    """Share of the exact top 10 that the binary KNN + exact rescoring finds (real decision vectors)."""
+    store = kernel.store
+    for kind in ("decision", "evidence"):
+        rows = store._q(f"SELECT owner_rowid, emb FROM {kind}_vector ORDER BY chunk_id")
+        owners = np.array([r[0] for r in rows])
+        matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype="<f4").reshape(len(rows), -1)
+        found = []
+        for vector in vectors:
+            sims = matrix @ np.frombuffer(vector, dtype="<f4")
+            exact = list(dict.fromkeys(owners[np.argsort(-sims)[:200]].tolist()))[:10]
+            approx = [owner for owner, _ in store.nearest(kind, vector, 100, 10)]
+            found.append(len(set(exact) & set(approx)) / 10)
+        label = "real vectors" if kind == "decision" else "mostly synthetic vectors"
+        share = statistics.mean(found)
+        print(f"  quantised KNN + rescoring: recall of the exact top 10, {kind} ({label}): {share:.3f}")
+        del matrix
 
 
 def measure_inject(path: Path, runs: int) -> None:
     """Whole-process wall time of `ctx inject`, with and without a query."""
     ctx = shutil.which("ctx") or str(Path(sys.executable).parent / "ctx")
     env = {**os.environ, "CTX_DB": str(path)}
-    print(f"\nwhole-process `ctx inject` wall time, {runs} runs (ms):")
     for label, args in (("no query", []), ("--query", ["--query", "how do we handle retries in billing"])):
         times = []
         for _ in range(runs):
             started = time.perf_counter()
             subprocess.run([ctx, "inject", *args], env=env, check=True, capture_output=True)
             times.append((time.perf_counter() - started) * 1000)
-        print(f"{label:9} p50 {pct(times, 0.5):7.0f}  p95 {pct(times, 0.95):7.0f}")
+        p50, p95 = pct(times, 0.5), pct(times, 0.95)
+        print(f"  whole-process `ctx inject {label}`, {runs} runs: p50 {p50:.0f} ms  p95 {p95:.0f} ms")
 
 
 def main() -> None:
-    """Build (or reuse) the corpus and print the figures."""
+    """Build (or reuse) each store and print the figures."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--decisions", type=int, default=10_000)
-    parser.add_argument("--evidence", type=int, default=100_000)
+    parser.add_argument("--sizes", default="10k,100k", help="comma-separated: 10k, 100k, 1m")
     parser.add_argument("--queries", type=int, default=100)
-    parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--runs", type=int, default=5, help="`ctx inject` runs (0 to skip)")
+    parser.add_argument("--real", type=int, default=500, help="evidence texts embedded for real")
     args = parser.parse_args()
-    path = corpus(args.decisions, args.evidence)
-    size = path.stat().st_size >> 20
-    print(f"corpus: {args.decisions} decisions, {args.evidence} evidence texts ({size} MiB)")
-    measure_recall(path, queries(args.queries))
-    measure_inject(path, args.runs)
+    sizes = [s.strip().lower() for s in args.sizes.split(",") if s.strip()]
+    unknown = [s for s in sizes if s not in SIZES]
+    if unknown:
+        raise SystemExit(f"unknown size {unknown[0]!r}: use {', '.join(SIZES)}")
+    if len(sizes) > 1:  # one process per size, so each resident-memory figure is its own
+        for size in sizes:
+            argv = [sys.executable, __file__, "--sizes", size, "--queries", str(args.queries)]
+            subprocess.run([*argv, "--runs", str(args.runs), "--real", str(args.real)], check=True)
+        return
+    asked = queries(args.queries)
+    for size in sizes:
+        decisions, evidence = SIZES[size]
+        path = corpus(decisions, evidence, args.real)
+        print(
+            f"\n{size}: {decisions} decisions + {evidence} evidence ({path.stat().st_size >> 20} MiB), "
+            f"{len(asked)} queries, k=10, load {os.getloadavg()[0]:.2f}"
+        )
+        figures = measure(path, asked)
+        print(f"  {'ms':24} {'p50':>7} {'p95':>7}")
+        for name, (p50, p95) in figures.items():
+            print(f"  {name:24} {p50:7.2f} {p95:7.2f}")
+        if args.runs:
+            measure_inject(path, args.runs)
 
 
 if __name__ == "__main__":

@@ -37,6 +37,8 @@ MIN_SIMILARITY = 0.25
 # fuzz.ratio between a query phrase and an entity name ("authn" vs "auth" scores 89).
 ENTITY_CUTOFF = 85.0
 ENTITY_ITEMS = 200
+# From this many distinct entity names, a warm index prefilters them with numpy (see EntityIndex).
+PREFILTER_NAMES = 5000
 # An evidence term found in at least this many texts is "common" (see Recaller._keyword).
 COMMON_TERM_DOCS = 5000
 # Decisions naming a hit's entities that are checked for an opposite stance.
@@ -233,7 +235,14 @@ def valid_at(decision: Decision, moment: str | None) -> bool:
 
 
 class EntityIndex:
-    """The distinct entity names, kept in memory and refreshed when new ones appear."""
+    """The distinct entity names, kept in memory and refreshed when new ones appear.
+
+    Matching a phrase against every name with ``fuzz.ratio`` costs tens of milliseconds at
+    100k names. Each name also keeps its length and a bitmask of its characters: a name can
+    reach the cutoff only if both differ from the phrase's by little (lower bounds of the
+    Indel distance that ``fuzz.ratio`` normalises), so numpy rules out almost every name
+    and rapidfuzz scores only the few left, with the same results.
+    """
 
     def __init__(self) -> None:
         self._version = -1
@@ -241,6 +250,9 @@ class EntityIndex:
         self._names: list[str] = []
         self._display: list[str] = []
         self._known: set[str] = set()
+        self._lengths: Any = None  # numpy int32, one per name
+        self._masks: Any = None  # numpy uint64, shape (2, names): see _char_masks
+        self._asked = 0
 
     def refresh(self, store: Store) -> None:
         """Reload the names when the store has new ones."""
@@ -269,6 +281,40 @@ class EntityIndex:
             return []
         from rapidfuzz import fuzz, process  # noqa: PLC0415 - only recall needs it
 
+        self._asked += 1
+        if self._asked == 1 or len(self._names) < PREFILTER_NAMES:
+            # A one-shot process (a cold `ctx inject --query`) or a small vocabulary: scoring every
+            # name costs less than importing numpy and building the masks.
+            return self._match_all(phrases)
+        import numpy as np  # noqa: PLC0415 - only recall needs it
+
+        built = 0 if self._lengths is None else len(self._lengths)
+        if built < len(self._names):  # names only grow: mask the new ones
+            lengths, masks = _all_char_masks(self._names[built:])
+            self._lengths = lengths if not built else np.concatenate([self._lengths, lengths])
+            self._masks = masks if not built else np.concatenate([self._masks, masks], axis=1)
+        # fuzz.ratio = 100 * (1 - indel / (len(a) + len(b))); the cutoff bounds the distance.
+        share = 1.0 - ENTITY_CUTOFF / 100.0
+        best: dict[int, float] = {}
+        for phrase in phrases:
+            once, twice = _char_masks(phrase)
+            allowed = share * (self._lengths + len(phrase)) + 0.5  # + 0.5: a bound, not a test
+            distance = np.bitwise_count(self._masks[0] ^ np.uint64(once)) + np.bitwise_count(
+                self._masks[1] ^ np.uint64(twice)
+            )
+            near = np.flatnonzero((np.abs(self._lengths - len(phrase)) <= allowed) & (distance <= allowed))
+            # In index order, so ties among more than ``limit`` names break as over the full list.
+            candidates = [self._names[i] for i in near.tolist()]
+            for _, score, index in process.extract(
+                phrase, candidates, scorer=fuzz.ratio, score_cutoff=ENTITY_CUTOFF, limit=50
+            ):
+                found = int(near[index])
+                best[found] = max(best.get(found, 0.0), float(score))
+        return [(self._ids[i], self._display[i], score) for i, score in best.items()]
+
+    def _match_all(self, phrases: list[str]) -> list[tuple[int, str, float]]:
+        from rapidfuzz import fuzz, process  # noqa: PLC0415
+
         best: dict[int, float] = {}
         for phrase in phrases:
             for _, score, index in process.extract(
@@ -276,6 +322,54 @@ class EntityIndex:
             ):
                 best[index] = max(best.get(index, 0.0), float(score))
         return [(self._ids[i], self._display[i], score) for i, score in best.items()]
+
+
+def _all_char_masks(names: list[str]) -> tuple[Any, Any]:
+    """The lengths of ``names`` and their :func:`_char_masks` as a (2, n) array, computed by numpy.
+
+    A cold ``ctx inject --query`` builds these for every entity name: no Python loop per character.
+    """
+    import numpy as np  # noqa: PLC0415
+
+    table = np.arange(0x110000, dtype=np.int64) % 27 + 37  # each code point's bit, as _char_masks
+    table[97:123] = np.arange(26)
+    table[48:58] = np.arange(26, 36)
+    table[32] = 36
+    lengths = np.fromiter(map(len, names), dtype=np.int64, count=len(names))
+    masks = np.zeros((len(names), 2), dtype=np.uint64)
+    step = 1 << 15  # names per pass: bounds the (step x 64) count matrix
+    for first in range(0, len(names), step):
+        part = names[first : first + step]
+        codes = np.frombuffer("".join(part).encode("utf-32-le"), dtype=np.uint32)
+        owners = np.repeat(np.arange(len(part), dtype=np.int64), lengths[first : first + step])
+        counts = np.bincount(owners * 64 + table[codes], minlength=len(part) * 64).reshape(-1, 64)
+        for column, least in ((0, 1), (1, 2)):
+            packed = np.packbits(counts >= least, axis=1, bitorder="little")
+            masks[first : first + len(part), column] = packed.view("<u8").ravel()
+    return lengths.astype(np.int32), np.ascontiguousarray(masks.T)  # rows: once, twice
+
+
+def _char_masks(text: str) -> tuple[int, int]:
+    """Bitmasks of the characters ``text`` holds at least once and at least twice.
+
+    Each character sets one of 64 bits (letters, digits and space their own). A bit that
+    differs between two strings' masks stands for characters whose counts differ, so the
+    number of differing bits never exceeds the Indel distance between the strings.
+    """
+    once = twice = 0
+    for char in text:
+        code = ord(char)
+        if 97 <= code <= 122:
+            bit = code - 97
+        elif 48 <= code <= 57:
+            bit = code - 22
+        elif code == 32:
+            bit = 36
+        else:
+            bit = 37 + code % 27
+        twice |= once & (1 << bit)
+        once |= 1 << bit
+    return once, twice
 
 
 def query_phrases(query: str) -> list[str]:
@@ -311,6 +405,9 @@ class Recaller:
         self._evidence_vectors: Future[list[tuple[int, float]]] | None = None
         self._chains: dict[str, dict[str, Decision]] = {}
         self._entities: list[tuple[int, str, float]] | None = None
+        self._conflicts: dict[str, list[tuple[str, str, str, str]]] = {}
+        self._others: dict[str, Decision] = {}
+        self._loaded: dict[str, Decision] = {}  # every decision read during this recall
 
     # -- rankers --------------------------------------------------------------------------
 
@@ -451,15 +548,22 @@ class Recaller:
         fetch = max(OVERFETCH, 5 * k)
         lists = self.rank(query, "decision", mode, fetch)
         fused = fuse(lists, rrf_k, WEIGHTS)
-        records = self.store.decisions_by_ids([item for item, _, _ in fused])
+        ids = [item for item, _, _ in fused]
+        records: dict[str, Decision] = {}
         hits: list[DecisionHit] = []
         seen: set[str] = set()
         closed: list[ClosedHit] = []
-        matched_ids = {item for item, _, _ in fused}
+        matched_ids = set(ids)
         own_scores = {item: scores for item, _, scores in fused}
-        for item, score, scores in fused:
+        for position, (item, score, scores) in enumerate(fused):
             if len(hits) >= k:
                 break
+            if position % (3 * k) == 0:
+                # Records (and the chains of closed ones) a window at a time: most recalls stop early.
+                window = self.store.decisions_by_ids(ids[position : position + 3 * k])
+                records.update(window)
+                self._loaded.update(window)
+                self._load_chains([i for i, d in window.items() if not valid_at(d, moment)])
             decision = records.get(item)
             if decision is None:
                 continue
@@ -480,7 +584,29 @@ class Recaller:
                     own = own_scores.get(successor.id, dict.fromkeys(RANKERS))
                     hits.append(DecisionHit(successor, len(hits) + 1, score, own, via=decision.id))
         pending = self.store.list_proposals("pending")
+        self._load_chains([hit.decision.id for hit in hits])
+        self._conflicts = self.store.conflicts_at([hit.decision.id for hit in hits], moment)
+        self._others = self.store.decisions_by_ids(
+            sorted({row[0] for rows in self._conflicts.values() for row in rows})
+        )
         return [self._expand(hit, moment, matched_ids, pending) for hit in hits], closed
+
+    def _load_chains(self, decision_ids: list[str]) -> None:
+        """Cache the chains of ``decision_ids`` in two queries (two per decision were most of a recall)."""
+        todo = [i for i in dict.fromkeys(decision_ids) if i not in self._chains]
+        if not todo:
+            return
+        members = self.store.chains_of(todo)
+        wanted = {m for ids in members.values() for m in ids}
+        records = {m: self._loaded[m] for m in wanted if m in self._loaded}
+        records.update(self.store.decisions_by_ids(sorted(wanted - records.keys())))
+        self._loaded.update(records)
+        for decision_id in todo:
+            if decision_id in self._chains:
+                continue
+            chain = {m: records[m] for m in members[decision_id] if m in records}
+            for member in chain:
+                self._chains[member] = chain
 
     def _chain(self, decision_id: str) -> dict[str, Decision]:
         """Every decision linked to ``decision_id`` by supersession (itself included), cached per recall."""
@@ -534,8 +660,12 @@ class Recaller:
 
     def stored_conflicts(self, decision: Decision, moment: str | None) -> list[Related]:
         """The recorded conflicts of ``decision`` with decisions that hold at ``moment``."""
-        found = self.store.conflicts_for(decision.id)
-        others = self.store.decisions_by_ids([row[0] for row in found])
+        found = self._conflicts.pop(decision.id, None)
+        if found is None:
+            found = self.store.conflicts_at([decision.id], moment)[decision.id]
+            others = self.store.decisions_by_ids(sorted({row[0] for row in found}))
+        else:
+            others = self._others  # loaded for every hit at once by decisions()
         out = []
         for other_id, term, clause, other_clause in found:
             other = others.get(other_id)

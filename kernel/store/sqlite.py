@@ -72,6 +72,7 @@ class SQLiteStore(IndexQueries):
         self._tx_plain = False
         self._tx_audit_tail: tuple[int, str] | None = None
         self._write_lock = WriteLock(path)
+        self._term_counts = {}
 
     @classmethod
     def create(cls, path: Path) -> SQLiteStore:
@@ -342,6 +343,7 @@ class SQLiteStore(IndexQueries):
     def forget_vault(self) -> None:
         """Read the vault's keys again on next use (after encrypt or rekey changed them)."""
         self._vault = None
+        self._term_counts.clear()
         if self._reader is not None:
             self._reader._vault = None
 
@@ -747,6 +749,7 @@ class SQLiteStore(IndexQueries):
         self._conn.execute("INSERT INTO decision_fts (decision_fts) VALUES ('rebuild')")
         self._conn.execute("DELETE FROM entity_mention WHERE item LIKE 'dc\\_%' ESCAPE '\\'")
         if evidence:
+            self._term_counts.clear()
             self._conn.execute("INSERT INTO evidence_fts (evidence_fts) VALUES ('rebuild')")
             self._conn.execute("DELETE FROM entity_mention WHERE item LIKE 'ev\\_%' ESCAPE '\\'")
 

@@ -11,6 +11,7 @@ better than random vectors do, and rescoring restores the exact order.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -19,6 +20,8 @@ from kernel.vault import snippet as vault_snippet
 
 KINDS = ("decision", "evidence")
 CHUNK_SLOTS = 16  # chunk_id = owner rowid * CHUNK_SLOTS + chunk number
+# Evidence terms whose frequency is remembered (a few bytes each).
+TERM_CACHE = 100_000
 
 
 def _marks(values: Sequence[Any]) -> str:
@@ -29,6 +32,8 @@ class IndexQueries:
     """Mixed into the SQLite store: every query the recall and index code needs."""
 
     _conn: Any
+    # (FTS term, threshold) -> (postings counted up to the threshold, evidence rows then)
+    _term_counts: dict[tuple[str, int], tuple[int, int]]
 
     def _q(self, sql: str, params: tuple[Any, ...] | list[Any] = ()) -> list[tuple[Any, ...]]:
         raise NotImplementedError
@@ -125,6 +130,27 @@ class IndexQueries:
             )
         ]
 
+    def conflicts_at(
+        self, decision_ids: Sequence[str], moment: str | None
+    ) -> dict[str, list[tuple[str, str, str, str]]]:
+        """:meth:`conflicts_for` of each decision, keeping the others that hold at ``moment`` (None: now)."""
+        out: dict[str, list[tuple[str, str, str, str]]] = {i: [] for i in decision_ids}
+        if not decision_ids:
+            return out
+        if moment is None:
+            window, params = "d.valid_until IS NULL", []
+        else:
+            window = "d.valid_from <= ? AND (d.valid_until IS NULL OR d.valid_until > ?)"
+            params = [moment, moment]
+        for r in self._q(
+            "SELECT c.decision_id, c.other_id, c.term, c.clause, c.other_clause FROM decision_conflict c "
+            f"JOIN decision d ON d.id = c.other_id WHERE c.decision_id IN ({_marks(decision_ids)}) "
+            f"AND {window} ORDER BY c.decision_id, c.other_id",
+            [*decision_ids, *params],
+        ):
+            out[r[0]].append((r[1], r[2], r[3], r[4]))
+        return out
+
     def current_conflict_pairs(self) -> list[tuple[str, str, str, str, str]]:
         """``(id, other id, term, clause, other clause)`` of each conflict between current decisions, once."""
         return [
@@ -146,7 +172,16 @@ class IndexQueries:
 
     def fts_decision_ids(self, match: str, limit: int, current_only: bool = False) -> list[tuple[str, float]]:
         """Ids of decisions (any window, or only current ones) matching an FTS5 query, with BM25."""
-        window = "AND d.valid_until IS NULL" if current_only else ""
+        if not current_only:
+            # Rank inside the FTS index and look ids up for the top rows only (as for evidence).
+            top = self._q(
+                "SELECT rowid, bm25(decision_fts, 4.0, 1.0, 0.5) AS score FROM decision_fts "
+                "WHERE decision_fts MATCH ? ORDER BY score LIMIT ?",
+                (match, limit),
+            )
+            ids = self.ids_for_rowids("decision", [r[0] for r in top])
+            return [(ids[rowid], score) for rowid, score in top if rowid in ids]
+        window = "AND d.valid_until IS NULL"
         return [
             (r[0], r[1])
             for r in self._q(
@@ -183,12 +218,27 @@ class IndexQueries:
         return [(ids[rowid], score) for rowid, score in top if rowid in ids]
 
     def evidence_term_is_common(self, term: str, threshold: int) -> bool:
-        """True when at least ``threshold`` evidence texts contain ``term`` (counting stops there)."""
+        """True when at least ``threshold`` evidence texts contain ``term`` (counting stops there).
+
+        Counting a frequent term walks thousands of postings, so each answer is kept with the
+        number of rows it was counted over: rows are only ever added, so a term stays common,
+        and one counted below the threshold stays below it until that many rows are added.
+        """
+        match = self.evidence_match(f'"{term}"')
+        rows = self.item_count("evidence")
+        cache = self._term_counts
+        known = cache.get((match, threshold))
+        if known is not None and (known[0] >= threshold or known[0] + rows - known[1] < threshold):
+            return known[0] >= threshold
         row = self._one(
             "SELECT count(*) FROM (SELECT 1 FROM evidence_fts WHERE evidence_fts MATCH ? LIMIT ?)",
-            (self.evidence_match(f'"{term}"'), threshold),
+            (match, threshold),
         )
-        return bool(row) and row[0] >= threshold
+        count = int(row[0]) if row else 0
+        if len(cache) > TERM_CACHE:
+            cache.clear()
+        cache[(match, threshold)] = (count, rows)
+        return count >= threshold
 
     def evidence_snippets(self, match: str, ids: Sequence[str]) -> dict[str, str]:
         """FTS5 snippets (matches in [brackets]) of the evidence ``ids`` that match ``match``."""
@@ -262,6 +312,22 @@ class IndexQueries:
                 (decision_id,),
             )
         ]
+
+    def chains_of(self, decision_ids: Sequence[str]) -> dict[str, list[str]]:
+        """:meth:`chain_ids` of several decisions in one query."""
+        out: dict[str, list[str]] = {i: [] for i in decision_ids}
+        if not decision_ids:
+            return out
+        for root, member in self._q(
+            """WITH RECURSIVE chain(root, id) AS (
+                 SELECT value, value FROM json_each(?)
+                 UNION SELECT c.root, s.new_id FROM supersession s JOIN chain c ON s.old_id = c.id
+                 UNION SELECT c.root, s.old_id FROM supersession s JOIN chain c ON s.new_id = c.id
+               ) SELECT root, id FROM chain""",
+            (json.dumps(list(decision_ids)),),
+        ):
+            out[root].append(member)
+        return out
 
     def current_subjects(self) -> list[str]:
         """Subjects that have a current decision."""
