@@ -107,105 +107,6 @@ class FastEmbedder:
         return self._vectors([text], query=True)[0].astype("<f4").tobytes()
 
 
-class OnnxEmbedder:
-    """all-MiniLM-L6-v2 from a local folder, run with onnxruntime and tokenizers directly.
-
-    Loading it costs a fraction of fastembed's import, which also brings in its image
-    models and hub client (seconds, on the path of a cold ``ctx inject --query``). It
-    reproduces fastembed's pooled-normalised text embedding step by step: the tokenizer
-    set up as ``fastembed.common.preprocessor_utils.load_tokenizer`` does, mean pooling
-    over the attention mask in float64, then L2 normalisation, so vectors are identical.
-    """
-
-    def __init__(self, model_id: str, model_dir: Path) -> None:
-        import json  # noqa: PLC0415
-
-        import onnxruntime as ort  # noqa: PLC0415 - ~0.3 s import, only when embedding
-        from tokenizers import AddedToken, Tokenizer  # noqa: PLC0415
-
-        settings = json.loads((model_dir / "tokenizer_config.json").read_text(encoding="utf-8"))
-        config_file = model_dir / "config.json"
-        config = json.loads(config_file.read_text(encoding="utf-8")) if config_file.is_file() else {}
-        specials_file = model_dir / "special_tokens_map.json"
-        specials = json.loads(specials_file.read_text(encoding="utf-8")) if specials_file.is_file() else {}
-        limits = [
-            v
-            for v in (settings.get("model_max_length"), settings.get("max_length"))
-            if isinstance(v, int) and not isinstance(v, bool) and 0 < v < 1 << 62
-        ]
-        if not limits:
-            raise ValueError(f"no maximum length in {model_dir / 'tokenizer_config.json'}")
-        tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
-        truncation = tokenizer.truncation or {}
-        tokenizer.enable_truncation(
-            max_length=min(limits),
-            direction=settings.get("truncation_side") or truncation.get("direction", "right"),
-        )
-        for values in specials.values():
-            for token in values if isinstance(values, list) else [values]:
-                tokenizer.add_special_tokens([token if isinstance(token, str) else AddedToken(**token)])
-        padding = tokenizer.padding or {}
-        pad_token = padding.get("pad_token") or settings.get("pad_token")
-        pad_id = padding.get("pad_id", config.get("pad_token_id"))
-        if pad_id is None:
-            pad_id = tokenizer.token_to_id(pad_token)
-        tokenizer.enable_padding(
-            direction=settings.get("padding_side") or padding.get("direction", "right"),
-            pad_id=pad_id,
-            pad_type_id=padding.get("pad_type_id", 0),
-            pad_token=pad_token,
-            pad_to_multiple_of=padding.get("pad_to_multiple_of"),
-            length=None,
-        )
-        options = ort.SessionOptions()
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        options.intra_op_num_threads = options.inter_op_num_threads = 1
-        self._session = ort.InferenceSession(
-            str(model_dir / MODEL_FILE), providers=["CPUExecutionProvider"], sess_options=options
-        )
-        self._inputs = {node.name for node in self._session.get_inputs()}
-        self._tokenizer = tokenizer
-        self.model_id = model_id
-        self.dim = len(self._vectors(["dimension probe"])[0])
-
-    def _batch(self, texts: Sequence[str]) -> Any:
-        import numpy as np  # noqa: PLC0415
-
-        encoded = self._tokenizer.encode_batch(list(texts))
-        ids = np.array([e.ids for e in encoded], dtype=np.int64)
-        mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
-        feed = {"input_ids": ids}
-        if "attention_mask" in self._inputs:
-            feed["attention_mask"] = mask
-        if "token_type_ids" in self._inputs:
-            feed["token_type_ids"] = np.zeros_like(ids)
-        hidden = self._session.run(None, feed)[0]
-        pooled = np.sum(hidden, axis=1, where=mask[:, :, np.newaxis].astype(bool), dtype=np.float64)
-        pooled = pooled / np.maximum(np.sum(mask, axis=1, keepdims=True), 1e-9)
-        norm = np.maximum(np.linalg.norm(pooled, ord=2, axis=1, keepdims=True), 1e-12)
-        return (pooled / norm).astype(hidden.dtype, copy=False)
-
-    def _vectors(self, texts: Sequence[str], *, query: bool = False) -> list[Any]:
-        import numpy as np  # noqa: PLC0415
-
-        out = []
-        step = 1 if query else 32  # fastembed's batches: the padding (and so the floats) match
-        for start in range(0, len(texts), step):
-            for vector in self._batch(texts[start : start + step]):
-                array = np.asarray(vector, dtype=np.float32)
-                norm = float(np.linalg.norm(array))
-                out.append(array / norm if norm > 0 else array)
-        return out
-
-    def embed_documents(self, texts: Sequence[str]) -> list[bytes]:
-        """One normalised vector per text."""
-        return [v.astype("<f4").tobytes() for v in self._vectors(texts)] if texts else []
-
-    def embed_query(self, text: str) -> bytes:
-        """The normalised vector of a query."""
-        return self._vectors([text], query=True)[0].astype("<f4").tobytes()
-
-
 def chunks(text: str) -> list[str]:
     """Split a text into passages of about :data:`CHUNK_CHARS` characters on paragraph or line breaks."""
     text = text.strip()
@@ -348,9 +249,7 @@ def resolve(*, download: bool = False) -> Resolution:
 
 
 @lru_cache(maxsize=4)
-def _cached(model: str, folder: str | None, download: bool) -> Embedder:
-    if folder is not None and model == DEFAULT_MODEL:
-        return OnnxEmbedder(model, Path(folder))
+def _cached(model: str, folder: str | None, download: bool) -> FastEmbedder:
     return FastEmbedder(model, Path(folder) if folder else None, download=download)
 
 
