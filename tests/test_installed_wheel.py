@@ -1,0 +1,117 @@
+"""The built wheel, installed in a fresh environment outside the source tree, works and collides with nothing.
+
+ctx installs one top-level package, ``ctx_kernel``: other packages named ``kernel`` or ``tui`` on the
+path neither shadow ctx's own modules nor are shadowed by them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+pytestmark = pytest.mark.skipif(os.name != "posix", reason="the fresh environment's layout is POSIX's")
+
+
+def _run(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, check=False, timeout=120)
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The wheel built from this source tree, as pip builds it for an install."""
+    out = tmp_path_factory.mktemp("wheel")
+    built = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "--wheel-dir", str(out), str(REPO)],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+    )
+    assert built.returncode == 0, built.stderr
+    (found,) = out.glob("*.whl")
+    return found
+
+
+@pytest.fixture(scope="module")
+def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
+    """A fresh environment holding only the wheel (its dependencies are this one's), and its environment."""
+    root = tmp_path_factory.mktemp("installed")
+    venv = root / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    python = venv / "bin" / "python"
+    where = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
+    purelib = _run([str(python), "-c", where], root, dict(os.environ)).stdout.strip()
+    # The dependencies come from this environment's package folders (not the source tree), after the
+    # fresh environment's own packages.
+    folders = [entry for entry in sys.path if Path(entry).name in {"site-packages", "dist-packages"}]
+    Path(purelib, "dependencies.pth").write_text("\n".join(folders) + "\n", encoding="utf-8")
+    install = subprocess.run(
+        [sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet", "--no-deps", str(wheel)],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+    )
+    assert install.returncode == 0, install.stderr
+    # Unrelated top-level packages named kernel and tui, ahead of site-packages on the path.
+    decoys = root / "decoys"
+    for name in ("kernel", "tui"):
+        (decoys / name).mkdir(parents=True)
+        (decoys / name / "__init__.py").write_text(f"WHO = 'decoy {name}'\n", encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": str(decoys)}
+    env.pop("PYTHONHOME", None)
+    return venv, env
+
+
+def test_the_wheel_has_one_top_level_package_holding_every_source_file(wheel: Path):
+    names = set(zipfile.ZipFile(wheel).namelist())
+    top_level = {name.split("/")[0] for name in names if not name.split("/")[0].endswith(".dist-info")}
+    assert top_level == {"ctx_kernel"}
+    assert "ctx_kernel/__init__.py" in names
+    for folder in ("kernel", "tui"):
+        for source in (REPO / folder).rglob("*"):
+            if source.is_file() and "__pycache__" not in source.parts:
+                assert f"ctx_kernel/{source.relative_to(REPO).as_posix()}" in names, source
+    for schema in (REPO / "schemas").glob("*.json"):
+        assert f"ctx_kernel/kernel/schemas/{schema.name}" in names, schema
+
+
+def test_the_installed_cli_works_outside_the_source_tree(installed, tmp_path):
+    venv, env = installed
+    ctx = str(venv / "bin" / "ctx")
+    project = tmp_path / "project"
+    project.mkdir()
+    version = _run([ctx, "--version"], project, env)
+    assert version.returncode == 0, version.stderr
+    assert version.stdout.startswith("ctx, version ")
+    init = _run([ctx, "init"], project, env)
+    assert init.returncode == 0, init.stderr
+    assert (project / ".ctx" / "ctx.db").is_file()
+    status = _run([ctx, "status", "--json"], project, env)
+    assert status.returncode == 0, status.stderr
+    assert json.loads(status.stdout)["store"] == str(project / ".ctx" / "ctx.db")
+    schema = _run([ctx, "schema", "decision"], project, env)
+    assert schema.returncode == 0, schema.stderr
+    assert json.loads(schema.stdout)["type"] == "object"
+
+
+def test_other_kernel_and_tui_packages_neither_shadow_ctx_nor_are_shadowed(installed, tmp_path):
+    venv, env = installed
+    code = (
+        "import json, kernel, tui, ctx_kernel.kernel.hosts.cli, ctx_kernel.tui.app, ctx_kernel.kernel as k;"
+        "print(json.dumps([kernel.WHO, tui.WHO, k.__file__, hasattr(k, 'Ctx')]))"
+    )
+    result = _run([str(venv / "bin" / "python"), "-c", code], tmp_path, env)
+    assert result.returncode == 0, result.stderr
+    kernel_who, tui_who, ctx_file, has_facade = json.loads(result.stdout)
+    assert (kernel_who, tui_who) == ("decoy kernel", "decoy tui")
+    assert Path(ctx_file).is_relative_to(venv), ctx_file
+    assert has_facade
