@@ -30,7 +30,7 @@ def main() -> None:
         env = {**os.environ, "CTX_DB": str(Path(folder) / "ctx.db"), "CTX_AGENT": "bench"}
         subprocess.run([CTX, "init"], env=env, check=True, capture_output=True)
         sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-        from kernel import Ctx
+        from ctx_kernel.kernel import Ctx
 
         with Ctx.open(Path(env["CTX_DB"])) as kernel:
             for i in range(args.pending):

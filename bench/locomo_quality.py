@@ -16,8 +16,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from kernel import Ctx, conversation_eval
-from kernel.errors import CtxError
+from ctx_kernel.kernel import Ctx, conversation_eval
+from ctx_kernel.kernel.errors import CtxError
 
 DEFAULT_DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "eval" / "locomo-dev"
 

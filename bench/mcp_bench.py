@@ -33,7 +33,7 @@ import anyio
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from recall_bench import corpus, pct, queries
 
-from kernel.demo import build_demo
+from ctx_kernel.kernel.demo import build_demo
 
 CTX = str(Path(sys.executable).parent / "ctx")
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from kernel import Ctx, quality
+from ctx_kernel.kernel import Ctx, quality
 
 SET = Path(__file__).resolve().parent.parent / "tests" / "data" / "recall" / "recall_set.json"
 

@@ -37,11 +37,11 @@ from pathlib import Path
 
 import numpy as np
 
-from kernel import Ctx, fts
-from kernel.embed import chunks
-from kernel.ingest import EvidenceInput, Item
-from kernel.recall import MODES, fuse
-from kernel.store.sqlite_index import CHUNK_SLOTS
+from ctx_kernel.kernel import Ctx, fts
+from ctx_kernel.kernel.embed import chunks
+from ctx_kernel.kernel.ingest import EvidenceInput, Item
+from ctx_kernel.kernel.recall import MODES, fuse
+from ctx_kernel.kernel.store.sqlite_index import CHUNK_SLOTS
 
 HERE = Path(__file__).resolve().parent
 CORPUS_VERSION = 2

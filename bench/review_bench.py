@@ -24,9 +24,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from kernel import Ctx
-from tui.app import make_app
-from tui.widgets.rows import RowList
+from ctx_kernel.kernel import Ctx
+from ctx_kernel.tui.app import make_app
+from ctx_kernel.tui.widgets.rows import RowList
 
 CACHE = Path(__file__).resolve().parent / ".cache"
 AREAS = ["auth", "db", "api", "frontend", "ci", "infra", "billing", "search", "mobile", "observability"]

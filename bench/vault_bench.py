@@ -45,8 +45,8 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         os.environ["CTX_CONFIG_DIR"] = str(Path(folder) / "config")
-        from kernel import Ctx, vault
-        from kernel.ingest import EvidenceInput, Item
+        from ctx_kernel.kernel import Ctx, vault
+        from ctx_kernel.kernel.ingest import EvidenceInput, Item
 
         store = Path(folder) / ".ctx" / "ctx.db"
         kernel, _ = Ctx.init(store)

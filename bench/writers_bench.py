@@ -34,8 +34,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 def _instrument(mode: str) -> list[float]:
     """Record each transaction's wait for the write lock; in ``busy`` mode leave the lock file unused."""
-    from kernel.store.sqlite import SQLiteStore
-    from kernel.store.writelock import WriteLock
+    from ctx_kernel.kernel.store.sqlite import SQLiteStore
+    from ctx_kernel.kernel.store.writelock import WriteLock
 
     waits: list[float] = []
     asked = [0.0]
@@ -55,7 +55,7 @@ def _instrument(mode: str) -> list[float]:
 
 
 def _worker(role: str, index: int, each: int, db: str, mode: str, out: str, start: Any, done: Any) -> None:
-    from kernel import Ctx, CtxError
+    from ctx_kernel.kernel import Ctx, CtxError
 
     waits = _instrument(mode)
     report: dict = {"commands": [], "errors": [], "ids": [], "ratified": []}
@@ -119,7 +119,7 @@ def _percentile(values: list[float], fraction: float) -> float:
 
 def run(mode: str, proposers: int, loggers: int, each: int) -> dict:
     """One run on a fresh store; the figures of every process together."""
-    from kernel import Ctx, driver
+    from ctx_kernel.kernel import Ctx, driver
 
     mp = multiprocessing.get_context("spawn")
     with tempfile.TemporaryDirectory() as folder:

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import unquote
 
-from kernel import text as _text
-from kernel.errors import UsageError
+from ctx_kernel.kernel import text as _text
+from ctx_kernel.kernel.errors import UsageError
 
 STATUSES: tuple[str, ...] = ("accepted", "proposed", "rejected", "deprecated", "superseded")
 DEFAULT_STATUS = "accepted"

@@ -6,7 +6,7 @@ decision per subject, CHECK constraints). One ``DROP TRIGGER`` turns them off wi
 row, so verifying compares every table, index and trigger with the definition its migration wrote.
 
 The definitions are recorded in ``migrations/schema.json`` by running the migrations one at a time
-(``python -m kernel.audit_schema``); a test fails while the file is stale.
+(``python -m ctx_kernel.kernel.audit_schema``); a test fails while the file is stale.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from kernel.store.base import Store
+from ctx_kernel.kernel.store.base import Store
 
 SNAPSHOT = Path(__file__).resolve().parent / "migrations" / "schema.json"
 
@@ -53,7 +53,7 @@ def schema_problems(store: Store) -> list[str]:
 
 
 def _objects(path: Path) -> dict[tuple[str, str], dict[str, Any]]:
-    from kernel import driver  # noqa: PLC0415
+    from ctx_kernel.kernel import driver  # noqa: PLC0415
 
     conn = driver.connect(path, load_vec=False)
     try:
@@ -67,7 +67,7 @@ def _objects(path: Path) -> dict[tuple[str, str], dict[str, Any]]:
 
 def build_snapshot() -> dict[str, Any]:
     """Run every migration in turn on an empty store and record which one last defined each object."""
-    from kernel.store import migrate  # noqa: PLC0415 - Alembic loads only to build the snapshot
+    from ctx_kernel.kernel.store import migrate  # noqa: PLC0415 - Alembic loads only to build the snapshot
 
     objects: dict[tuple[str, str], dict[str, Any]] = {}
     with tempfile.TemporaryDirectory() as folder:

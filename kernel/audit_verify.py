@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kernel.audit import row_hash
-from kernel.audit_export import (
+from ctx_kernel.kernel.audit import row_hash
+from ctx_kernel.kernel.audit_export import (
     DERIVED_FIELDS,
     EVENTS,
     BadRecord,
@@ -25,8 +25,8 @@ from kernel.audit_export import (
     sha256_hex,
     signed_message,
 )
-from kernel.errors import RefusedError, StoreError
-from kernel.json_input import JSONInputError, read_json
+from ctx_kernel.kernel.errors import RefusedError, StoreError
+from ctx_kernel.kernel.json_input import JSONInputError, read_json
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
@@ -101,7 +101,7 @@ def read_manifest(path: Path) -> dict[str, Any]:
     """A manifest document, checked against ``schemas/audit-manifest.schema.json``'s model."""
     from pydantic import ValidationError  # noqa: PLC0415 - only to verify an export
 
-    from kernel.contracts import AuditManifestOut  # noqa: PLC0415
+    from ctx_kernel.kernel.contracts import AuditManifestOut  # noqa: PLC0415
 
     if not path.is_file():
         raise RefusedError(f"no manifest {path}: an export's manifest sits beside it (or pass --manifest)")
@@ -125,7 +125,7 @@ def read_manifest(path: Path) -> dict[str, Any]:
 def _validate_record(value: Any) -> str | None:
     from pydantic import ValidationError  # noqa: PLC0415
 
-    from kernel.contracts import AuditRecordOut  # noqa: PLC0415
+    from ctx_kernel.kernel.contracts import AuditRecordOut  # noqa: PLC0415
 
     if not isinstance(value, dict):
         return "not a JSON object"
@@ -207,7 +207,7 @@ def verify_export(
     trusted_source: str,
 ) -> ExportReport:
     """Check an export: its signature by the trusted key, its chain from the anchor, and its manifest."""
-    from kernel import signing  # noqa: PLC0415 - cryptography loads only to sign or verify
+    from ctx_kernel.kernel import signing  # noqa: PLC0415 - cryptography loads only to sign or verify
 
     manifest_path = manifest_path or manifest_path_for(records_path)
     report = ExportReport(

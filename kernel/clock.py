@@ -15,7 +15,7 @@ import time
 from collections.abc import Iterable
 from datetime import UTC, datetime
 
-from kernel.errors import StoreError, UsageError
+from ctx_kernel.kernel.errors import StoreError, UsageError
 
 _CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 ID_PREFIXES = {"ev": "evidence", "pr": "proposal", "dc": "decision"}

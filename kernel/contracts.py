@@ -1,6 +1,6 @@
 """Pydantic models of every machine-readable input and output; ``schemas/`` is generated from them.
 
-Run ``python -m kernel.contracts`` to rewrite ``schemas/`` after changing a model; a test
+Run ``python -m ctx_kernel.kernel.contracts`` to rewrite ``schemas/`` after changing a model; a test
 fails while the files are stale. Hosts build their JSON from the records' ``to_dict`` and
 tests validate it against these schemas. ``ctx propose --input`` imports this module to validate
 its input, and the MCP server (``ctx mcp``) to validate every tool's arguments: the ``*-input``
@@ -16,10 +16,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter, ValidationError
 
-from kernel import text
-from kernel.audit_export import EVENTS
-from kernel.facade import DEFAULT_BUDGET, MAX_BUDGET, MAX_QUERY_CHARS, MIN_BUDGET
-from kernel.records import EVIDENCE_KINDS
+from ctx_kernel.kernel import text
+from ctx_kernel.kernel.audit_export import EVENTS
+from ctx_kernel.kernel.facade import DEFAULT_BUDGET, MAX_BUDGET, MAX_QUERY_CHARS, MIN_BUDGET
+from ctx_kernel.kernel.records import EVIDENCE_KINDS
 
 Id = Annotated[str, StringConstraints(pattern=r"^(ev|pr|dc)_[0-9A-HJKMNP-TV-Z]{26}$")]
 EvidenceId = Annotated[str, StringConstraints(pattern=r"^ev_[0-9A-HJKMNP-TV-Z]{26}$")]

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kernel.errors import UsageError
-from kernel.facade import Ctx
-from kernel.paths import STORE_DIR, STORE_FILE
+from ctx_kernel.kernel.errors import UsageError
+from ctx_kernel.kernel.facade import Ctx
+from ctx_kernel.kernel.paths import STORE_DIR, STORE_FILE
 
 EVIDENCE = [
     (

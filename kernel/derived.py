@@ -7,8 +7,8 @@ tokens that only ctx writes, and its evidence has no mentions, so only decisions
 
 from __future__ import annotations
 
-from kernel import entities
-from kernel.store.base import Store
+from ctx_kernel.kernel import entities
+from ctx_kernel.kernel.store.base import Store
 
 _CHUNK = 500
 

@@ -75,7 +75,7 @@ def make_engine(path: str | Path) -> Any:
 
 def check_extensions() -> str:
     """Open an in-memory database, load sqlite-vec and return its version; StoreError when it cannot."""
-    from kernel.errors import StoreError  # noqa: PLC0415
+    from ctx_kernel.kernel.errors import StoreError  # noqa: PLC0415
 
     try:
         conn = connect(":memory:")

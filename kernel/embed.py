@@ -22,8 +22,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Protocol
 
-from kernel import paths
-from kernel.errors import UsageError
+from ctx_kernel.kernel import paths
+from ctx_kernel.kernel.errors import UsageError
 
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 # The files fastembed reads from a model directory for this model family.

@@ -12,12 +12,19 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kernel import clock, entities, text
-from kernel.audit import ChainReport, verify_chain
-from kernel.errors import CtxError, NotFoundError, RefusedError, StalePlanError, StoreError, UsageError
-from kernel.fts import match_query
-from kernel.ingest import BatchReport, EvidenceInput, Item, Prepared, prepare, prepare_all
-from kernel.records import (
+from ctx_kernel.kernel import clock, entities, text
+from ctx_kernel.kernel.audit import ChainReport, verify_chain
+from ctx_kernel.kernel.errors import (
+    CtxError,
+    NotFoundError,
+    RefusedError,
+    StalePlanError,
+    StoreError,
+    UsageError,
+)
+from ctx_kernel.kernel.fts import match_query
+from ctx_kernel.kernel.ingest import BatchReport, EvidenceInput, Item, Prepared, prepare, prepare_all
+from ctx_kernel.kernel.records import (
     AuditEvent,
     Decision,
     Evidence,
@@ -26,7 +33,7 @@ from kernel.records import (
     Ratification,
     SearchResults,
 )
-from kernel.review import (
+from ctx_kernel.kernel.review import (
     STALE_AFTER,
     ClosingWindow,
     ProposalContext,
@@ -38,9 +45,9 @@ from kernel.review import (
     short_age,
     word_diff,
 )
-from kernel.store.base import Store
-from kernel.store.sqlite import SQLiteStore
-from kernel.text import visible
+from ctx_kernel.kernel.store.base import Store
+from ctx_kernel.kernel.store.sqlite import SQLiteStore
+from ctx_kernel.kernel.text import visible
 
 __all__ = [
     "STALE_AFTER",
@@ -69,16 +76,16 @@ if TYPE_CHECKING:
     # agent's hot path and need none of them (each costs milliseconds to import).
     from concurrent.futures import ThreadPoolExecutor
 
-    from kernel import embed, recall
-    from kernel.adr_export import AdrExport
-    from kernel.audit_export import ExportResult
-    from kernel.audit_store import CheckpointResult
-    from kernel.audit_verify import ExportReport
-    from kernel.embed import Embedder
-    from kernel.inject import Injection
-    from kernel.sharing import ImportReport
-    from kernel.signing import KeyInfo, Passphrase
-    from kernel.status import StoreStatus
+    from ctx_kernel.kernel import embed, recall
+    from ctx_kernel.kernel.adr_export import AdrExport
+    from ctx_kernel.kernel.audit_export import ExportResult
+    from ctx_kernel.kernel.audit_store import CheckpointResult
+    from ctx_kernel.kernel.audit_verify import ExportReport
+    from ctx_kernel.kernel.embed import Embedder
+    from ctx_kernel.kernel.inject import Injection
+    from ctx_kernel.kernel.sharing import ImportReport
+    from ctx_kernel.kernel.signing import KeyInfo, Passphrase
+    from ctx_kernel.kernel.status import StoreStatus
 
 # token_sort_ratio of "subject decision" against each pending proposal; 82 flags rewordings
 # and reorderings of the same sentence but not a different choice on the same subject.
@@ -153,7 +160,7 @@ class Ctx:
 
     @property
     def _entity_index(self) -> recall.EntityIndex:
-        from kernel import recall  # noqa: PLC0415 - lazy, see the imports
+        from ctx_kernel.kernel import recall  # noqa: PLC0415 - lazy, see the imports
 
         if self._entity_index_cache is None:
             self._entity_index_cache = recall.EntityIndex()
@@ -464,7 +471,7 @@ class Ctx:
         Show it to the person, then pass it to :meth:`ratify`, which carries out exactly this
         plan or refuses if the store changed in between.
         """
-        from kernel import review  # noqa: PLC0415
+        from ctx_kernel.kernel import review  # noqa: PLC0415
 
         settled = None if settle is None else [self.resolve_id(s, "proposal") for s in settle]
         return review.plan(self, self.pending(proposal_id), decision, settled)
@@ -515,7 +522,7 @@ class Ctx:
         decision: str | None,
         settle: Sequence[str] | None,
     ) -> Ratification:
-        from kernel import review  # noqa: PLC0415
+        from ctx_kernel.kernel import review  # noqa: PLC0415
 
         if isinstance(proposal, RatificationPlan):
             if decision is not None or settle is not None:
@@ -663,7 +670,7 @@ class Ctx:
 
     def review_queue(self, subject: str | None = None, proposer: str | None = None) -> list[QueueEntry]:
         """Pending proposals, oldest first, with the decision each would supersede and its review group."""
-        from kernel import review  # noqa: PLC0415
+        from ctx_kernel.kernel import review  # noqa: PLC0415
 
         current = {d.subject: d for d in self.store.decisions()}
         everything = review.group_queue(self.store.list_proposals("pending"), current)
@@ -674,7 +681,7 @@ class Ctx:
 
     def review_group(self, proposal_id: str) -> list[Proposal]:
         """The other pending proposals settled together with this one (same subject or near-duplicate)."""
-        from kernel import review  # noqa: PLC0415
+        from ctx_kernel.kernel import review  # noqa: PLC0415
 
         # Read only the group's neighbourhood: this runs inside every ratification's transaction.
         mine = self.proposal(proposal_id)
@@ -689,14 +696,14 @@ class Ctx:
 
     def proposal_conflicts(self, proposal_ids: Sequence[str]) -> dict[str, list[recall.Related]]:
         """For each pending proposal, the current decisions on other subjects it contradicts."""
-        from kernel import review  # noqa: PLC0415
+        from ctx_kernel.kernel import review  # noqa: PLC0415
 
         return review.proposal_conflicts(self, [self.resolve_id(p, "proposal") for p in proposal_ids])
 
     def proposal_context(self, proposal_id: str, *, related: int = 5) -> ProposalContext:
         """A proposal with its subject's current decision and chain, contradictions, related decisions
         found by recall, cited evidence, review group, and the change ratifying it would make."""
-        from kernel import review  # noqa: PLC0415
+        from ctx_kernel.kernel import review  # noqa: PLC0415
 
         return review.context(self, self.proposal(proposal_id), related)
 
@@ -757,13 +764,13 @@ class Ctx:
 
     def import_adrs(self, folder: Path, *, reviewer: str, dry_run: bool = False) -> ImportReport:
         """Import a folder of ADR Markdown files; each record is one audit event; re-import is a no-op."""
-        from kernel.sharing import import_adrs  # noqa: PLC0415
+        from ctx_kernel.kernel.sharing import import_adrs  # noqa: PLC0415
 
         return import_adrs(self, folder, reviewer, dry_run=dry_run)
 
     def export_adrs(self, folder: Path, *, force: bool = False) -> AdrExport:
         """Write decisions and open proposals as ADR files in ``folder``, in place where they came from."""
-        from kernel.adr_export import export_adrs  # noqa: PLC0415
+        from ctx_kernel.kernel.adr_export import export_adrs  # noqa: PLC0415
 
         return export_adrs(self, folder, force=force)
 
@@ -798,7 +805,7 @@ class Ctx:
         ``min_scores`` drops a ranker's hits whose raw score is below the given value
         (``{"vector": 0.4}``: cosine similarity; keyword: negated BM25; entity: idf-weighted match).
         """
-        from kernel import recall  # noqa: PLC0415 - lazy, see the imports
+        from ctx_kernel.kernel import recall  # noqa: PLC0415 - lazy, see the imports
 
         query = text.require_text(query, "query", MAX_QUERY_CHARS)
         if match_query(query) is None:
@@ -840,7 +847,7 @@ class Ctx:
 
     def inject(self, query: str | None = None, *, budget: int = DEFAULT_BUDGET) -> Injection:
         """The session-start block: current decisions, superseded ones, conflicts, proposals, evidence."""
-        from kernel import inject  # noqa: PLC0415
+        from ctx_kernel.kernel import inject  # noqa: PLC0415
 
         if not MIN_BUDGET <= budget <= MAX_BUDGET:
             raise UsageError(f"budget must be between {MIN_BUDGET} and {MAX_BUDGET} tokens")
@@ -852,7 +859,7 @@ class Ctx:
 
     def conflicts(self) -> list[tuple[Decision, recall.Related]]:
         """Pairs of current decisions on different subjects that take opposite stances, newest first."""
-        from kernel import recall  # noqa: PLC0415
+        from ctx_kernel.kernel import recall  # noqa: PLC0415
 
         self.ensure_conflicts()
         pairs = self.store.current_conflict_pairs()
@@ -866,7 +873,7 @@ class Ctx:
 
     def record_conflicts(self, decision_ids: Sequence[str]) -> int:
         """Detect and record the conflicts of newly ratified or imported current decisions."""
-        from kernel import recall  # noqa: PLC0415
+        from ctx_kernel.kernel import recall  # noqa: PLC0415
 
         detector = recall.ConflictDetector(self.store, self._entity_index)
         found = 0
@@ -898,7 +905,7 @@ class Ctx:
 
     def embedding(self) -> embed.Resolution:
         """The embedding model this store uses (resolved once), or why vectors are off."""
-        from kernel import embed  # noqa: PLC0415
+        from ctx_kernel.kernel import embed  # noqa: PLC0415
 
         with self._resolution_lock:
             if self._resolution is None:
@@ -920,7 +927,7 @@ class Ctx:
         import rapidfuzz.fuzz  # noqa: PLC0415 - imported for the cost: recall's first use
         import rapidfuzz.process  # noqa: F401, PLC0415
 
-        from kernel import recall  # noqa: F401, PLC0415
+        from ctx_kernel.kernel import recall  # noqa: F401, PLC0415
 
         embedder = self.embedding().embedder
         if embedder is not None:
@@ -928,7 +935,7 @@ class Ctx:
 
     def prepare_vectors(self, backfill: int = 0) -> tuple[Embedder | None, recall.VectorStatus]:
         """The embedder to query with (None when vectors are off), after embedding up to ``backfill`` rows."""
-        from kernel import recall  # noqa: PLC0415
+        from ctx_kernel.kernel import recall  # noqa: PLC0415
 
         resolution = self.embedding()
         embedder = resolution.embedder
@@ -976,7 +983,7 @@ class Ctx:
         progress: Callable[[int, int], None] | None = None,
     ) -> ReindexReport:
         """Embed every decision and evidence text again with the configured model."""
-        from kernel import embed, recall  # noqa: PLC0415
+        from ctx_kernel.kernel import embed, recall  # noqa: PLC0415
 
         resolution = embed.resolve(download=download) if self._embedder_choice == AUTO else self.embedding()
         embedder = resolution.embedder
@@ -1000,7 +1007,7 @@ class Ctx:
         if progress is not None:
             progress(0, total)
         recall.backfill(self.store, embedder, total, step)
-        from kernel.derived import rebuild_index  # noqa: PLC0415
+        from ctx_kernel.kernel.derived import rebuild_index  # noqa: PLC0415
 
         rebuild_index(self.store)
         self._entity_index_cache = None
@@ -1030,7 +1037,7 @@ class Ctx:
         or the store's file in the config folder), created 0600 when it does not exist yet.
         Vectors and entity mentions of evidence are dropped: they would give its content away.
         """
-        from kernel import vault  # noqa: PLC0415 - cryptography loads for sealed stores only
+        from ctx_kernel.kernel import vault  # noqa: PLC0415 - cryptography loads for sealed stores only
 
         store_id = self._store_id()
         if self.store.get_meta("vault_key_id") is not None and self.store.get_meta("vault_encrypting") != "1":
@@ -1085,7 +1092,7 @@ class Ctx:
         The new key waits in ``<key file>.new`` until every row is sealed with it, then replaces
         the key file; until then each row opens with the old key or the new one.
         """
-        from kernel import vault  # noqa: PLC0415
+        from ctx_kernel.kernel import vault  # noqa: PLC0415
 
         store_id = self._store_id()
         if self.store.get_meta("vault_key_id") is None:
@@ -1173,7 +1180,7 @@ class Ctx:
 
     def _vault_key(self, store_id: str, key_file: Path | None) -> tuple[bytes, str, bool]:
         """The key to encrypt with and where it is; a new key file when there is none yet."""
-        from kernel import vault  # noqa: PLC0415
+        from ctx_kernel.kernel import vault  # noqa: PLC0415
 
         if key_file is None and os.environ.get("CTX_VAULT_KEY"):
             return vault.decode_key(os.environ["CTX_VAULT_KEY"], "CTX_VAULT_KEY"), "CTX_VAULT_KEY", False
@@ -1196,7 +1203,7 @@ class Ctx:
         """
         if not state:
             return verify_chain(self.store.audit_rows())
-        from kernel.status import record_verify  # noqa: PLC0415
+        from ctx_kernel.kernel.status import record_verify  # noqa: PLC0415
 
         report = self._verified_log(checkpoints, pubkey)[0]
         record_verify(self, report.ok, report.rows, report.problem)
@@ -1206,7 +1213,7 @@ class Ctx:
         self, checkpoints: Sequence[Path] = (), pubkey: Path | None = None
     ) -> tuple[ChainReport, list[dict[str, Any]]]:
         """The whole log and its report: the chain, signed heads, schema and tables (one snapshot)."""
-        from kernel.audit_store import verify_store  # noqa: PLC0415
+        from ctx_kernel.kernel.audit_store import verify_store  # noqa: PLC0415
 
         with self.store.snapshot():
             rows = list(self.store.audit_rows())
@@ -1220,7 +1227,7 @@ class Ctx:
 
         Refuses when the store does not verify: a checkpoint vouches for the history it signs.
         """
-        from kernel import audit_store, signing  # noqa: PLC0415 - cryptography loads only here
+        from ctx_kernel.kernel import audit_store, signing  # noqa: PLC0415 - cryptography loads only here
 
         key, key_info = signing.unlock(passphrase)
         report, rows = self._verified_log()
@@ -1243,8 +1250,8 @@ class Ctx:
         once the key is found). Refuses when the store's chain is broken or its tables disagree with
         the log: an export vouches for what it holds.
         """
-        from kernel import audit_export, signing  # noqa: PLC0415 - cryptography loads only here
-        from kernel.store.migrate import HEAD_VERSION  # noqa: PLC0415
+        from ctx_kernel.kernel import audit_export, signing  # noqa: PLC0415 - cryptography loads only here
+        from ctx_kernel.kernel.store.migrate import HEAD_VERSION  # noqa: PLC0415
 
         if fmt not in audit_export.RECORD_FORMATS:
             raise UsageError(f"unknown format {fmt!r}: use one of {', '.join(audit_export.RECORD_FORMATS)}")
@@ -1277,7 +1284,7 @@ class Ctx:
             key=key,
             key_info=key_info,
         )
-        from kernel.audit_store import keep_signed_head  # noqa: PLC0415
+        from ctx_kernel.kernel.audit_store import keep_signed_head  # noqa: PLC0415
 
         keep_signed_head(self.store, result.document)  # a signed export is a checkpoint too
         return result
@@ -1290,7 +1297,7 @@ class Ctx:
 
         ``pubkey`` is the exporter's public key (PEM); without it the local signing key is trusted.
         """
-        from kernel import audit_verify, signing  # noqa: PLC0415
+        from ctx_kernel.kernel import audit_verify, signing  # noqa: PLC0415
 
         if pubkey is not None:
             trusted, _ = signing.load_public_key(pubkey)
@@ -1308,14 +1315,14 @@ class Ctx:
     @staticmethod
     def create_signing_key(passphrase: Passphrase, *, force: bool = False) -> KeyInfo:
         """Create the user's audit signing key (private half encrypted with ``passphrase``)."""
-        from kernel import signing  # noqa: PLC0415
+        from ctx_kernel.kernel import signing  # noqa: PLC0415
 
         return signing.init_key(passphrase, force=force)
 
     @staticmethod
     def signing_key() -> KeyInfo:
         """The user's audit signing key's public half; refuses when there is none."""
-        from kernel import signing  # noqa: PLC0415
+        from ctx_kernel.kernel import signing  # noqa: PLC0415
 
         return signing.local_key()
 
@@ -1325,7 +1332,7 @@ class Ctx:
 
     def status(self) -> StoreStatus:
         """The store at a glance: counts, the queue, vectors, encryption, the last full verify."""
-        from kernel.status import store_status  # noqa: PLC0415
+        from ctx_kernel.kernel.status import store_status  # noqa: PLC0415
 
         return store_status(self)
 
@@ -1338,7 +1345,7 @@ class Ctx:
 
 
 def _conflict_rules() -> str:
-    from kernel.conflicts import RULES_VERSION  # noqa: PLC0415 - lazy, see the imports
+    from ctx_kernel.kernel.conflicts import RULES_VERSION  # noqa: PLC0415 - lazy, see the imports
 
     return RULES_VERSION
 
@@ -1382,7 +1389,7 @@ def _operator() -> str:
 
 def _settle_key_file(path: Path, current_id: str) -> None:
     """Finish a rekey's last step if it was cut short: the new key replaces the key file."""
-    from kernel import vault  # noqa: PLC0415
+    from ctx_kernel.kernel import vault  # noqa: PLC0415
 
     pending = vault.pending_path(path)
     key = vault.read_key_file(pending)

@@ -18,13 +18,13 @@ from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from typing import IO, TYPE_CHECKING, Any
 
-from kernel import clock, entities, text
-from kernel.errors import UsageError
-from kernel.json_input import JSONInputError, read_json, read_lines
-from kernel.records import EVIDENCE_KINDS
+from ctx_kernel.kernel import clock, entities, text
+from ctx_kernel.kernel.errors import UsageError
+from ctx_kernel.kernel.json_input import JSONInputError, read_json, read_lines
+from ctx_kernel.kernel.records import EVIDENCE_KINDS
 
 if TYPE_CHECKING:  # the parsers load only when a transcript is read, not on `ctx log`
-    from kernel.transcripts import Turn
+    from ctx_kernel.kernel.transcripts import Turn
 
 # The names kernel.transcripts.FORMATS registers, here so the CLI can offer them without
 # importing the parsers on every command (a test keeps the two equal).
@@ -96,7 +96,7 @@ def prepare(record: EvidenceInput, *, redact: bool, scan: bool = False) -> Prepa
         raise UsageError(f"unknown evidence kind {record.kind!r}: use one of {', '.join(EVIDENCE_KINDS)}")
     redacted = 0
     if redact:
-        from kernel.redact import redact as scrub  # noqa: PLC0415 - 7 ms, paid only when logging
+        from ctx_kernel.kernel.redact import redact as scrub  # noqa: PLC0415 - 7 ms, paid only when logging
 
         cleaned = scrub(body)
         body, redacted = cleaned.text, cleaned.total
@@ -234,7 +234,7 @@ def read_jsonl(stream: IO[bytes], *, defaults: EvidenceInput | None = None) -> I
     """
     from pydantic import ValidationError  # noqa: PLC0415 - only bulk input pays for pydantic
 
-    from kernel.contracts import LogRecordInput  # noqa: PLC0415
+    from ctx_kernel.kernel.contracts import LogRecordInput  # noqa: PLC0415
 
     base = defaults or EvidenceInput(text="")
     for number, raw in read_lines(stream, MAX_LINE_BYTES):

@@ -12,12 +12,12 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from kernel.recall import SUPERSEDED_WARNING, Recall, Related
-from kernel.records import Decision, Evidence, Proposal
-from kernel.text import visible
+from ctx_kernel.kernel.recall import SUPERSEDED_WARNING, Recall, Related
+from ctx_kernel.kernel.records import Decision, Evidence, Proposal
+from ctx_kernel.kernel.text import visible
 
 if TYPE_CHECKING:
-    from kernel.facade import Ctx
+    from ctx_kernel.kernel.facade import Ctx
 
 CHARS_PER_TOKEN = 4
 TOKEN_COUNTING = "ceil(characters / 4) per line, newline included"

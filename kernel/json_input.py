@@ -20,7 +20,7 @@ import re
 from collections.abc import Iterator
 from typing import IO, Any
 
-from kernel.errors import UsageError
+from ctx_kernel.kernel.errors import UsageError
 
 # Honest documents (transcript records, tool inputs, proposals) nest a dozen levels at most; the
 # standard parser's limit is about 1,000 and pydantic's (the MCP SDK's) about 200.

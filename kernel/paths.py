@@ -7,7 +7,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from kernel.errors import StoreError, UsageError
+from ctx_kernel.kernel.errors import StoreError, UsageError
 
 STORE_DIR = ".ctx"
 STORE_FILE = "ctx.db"

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kernel.facade import Ctx
-from kernel.recall import MODES
+from ctx_kernel.kernel.facade import Ctx
+from ctx_kernel.kernel.recall import MODES
 
 
 @dataclass(frozen=True)

@@ -15,13 +15,13 @@ from concurrent.futures import Executor, Future
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from kernel import conflicts, entities, fts, fusion, vocabulary
-from kernel.embed import Embedder, chunks
-from kernel.errors import UsageError
-from kernel.fusion import Ranked, RankerScore
-from kernel.records import Decision, Evidence, Proposal
-from kernel.store.base import Store
-from kernel.store.sqlite_index import CHUNK_SLOTS
+from ctx_kernel.kernel import conflicts, entities, fts, fusion, vocabulary
+from ctx_kernel.kernel.embed import Embedder, chunks
+from ctx_kernel.kernel.errors import UsageError
+from ctx_kernel.kernel.fusion import Ranked, RankerScore
+from ctx_kernel.kernel.records import Decision, Evidence, Proposal
+from ctx_kernel.kernel.store.base import Store
+from ctx_kernel.kernel.store.sqlite_index import CHUNK_SLOTS
 
 MODES = ("hybrid", "keyword", "entity", "vector")
 RANKERS = ("keyword", "entity", "vector")

@@ -11,14 +11,14 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
-from kernel import clock
-from kernel.errors import CtxError, NotFoundError, RefusedError, UsageError
-from kernel.records import Decision, Evidence, Proposal
-from kernel.text import MAX_DECISION_CHARS, require_shown, visible
+from ctx_kernel.kernel import clock
+from ctx_kernel.kernel.errors import CtxError, NotFoundError, RefusedError, UsageError
+from ctx_kernel.kernel.records import Decision, Evidence, Proposal
+from ctx_kernel.kernel.text import MAX_DECISION_CHARS, require_shown, visible
 
 if TYPE_CHECKING:
-    from kernel.facade import Ctx
-    from kernel.recall import Related
+    from ctx_kernel.kernel.facade import Ctx
+    from ctx_kernel.kernel.recall import Related
 
 # A proposal left this long is stale: queues that rot are how approval gates fail.
 STALE_AFTER = timedelta(days=7)
@@ -237,7 +237,7 @@ def as_decision(proposal: Proposal) -> Decision:
 
 def proposal_conflicts(kernel: Ctx, proposal_ids: Sequence[str]) -> dict[str, list[Related]]:
     """The current decisions on other subjects that each proposal contradicts."""
-    from kernel import recall  # noqa: PLC0415 - recall is heavy; see the facade's imports
+    from ctx_kernel.kernel import recall  # noqa: PLC0415 - recall is heavy; see the facade's imports
 
     detector = recall.ConflictDetector(kernel.store, kernel._entity_index)
     out: dict[str, list[Related]] = {}

@@ -6,12 +6,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kernel import adr, clock, entities, text
-from kernel.errors import RefusedError, UsageError
-from kernel.records import Decision, Proposal
+from ctx_kernel.kernel import adr, clock, entities, text
+from ctx_kernel.kernel.errors import RefusedError, UsageError
+from ctx_kernel.kernel.records import Decision, Proposal
 
 if TYPE_CHECKING:
-    from kernel.facade import Ctx
+    from ctx_kernel.kernel.facade import Ctx
 
 # Front-matter keys ctx writes on export and honours on import, so a round trip keeps exact windows.
 KEY_ID, KEY_FROM, KEY_UNTIL, KEY_BY = "ctx-id", "ctx-valid-from", "ctx-valid-until", "ctx-ratified-by"
@@ -93,7 +93,7 @@ class _Cleaned:
 
 def _clean(record: adr.AdrRecord, subject: str) -> _Cleaned:
     """Redact an ADR's texts before anything is stored or audited (UsageError for an unusable field)."""
-    from kernel.redact import redact  # noqa: PLC0415 - paid only when importing
+    from ctx_kernel.kernel.redact import redact  # noqa: PLC0415 - paid only when importing
 
     counts: dict[str, int] = {}
 
@@ -352,7 +352,7 @@ def _import_all(
 
 def _keep_file(kernel: Ctx, path: Path, inside: Path, source: str, reviewer: str) -> str:
     """Keep the whole file as evidence (redacted like any captured text); its id."""
-    from kernel.ingest import EvidenceInput, prepare  # noqa: PLC0415
+    from ctx_kernel.kernel.ingest import EvidenceInput, prepare  # noqa: PLC0415
 
     body = adr.read_text(path, inside)
     prepared = prepare(

@@ -21,8 +21,8 @@ from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-from kernel import paths
-from kernel.errors import RefusedError, StoreError, UsageError
+from ctx_kernel.kernel import paths
+from ctx_kernel.kernel.errors import RefusedError, StoreError, UsageError
 
 ALGORITHM = "ed25519"
 PRIVATE_FILE = "audit-signing-key.pem"

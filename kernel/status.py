@@ -8,12 +8,12 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from kernel import clock, embed
-from kernel.errors import CtxError
-from kernel.review import STALE_AFTER, age
+from ctx_kernel.kernel import clock, embed
+from ctx_kernel.kernel.errors import CtxError
+from ctx_kernel.kernel.review import STALE_AFTER, age
 
 if TYPE_CHECKING:
-    from kernel.facade import Ctx
+    from ctx_kernel.kernel.facade import Ctx
 
 # The store's record of the last full `ctx audit verify` (a metadata key, not audited itself).
 LAST_VERIFY = "last_verify"
@@ -135,7 +135,7 @@ def record_verify(kernel: Ctx, ok: bool, rows: int, problem: str | None) -> None
 
 def doctor(kernel: Ctx | None, store_problem: str | None) -> DoctorReport:
     """Check the install and, when there is one, the store; each failure says what to do."""
-    from kernel import driver  # noqa: PLC0415
+    from ctx_kernel.kernel import driver  # noqa: PLC0415
 
     report = DoctorReport()
     checks = report.checks

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from kernel.errors import UsageError
+from ctx_kernel.kernel.errors import UsageError
 
 MAX_SUBJECT_CHARS = 200
 MAX_DECISION_CHARS = 8_000

@@ -26,7 +26,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from kernel.errors import CtxError, UsageError
+from ctx_kernel.kernel.errors import CtxError, UsageError
 
 MAGIC = b"CTXE\x01"
 KEY_BYTES = 32
@@ -197,7 +197,7 @@ def snippet(text: str, match: str, words: int = 16) -> str:
 
 def key_path(store_id: str) -> Path:
     """A store's key file: ``CTX_VAULT_KEY_FILE``, else ``vault/<store id>.key`` in the config folder."""
-    from kernel import paths  # noqa: PLC0415
+    from ctx_kernel.kernel import paths  # noqa: PLC0415
 
     chosen = os.environ.get("CTX_VAULT_KEY_FILE")
     return Path(chosen).expanduser() if chosen else paths.config_dir() / "vault" / f"{store_id}.key"

@@ -702,7 +702,7 @@ PUBLIC: list[Sample] = [
     ),
     Sample(
         "python memory address",
-        "<kernel.store.sqlite.SqliteStore object at 0x7f3a2b1c4d50> was closed before TokenRefreshScheduler.run",
+        "<ctx_kernel.kernel.store.sqlite.SqliteStore object at 0x7f3a2b1c4d50> was closed before TokenRefreshScheduler.run",
     ),
     Sample(
         "ulid list",

@@ -12,10 +12,10 @@ import pytest
 from textual.pilot import Pilot
 from textual.widgets import Input
 
-from kernel import Ctx, clock
-from kernel.demo import build_demo
-from tui.app import ReviewApp, make_app
-from tui.widgets.rows import RowList
+from ctx_kernel.kernel import Ctx, clock
+from ctx_kernel.kernel.demo import build_demo
+from ctx_kernel.tui.app import ReviewApp, make_app
+from ctx_kernel.tui.widgets.rows import RowList
 
 START = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 # The app's "now": the demo's proposals are then about eleven days old, so they show as stale.

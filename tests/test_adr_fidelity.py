@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from kernel import Ctx, driver
+from ctx_kernel.kernel import Ctx, driver
 
 SHARED = Path(
     os.environ.get("CTX_ADR_CORPUS") or Path(__file__).resolve().parents[2] / "shared" / "eval" / "adr"

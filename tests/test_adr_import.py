@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from kernel import Ctx, adr, driver
+from ctx_kernel.kernel import Ctx, adr, driver
 
 DATA = Path(__file__).resolve().parent / "data" / "adr"
 CTX = str(Path(sys.executable).parent / "ctx")

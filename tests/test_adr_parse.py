@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from kernel.adr import (
+from ctx_kernel.kernel.adr import (
     STATUSES,
     AdrParseError,
     AdrRecord,
@@ -325,7 +325,7 @@ def test_duplicate_number_is_resolved_by_a_link_back_or_else_warned(tmp_path: Pa
 
 
 def test_missing_folder_is_a_usage_error(tmp_path: Path):
-    from kernel.errors import UsageError
+    from ctx_kernel.kernel.errors import UsageError
 
     with pytest.raises(UsageError):
         read_adr_folder(tmp_path / "nope")

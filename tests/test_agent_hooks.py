@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from kernel import Ctx
+from ctx_kernel.kernel import Ctx
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 INLINE_LIMIT = 10_000

@@ -19,8 +19,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from kernel import Ctx, audit_export, driver, signing
-from kernel.audit import canonical_json, row_hash
+from ctx_kernel.kernel import Ctx, audit_export, driver, signing
+from ctx_kernel.kernel.audit import canonical_json, row_hash
 
 SCHEMAS = Path(__file__).resolve().parent.parent / "schemas"
 PASSPHRASE = "correct horse battery staple"

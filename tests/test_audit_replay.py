@@ -11,9 +11,9 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from jsonschema import Draft202012Validator
 
-from kernel import Ctx, audit_checkpoint, driver, signing
-from kernel.audit import GENESIS_HASH, row_hash
-from kernel.audit_schema import expected_objects
+from ctx_kernel.kernel import Ctx, audit_checkpoint, driver, signing
+from ctx_kernel.kernel.audit import GENESIS_HASH, row_hash
+from ctx_kernel.kernel.audit_schema import expected_objects
 
 SCHEMAS = Path(__file__).resolve().parent.parent / "schemas"
 ADRS = Path(__file__).resolve().parent / "data" / "adr" / "nygard"
@@ -332,10 +332,10 @@ def test_an_extra_trigger_is_named(cli, store_path, world):
 
 
 def test_the_schema_snapshot_is_current():
-    from kernel.audit_schema import SNAPSHOT, build_snapshot, render
+    from ctx_kernel.kernel.audit_schema import SNAPSHOT, build_snapshot, render
 
     assert SNAPSHOT.read_text(encoding="utf-8") == render(build_snapshot()), (
-        "kernel/migrations/schema.json is stale: run `python -m kernel.audit_schema`"
+        "kernel/migrations/schema.json is stale: run `python -m ctx_kernel.kernel.audit_schema`"
     )
 
 

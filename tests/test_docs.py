@@ -11,7 +11,7 @@ from pathlib import Path
 import click
 import pytest
 
-from kernel.hosts.cli import cli as ctx_cli
+from ctx_kernel.kernel.hosts.cli import cli as ctx_cli
 
 REPO = Path(__file__).resolve().parent.parent
 README = REPO / "README.md"

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from test_json_schemas import assert_valid
 
-from kernel import Ctx, embed
+from ctx_kernel.kernel import Ctx, embed
 
 
 @pytest.mark.usefixtures("real_model")
@@ -138,7 +138,7 @@ def test_warm_without_vectors_does_nothing(store_path):
 
 
 def test_the_packaged_model_files_are_checked_against_their_pinned_digests(cli, real_model, monkeypatch):
-    from kernel import embed
+    from ctx_kernel.kernel import embed
 
     good = json.loads(cli("doctor", "--json", db=False).out)
     model = next(c for c in good["checks"] if c["name"] == "model")
@@ -161,7 +161,7 @@ def test_an_organisations_own_model_folder_is_used_and_reported_as_not_pinned(
 ):
     import shutil
 
-    from kernel import embed
+    from ctx_kernel.kernel import embed
 
     own = tmp_path / "org-model"
     shutil.copytree(embed.packaged_model_dir(), own)

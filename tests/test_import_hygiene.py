@@ -21,13 +21,13 @@ def _modules_after(code: str) -> set[str]:
 
 
 def test_core_does_not_import_hosts_or_heavy_libraries():
-    loaded = _modules_after("import kernel\nfrom kernel import Ctx")
+    loaded = _modules_after("import ctx_kernel.kernel\nfrom kernel import Ctx")
     for heavy in ("textual", "click", "mcp", "fastembed", "onnxruntime", "sqlmodel", "sqlalchemy", "numpy"):
         assert heavy not in loaded, heavy
 
 
 def test_cli_hot_path_does_not_import_heavy_libraries():
-    loaded = _modules_after("import kernel.hosts.cli")
+    loaded = _modules_after("import ctx_kernel.kernel.hosts.cli")
     heavy_modules = (
         "textual",
         "fastembed",
@@ -37,7 +37,7 @@ def test_cli_hot_path_does_not_import_heavy_libraries():
         "numpy",
         "pydantic",
         "mcp",
-        "kernel.transcripts",
+        "ctx_kernel.kernel.transcripts",
     )
     for heavy in heavy_modules:
         assert heavy not in loaded, heavy
@@ -54,7 +54,7 @@ def test_log_propose_and_keyword_recall_never_load_the_model(tmp_path):
     _modules_after(f"from pathlib import Path\nfrom kernel import Ctx\nCtx.init(Path({str(store)!r}))")
     code = f"""
 from pathlib import Path
-from kernel import Ctx
+from ctx_kernel.kernel import Ctx
 ctx = Ctx.open(Path({str(store)!r}))
 ctx.log("a note about `redis`")
 ctx.ratify(ctx.propose("cache.backend", "Use redis").id, reviewer="ann")
@@ -72,7 +72,7 @@ def test_ctx_log_and_propose_never_import_the_mcp_sdk(tmp_path):
     _modules_after(f"from pathlib import Path\nfrom kernel import Ctx\nCtx.init(Path({str(store)!r}))")
     code = f"""
 import contextlib
-from kernel.hosts.cli import main
+from ctx_kernel.kernel.hosts.cli import main
 for argv in (["log", "a note"], ["propose", "--subject", "a.b", "--decision", "Use x"]):
     with contextlib.suppress(SystemExit):
         main(["--db", {str(store)!r}, *argv])
@@ -80,7 +80,7 @@ for argv in (["log", "a note"], ["propose", "--subject", "a.b", "--decision", "U
     loaded = _modules_after(code)
     for heavy in ("mcp", "anyio", "pydantic", "fastembed", "sqlalchemy"):
         assert heavy not in loaded, heavy
-    from kernel import Ctx
+    from ctx_kernel.kernel import Ctx
 
     with Ctx.open(store, embedder=None) as kernel:
         assert len(kernel.queue()) == 1 and len(kernel.recent_evidence()) == 1

@@ -30,8 +30,8 @@ from test_audit_export import (  # noqa: F401 - passphrase, signing_key and worl
 )
 from test_bad_input import assert_one_line_error, snapshot
 
-from kernel import Ctx, audit_export
-from kernel.json_input import MAX_DEPTH, JSONInputError, read_json
+from ctx_kernel.kernel import Ctx, audit_export
+from ctx_kernel.kernel.json_input import MAX_DEPTH, JSONInputError, read_json
 
 CLAUDE = next((REPO / "tests" / "data" / "transcripts" / "claude-code").glob("*.jsonl"))
 # Far past the standard parser's recursion limit: the input that used to raise RecursionError.
@@ -330,7 +330,7 @@ def test_recall_min_refuses_scores_that_are_not_finite(cli, kernel, value):
 
 
 def test_recall_through_the_facade_refuses_scores_that_are_not_finite(kernel):
-    from kernel.errors import UsageError
+    from ctx_kernel.kernel.errors import UsageError
 
     with pytest.raises(UsageError, match="finite"):
         kernel.recall("auth", mode="keyword", min_scores={"keyword": float("nan")})

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from jsonschema import Draft202012Validator
 
-from kernel import Ctx, contracts, driver
+from ctx_kernel.kernel import Ctx, contracts, driver
 
 SCHEMA_DIR = Path(__file__).resolve().parent.parent / "schemas"
 
@@ -293,7 +293,7 @@ def test_schema_files_are_up_to_date():
     stale = sorted(
         name for name in expected.keys() | on_disk.keys() if expected.get(name) != on_disk.get(name)
     )
-    assert not stale, f"schemas/ is stale ({', '.join(stale)}): run `python -m kernel.contracts`"
+    assert not stale, f"schemas/ is stale ({', '.join(stale)}): run `python -m ctx_kernel.kernel.contracts`"
 
 
 @pytest.mark.parametrize("filename", sorted(contracts.schema_documents()))
@@ -399,7 +399,7 @@ def test_propose_refuses_what_the_schema_refuses(cli, world, change):
 
 
 def test_evidence_kinds_in_the_input_schemas_are_the_kernels():
-    from kernel.records import EVIDENCE_KINDS
+    from ctx_kernel.kernel.records import EVIDENCE_KINDS
 
     log_input = json.loads((SCHEMA_DIR / "log-input.schema.json").read_text())
     record = json.loads((SCHEMA_DIR / "log-record.schema.json").read_text())

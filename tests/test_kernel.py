@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from kernel import Ctx, RefusedError, driver
-from kernel.errors import NotFoundError, UsageError
+from ctx_kernel.kernel import Ctx, RefusedError, driver
+from ctx_kernel.kernel.errors import NotFoundError, UsageError
 
 
 def _ratified(kernel: Ctx, subject: str, text: str, **kwargs):

@@ -21,9 +21,9 @@ from mcp_support import CTX, Agent, connect, error_text, server_params, text_of
 from test_bad_input import snapshot
 from test_json_schemas import assert_valid
 
-from kernel import Ctx
-from kernel.errors import UsageError
-from kernel.hosts.cli import main
+from ctx_kernel.kernel import Ctx
+from ctx_kernel.kernel.errors import UsageError
+from ctx_kernel.kernel.hosts.cli import main
 
 SCHEMA_DIR = Path(__file__).resolve().parent.parent / "schemas"
 UNKNOWN_EV = "ev_" + "0" * 26

@@ -8,9 +8,9 @@ import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 
-from kernel import Ctx, driver
-from kernel.store import migrate
-from kernel.store.models import include_name, metadata
+from ctx_kernel.kernel import Ctx, driver
+from ctx_kernel.kernel.store import migrate
+from ctx_kernel.kernel.store.models import include_name, metadata
 
 
 def _names(conn, kind: str) -> set[str]:
@@ -123,7 +123,7 @@ def test_store_from_newer_ctx_is_refused(kernel: Ctx, store_path: Path):
     conn = driver.connect(store_path)
     conn.execute(f"PRAGMA user_version = {migrate.HEAD_VERSION + 1}")
     conn.close()
-    from kernel.errors import StoreError
+    from ctx_kernel.kernel.errors import StoreError
 
     with pytest.raises(StoreError, match="newer than this ctx"):
         Ctx.open(store_path)
@@ -208,7 +208,7 @@ def test_a_marked_store_of_another_application_is_refused(tmp_path: Path):
     conn = driver.connect(path, load_vec=False)
     conn.execute("PRAGMA application_id = 1179402563")
     conn.close()
-    from kernel.errors import StoreError
+    from ctx_kernel.kernel.errors import StoreError
 
     with pytest.raises(StoreError, match="another application's SQLite database"):
         Ctx.open(path)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kernel.hosts.bulk import Throughput, duration
+from ctx_kernel.kernel.hosts.bulk import Throughput, duration
 
 
 def test_the_first_batch_does_not_count_towards_the_rate() -> None:

@@ -19,9 +19,9 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from kernel import Ctx, driver
-from kernel.errors import NotFoundError, RefusedError
-from kernel.records import Decision, Proposal
+from ctx_kernel.kernel import Ctx, driver
+from ctx_kernel.kernel.errors import NotFoundError, RefusedError
+from ctx_kernel.kernel.records import Decision, Proposal
 
 # A small alphabet so that subjects collide; "db" is the parent of "db.driver" but not of "dbx".
 SPELLINGS = {

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from kernel import Ctx
+from ctx_kernel.kernel import Ctx
 
 pytestmark = pytest.mark.usefixtures("real_model")
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from kernel import Ctx
+from ctx_kernel.kernel import Ctx
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from kernel import Ctx, conversation_eval
+from ctx_kernel.kernel import Ctx, conversation_eval
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(os.environ.get("CTX_LOCOMO_DIR") or ROOT.parent / "shared" / "eval" / "locomo-dev")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from kernel import Ctx, quality
+from ctx_kernel.kernel import Ctx, quality
 
 SET = Path(__file__).resolve().parent / "data" / "recall" / "recall_set.json"
 

@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from redact_labelled import KNOWN_REDACTED, PUBLIC, SECRETS, survives
 
-from kernel.redact import Redaction, redact
+from ctx_kernel.kernel.redact import Redaction, redact
 
 UPPER_DIGITS = string.ascii_uppercase + string.digits
 ALNUM = string.ascii_letters + string.digits
@@ -422,7 +422,7 @@ Files starting with `-----BEGIN OPENSSH PRIVATE KEY-----` are private keys; neve
     "python code": """import os
 from getpass import getpass
 
-from kernel.store.sqlite_index import SqliteIndex, rebuild_fts_for_evidence_records_in_batches
+from ctx_kernel.kernel.store.sqlite_index import SqliteIndex, rebuild_fts_for_evidence_records_in_batches
 
 API_KEY_ENV = "CTX_API_KEY"
 SECRET_KEY = os.environ["SECRET_KEY"]
@@ -589,11 +589,11 @@ def test_adversarial_input_finishes(text):
 
 def test_importing_redact_adds_only_standard_library_modules():
     code = (
-        "import json, sys, kernel; before = set(sys.modules); import kernel.redact; "
+        "import json, sys, ctx_kernel.kernel; before = set(sys.modules); import ctx_kernel.kernel.redact; "
         "print(json.dumps(sorted(set(sys.modules) - before)))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    added = {name.split(".")[0] for name in json.loads(out)} - {"kernel"}
+    added = {name.split(".")[0] for name in json.loads(out)} - {"ctx_kernel"}
     assert added <= sys.stdlib_module_names, added
 
 

@@ -8,15 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from kernel import Ctx, driver
+from ctx_kernel.kernel import Ctx, driver
+from ctx_kernel.tui.dialogs.confirm import ConfirmDialog
+from ctx_kernel.tui.dialogs.edit import EditDialog
+from ctx_kernel.tui.dialogs.reason import ReasonDialog
+from ctx_kernel.tui.screens.browser import BrowserScreen
+from ctx_kernel.tui.screens.detail import DetailScreen
+from ctx_kernel.tui.screens.queue import QueueScreen
+from ctx_kernel.tui.widgets.rows import RowList
 from tests.review_support import freeze_clock, review_app, seeded_store, settle
-from tui.dialogs.confirm import ConfirmDialog
-from tui.dialogs.edit import EditDialog
-from tui.dialogs.reason import ReasonDialog
-from tui.screens.browser import BrowserScreen
-from tui.screens.detail import DetailScreen
-from tui.screens.queue import QueueScreen
-from tui.widgets.rows import RowList
 
 
 @pytest.fixture

@@ -12,13 +12,13 @@ from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Button, Input, Static
 
-from kernel import Ctx
+from ctx_kernel.kernel import Ctx
+from ctx_kernel.tui.dialogs.help import HelpDialog
+from ctx_kernel.tui.screens.base import KernelScreen
+from ctx_kernel.tui.screens.detail import DetailScreen
+from ctx_kernel.tui.widgets.keys import KeyBar
+from ctx_kernel.tui.widgets.rows import RowList
 from tests.review_support import VIEWS, View, freeze_clock, reach, review_app, seeded_store, settle
-from tui.dialogs.help import HelpDialog
-from tui.screens.base import KernelScreen
-from tui.screens.detail import DetailScreen
-from tui.widgets.keys import KeyBar
-from tui.widgets.rows import RowList
 
 SIZE = (80, 24)
 # The views that are a whole screen with a key bar; the others are dialogs over one.

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kernel import Ctx, RefusedError, UsageError
-from kernel.facade import word_diff
+from ctx_kernel.kernel import Ctx, RefusedError, UsageError
+from ctx_kernel.kernel.facade import word_diff
 
 
 def test_review_queue_groups_same_subject_and_near_duplicates(kernel: Ctx) -> None:

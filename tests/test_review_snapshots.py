@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from kernel import Ctx
+from ctx_kernel.kernel import Ctx
 from tests.review_support import VIEWS, freeze_clock, reach, review_app, seeded_store
 
 SMALL = (80, 24)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from kernel import Ctx
+from ctx_kernel.kernel import Ctx
 
 
 def test_review_refuses_without_a_terminal(cli, kernel: Ctx) -> None:

@@ -13,15 +13,15 @@ from pathlib import Path
 
 import pytest
 
-from kernel import Ctx, text
-from kernel.errors import RefusedError, StalePlanError, UsageError
+from ctx_kernel.kernel import Ctx, text
+from ctx_kernel.kernel.errors import RefusedError, StalePlanError, UsageError
+from ctx_kernel.tui.dialogs.confirm import ConfirmDialog
+from ctx_kernel.tui.dialogs.edit import EditDialog
+from ctx_kernel.tui.dialogs.reviewer import ReviewerDialog
+from ctx_kernel.tui.dialogs.text import TextDialog
+from ctx_kernel.tui.screens.detail import DetailScreen
+from ctx_kernel.tui.widgets.rows import RowList
 from tests.review_support import freeze_clock, review_app, seeded_store, settle
-from tui.dialogs.confirm import ConfirmDialog
-from tui.dialogs.edit import EditDialog
-from tui.dialogs.reviewer import ReviewerDialog
-from tui.dialogs.text import TextDialog
-from tui.screens.detail import DetailScreen
-from tui.widgets.rows import RowList
 
 CTX = str(Path(sys.executable).parent / "ctx")
 
@@ -566,8 +566,8 @@ async def test_a_login_name_reviewer_is_confirmed_once(tmp_path: Path, monkeypat
     freeze_clock(monkeypatch)
     store = seeded_store(tmp_path / "demo")
     kernel = Ctx.open(store, embedder=None)
+    from ctx_kernel.tui.app import make_app
     from tests.review_support import APP_NOW
-    from tui.app import make_app
 
     app = make_app(kernel, "login-guess", now=lambda: APP_NOW, poll=None, reviewer_confirmed=False)
     async with app.run_test(size=(120, 40)) as pilot:

@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from kernel import Ctx, clock
-from kernel.errors import NotFoundError, UsageError
+from ctx_kernel.kernel import Ctx, clock
+from ctx_kernel.kernel.errors import NotFoundError, UsageError
 
 
 def _shortest_unique(full: str, others: list[str]) -> str:

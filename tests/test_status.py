@@ -7,7 +7,7 @@ from pathlib import Path
 
 from test_json_schemas import assert_valid
 
-from kernel import Ctx
+from ctx_kernel.kernel import Ctx
 
 
 def test_status_counts_the_store_and_remembers_the_last_verify(cli, kernel: Ctx, store_path: Path) -> None:

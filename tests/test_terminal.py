@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from kernel import Ctx
+from ctx_kernel.kernel import Ctx
 
 CTX = str(Path(sys.executable).parent / "ctx")
 

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 from conftest import run_ctx_process
 
-from kernel import Ctx
-from kernel.errors import UsageError
-from kernel.transcripts import (
+from ctx_kernel.kernel import Ctx
+from ctx_kernel.kernel.errors import UsageError
+from ctx_kernel.kernel.transcripts import (
     BLOB_MIN_CHARS,
     FORMATS,
     MAX_TOOL_CHARS,
@@ -28,8 +28,8 @@ from kernel.transcripts import (
     parse,
     read_head,
 )
-from kernel.transcripts.base import MAX_WARNINGS, normalise_ts
-from kernel.transcripts.clean import looks_binary, scrub_binary, trim
+from ctx_kernel.kernel.transcripts.base import MAX_WARNINGS, normalise_ts
+from ctx_kernel.kernel.transcripts.clean import looks_binary, scrub_binary, trim
 
 DATA = Path(__file__).resolve().parent / "data" / "transcripts"
 CLAUDE = DATA / "claude-code" / "7f3c2a4e-5b1d-4c8e-9a6f-2d0e8b1c4f73.jsonl"
@@ -656,13 +656,13 @@ def test_a_50k_line_session_streams_quickly_in_little_memory(tmp_path):
 
 
 def test_transcripts_import_no_host_framework():
-    code = "import kernel.transcripts, sys; print(' '.join(sys.modules))"
+    code = "import ctx_kernel.kernel.transcripts, sys; print(' '.join(sys.modules))"
     loaded = set(
         subprocess.run(
             [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO
         ).stdout.split()
     )
-    for host in ("click", "textual", "mcp", "kernel.hosts", "tui"):
+    for host in ("click", "textual", "mcp", "ctx_kernel.kernel.hosts", "ctx_kernel.tui"):
         assert host not in loaded, host
 
 

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from kernel import Ctx, driver, vault
-from kernel.errors import RefusedError
-from kernel.ingest import EvidenceInput, Item
+from ctx_kernel.kernel import Ctx, driver, vault
+from ctx_kernel.kernel.errors import RefusedError
+from ctx_kernel.kernel.ingest import EvidenceInput, Item
 
 WORDS = ("quokka", "narwhal", "pangolin")
 SHARED = ("wombatine", "dugongish", "kakapoid")  # in every planted text, so in every index segment
@@ -174,7 +174,7 @@ def test_rekey_seals_every_row_under_a_new_key(sealed, cli, store_path):
 
 def test_an_interrupted_rekey_leaves_every_row_readable_and_resumes(cli, kernel, store_path):
     kernel.encrypt()
-    from kernel.ingest import EvidenceInput, Item
+    from ctx_kernel.kernel.ingest import EvidenceInput, Item
 
     kernel.log_many(Item(n, EvidenceInput(text=f"row {n} about the walrus")) for n in range(1, 1_201))
 

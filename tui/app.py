@@ -10,14 +10,14 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.worker import Worker
 
-from kernel.facade import Ctx, Decision
-from tui.backend import Backend, utc_now
-from tui.dialogs.help import HelpDialog
-from tui.screens.audit import AuditScreen
-from tui.screens.base import KernelScreen, report_failure
-from tui.screens.browser import BrowserScreen
-from tui.screens.evidence import EvidenceScreen
-from tui.screens.queue import QueueScreen
+from ctx_kernel.kernel.facade import Ctx, Decision
+from ctx_kernel.tui.backend import Backend, utc_now
+from ctx_kernel.tui.dialogs.help import HelpDialog
+from ctx_kernel.tui.screens.audit import AuditScreen
+from ctx_kernel.tui.screens.base import KernelScreen, report_failure
+from ctx_kernel.tui.screens.browser import BrowserScreen
+from ctx_kernel.tui.screens.evidence import EvidenceScreen
+from ctx_kernel.tui.screens.queue import QueueScreen
 
 # How often the app asks SQLite whether another process committed (PRAGMA data_version: microseconds).
 POLL_SECONDS = 1.0

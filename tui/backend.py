@@ -8,7 +8,7 @@ from concurrent.futures import Future
 from datetime import UTC, datetime
 from typing import TypeVar
 
-from kernel.facade import Ctx
+from ctx_kernel.kernel.facade import Ctx
 
 T = TypeVar("T")
 

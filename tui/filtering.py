@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from rapidfuzz import fuzz, utils
 
-from kernel.facade import QueueEntry
+from ctx_kernel.kernel.facade import QueueEntry
 
 # partial_ratio of a word against "subject proposer decision": 75 tolerates a typo or two.
 FUZZY_CUTOFF = 75.0

@@ -6,8 +6,8 @@ from datetime import datetime
 
 from rich.text import Text
 
-from kernel.facade import STALE_AFTER, Decision, QueueEntry, age, short_age, visible, word_diff
-from tui.widgets.rows import Row
+from ctx_kernel.kernel.facade import STALE_AFTER, Decision, QueueEntry, age, short_age, visible, word_diff
+from ctx_kernel.tui.widgets.rows import Row
 
 # Ages past half the stale limit turn amber, past it red: a queue left to rot should look like it.
 AGING_AFTER = STALE_AFTER / 2

@@ -18,11 +18,11 @@ from typing import Any, NoReturn
 
 import click
 
-from kernel import driver, paths, text
-from kernel.errors import CtxError, StoreError, UsageError
-from kernel.facade import DEFAULT_BUDGET, MAX_BUDGET, MIN_BUDGET, Ctx, age, plain_diff, short_age
-from kernel.hosts import bulk
-from kernel.ingest import (
+from ctx_kernel.kernel import driver, paths, text
+from ctx_kernel.kernel.errors import CtxError, StoreError, UsageError
+from ctx_kernel.kernel.facade import DEFAULT_BUDGET, MAX_BUDGET, MIN_BUDGET, Ctx, age, plain_diff, short_age
+from ctx_kernel.kernel.hosts import bulk
+from ctx_kernel.kernel.ingest import (
     PARALLEL_FROM,
     TRANSCRIPT_FORMATS,
     BatchReport,
@@ -31,9 +31,9 @@ from kernel.ingest import (
     from_turns,
     read_jsonl,
 )
-from kernel.json_input import JSONInputError, read_json
-from kernel.records import EVIDENCE_KINDS, Decision, Evidence, Proposal
-from kernel.store import migrate
+from ctx_kernel.kernel.json_input import JSONInputError, read_json
+from ctx_kernel.kernel.records import EVIDENCE_KINDS, Decision, Evidence, Proposal
+from ctx_kernel.kernel.store import migrate
 
 MAX_JSON_INPUT_BYTES = 200_000
 
@@ -477,7 +477,7 @@ def _propose_document(raw: bytes) -> dict[str, Any]:
     document = read_json(raw, max_bytes=MAX_JSON_INPUT_BYTES)
     from pydantic import ValidationError  # noqa: PLC0415 - only for JSON input
 
-    from kernel.contracts import ProposeInput, first_problem  # noqa: PLC0415
+    from ctx_kernel.kernel.contracts import ProposeInput, first_problem  # noqa: PLC0415
 
     try:
         return ProposeInput.model_validate(document).model_dump()
@@ -631,7 +631,7 @@ def decisions(
     """List current decisions (or those valid at a date, or all)."""
     found = kernel.decisions(subject, as_of=as_of, include_closed=include_closed)
     if as_json:
-        from kernel.clock import parse_when  # noqa: PLC0415
+        from ctx_kernel.kernel.clock import parse_when  # noqa: PLC0415
 
         _emit_json(
             {
@@ -1186,7 +1186,7 @@ def _ingest(
     tags: tuple[str, ...],
     redact: bool,
 ) -> tuple[BatchReport, list[dict[str, Any]], list[str]]:
-    from kernel import transcripts  # noqa: PLC0415 - the parsers load only here
+    from ctx_kernel.kernel import transcripts  # noqa: PLC0415 - the parsers load only here
 
     files = _transcript_files(paths)
     explicit = {p.absolute() for p in paths if not p.is_dir()}
@@ -1468,7 +1468,7 @@ def doctor(ctx: click.Context, as_json: bool, db_here: str | None) -> None:
 
     Each failed check says what to do; exits 1 when any failed.
     """
-    from kernel.status import doctor as run_checks  # noqa: PLC0415
+    from ctx_kernel.kernel.status import doctor as run_checks  # noqa: PLC0415
 
     kernel, problem = None, None
     try:
@@ -1499,7 +1499,7 @@ def schema_command(name: str | None) -> None:
 
     Every --json output and JSON input of ctx is valid against one of these.
     """
-    from kernel.contracts import schema_documents  # noqa: PLC0415 - pydantic only for this command
+    from ctx_kernel.kernel.contracts import schema_documents  # noqa: PLC0415 - pydantic only for this command
 
     documents = {filename.removesuffix(".schema.json"): doc for filename, doc in schema_documents().items()}
     if name is None:
@@ -1554,7 +1554,7 @@ def mcp_server(ctx: click.Context, agent: str | None, session: str | None, db_he
     looked, so a client configured for every project connects everywhere. A store named by --db
     or CTX_DB is the only one served.
     """
-    from kernel.hosts.mcp import serve  # noqa: PLC0415 - the MCP SDK takes over a second to import
+    from ctx_kernel.kernel.hosts.mcp import serve  # noqa: PLC0415 - the MCP SDK takes over a second to import
 
     explicit = db_here or ctx.find_root().obj.get("db")
     named, origin = (explicit, "--db") if explicit else (os.environ.get("CTX_DB") or None, "CTX_DB")
@@ -1580,13 +1580,13 @@ def _serve_store(kernel: Ctx, agent: str | None, session: str | None) -> None:
             "this command (see the README). Ctrl+C stops it.",
             err=True,
         )
-    from kernel.hosts.mcp import serve  # noqa: PLC0415 - the MCP SDK takes over a second to import
+    from ctx_kernel.kernel.hosts.mcp import serve  # noqa: PLC0415 - the MCP SDK takes over a second to import
 
     serve(kernel, agent=agent, session=session)
 
 
 def _run_review(kernel: Ctx, reviewer: str | None) -> None:
-    from tui.app import make_app  # noqa: PLC0415 - Textual loads only for the app
+    from ctx_kernel.tui.app import make_app  # noqa: PLC0415 - Textual loads only for the app
 
     name = reviewer or paths.configured_reviewer()
     make_app(kernel, name or getpass.getuser(), reviewer_confirmed=name is not None).run()
@@ -1614,7 +1614,7 @@ def review(kernel: Ctx, reviewer: str | None) -> None:
 @click.option("--no-review", is_flag=True, help="Print the tour only; do not open the review app.")
 def demo(folder: str, no_review: bool) -> None:
     """Create a demo project with realistic decisions, evidence and proposals, then open the review app."""
-    from kernel.demo import build_demo  # noqa: PLC0415
+    from ctx_kernel.kernel.demo import build_demo  # noqa: PLC0415
 
     kernel = build_demo(Path(folder))
     try:

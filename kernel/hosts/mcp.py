@@ -39,8 +39,8 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
 from pydantic import BaseModel, ValidationError
 
-from kernel import clock, contracts, paths, text
-from kernel.contracts import (
+from ctx_kernel.kernel import clock, contracts, paths, text
+from ctx_kernel.kernel.contracts import (
     DecisionsInput,
     InjectInput,
     LogInput,
@@ -53,11 +53,11 @@ from kernel.contracts import (
     SubjectInput,
     WithdrawInput,
 )
-from kernel.errors import CtxError, RefusedError, StoreError
-from kernel.facade import Ctx
-from kernel.hosts import mcp_text
-from kernel.json_input import JSONInputError, read_json
-from kernel.records import Decision, Evidence, Proposal
+from ctx_kernel.kernel.errors import CtxError, RefusedError, StoreError
+from ctx_kernel.kernel.facade import Ctx
+from ctx_kernel.kernel.hosts import mcp_text
+from ctx_kernel.kernel.json_input import JSONInputError, read_json
+from ctx_kernel.kernel.records import Decision, Evidence, Proposal
 
 INSTRUCTIONS = """\
 ctx holds this project's decisions, ratified by people, and an evidence vault of raw notes.

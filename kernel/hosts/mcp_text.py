@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from kernel import text
+from ctx_kernel.kernel import text
 
 LINE_CHARS = 160  # one line of a decision, proposal or snippet; show gives the rest
 EXPAND_HINT = "Expand an id (or a unique prefix) with the show tool."

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from alembic import context
 
-from kernel.store.models import include_name, metadata
+from ctx_kernel.kernel.store.models import include_name, metadata
 
 connection = context.config.attributes["connection"]
 context.configure(

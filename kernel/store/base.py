@@ -10,10 +10,10 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Protocol
 
-from kernel.records import AuditEvent, Decision, Evidence, Proposal
+from ctx_kernel.kernel.records import AuditEvent, Decision, Evidence, Proposal
 
 if TYPE_CHECKING:
-    from kernel.vault import Vault
+    from ctx_kernel.kernel.vault import Vault
 
 
 class Store(Protocol):

@@ -17,8 +17,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from kernel import driver
-from kernel.errors import StoreError
+from ctx_kernel.kernel import driver
+from ctx_kernel.kernel.errors import StoreError
 
 # The number of the newest migration in kernel/migrations/versions.
 HEAD_VERSION = 7

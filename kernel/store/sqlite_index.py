@@ -15,8 +15,8 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from kernel.records import Evidence
-from kernel.vault import snippet as vault_snippet
+from ctx_kernel.kernel.records import Evidence
+from ctx_kernel.kernel.vault import snippet as vault_snippet
 
 KINDS = ("decision", "evidence")
 CHUNK_SLOTS = 16  # chunk_id = owner rowid * CHUNK_SLOTS + chunk number

@@ -8,7 +8,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Label, Static
 
-from kernel.facade import visible
+from ctx_kernel.kernel.facade import visible
 
 
 class ConfirmDialog(ModalScreen[bool]):

@@ -13,7 +13,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Label, Static
 
-from tui.widgets.keys import BoundKey, KeyBar, bound_keys
+from ctx_kernel.tui.widgets.keys import BoundKey, KeyBar, bound_keys
 
 SECTIONS = {"screen": "On this screen", "focused": "Where the cursor is", "app": "Everywhere"}
 

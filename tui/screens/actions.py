@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from kernel.facade import Ctx, Decision, Proposal, Ratification, RatificationPlan, StalePlanError
-from tui.dialogs.confirm import ConfirmDialog
-from tui.dialogs.edit import Draft, EditDialog
-from tui.dialogs.reason import ReasonDialog
-from tui.dialogs.reviewer import ReviewerDialog
-from tui.screens.base import KernelScreen
+from ctx_kernel.kernel.facade import Ctx, Decision, Proposal, Ratification, RatificationPlan, StalePlanError
+from ctx_kernel.tui.dialogs.confirm import ConfirmDialog
+from ctx_kernel.tui.dialogs.edit import Draft, EditDialog
+from ctx_kernel.tui.dialogs.reason import ReasonDialog
+from ctx_kernel.tui.dialogs.reviewer import ReviewerDialog
+from ctx_kernel.tui.screens.base import KernelScreen
 
 
 class ReviewActions(KernelScreen):

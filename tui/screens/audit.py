@@ -9,11 +9,11 @@ from textual import on
 from textual.app import ComposeResult
 from textual.widgets import Header, Static
 
-from kernel.facade import AuditEvent, Ctx, visible
-from tui.dialogs.text import TextDialog
-from tui.screens.base import KernelScreen
-from tui.widgets.keys import KeyBar
-from tui.widgets.rows import Column, Row, RowList
+from ctx_kernel.kernel.facade import AuditEvent, Ctx, visible
+from ctx_kernel.tui.dialogs.text import TextDialog
+from ctx_kernel.tui.screens.base import KernelScreen
+from ctx_kernel.tui.widgets.keys import KeyBar
+from ctx_kernel.tui.widgets.rows import Column, Row, RowList
 
 
 class AuditScreen(KernelScreen):

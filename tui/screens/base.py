@@ -9,8 +9,8 @@ from textual.app import App
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState, get_current_worker
 
-from kernel.facade import Ctx, CtxError
-from tui.backend import Backend
+from ctx_kernel.kernel.facade import Ctx, CtxError
+from ctx_kernel.tui.backend import Backend
 
 T = TypeVar("T")
 

@@ -9,10 +9,10 @@ from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Header, Input, Static, Tree
 
-from kernel.facade import Decision, visible
-from tui.format import one_line, state, window
-from tui.screens.actions import ReviewActions
-from tui.widgets.keys import KeyBar
+from ctx_kernel.kernel.facade import Decision, visible
+from ctx_kernel.tui.format import one_line, state, window
+from ctx_kernel.tui.screens.actions import ReviewActions
+from ctx_kernel.tui.widgets.keys import KeyBar
 
 
 class BrowserScreen(ReviewActions):
@@ -126,7 +126,7 @@ class BrowserScreen(ReviewActions):
 
     def action_history(self) -> None:
         """The selected subject's chain."""
-        from tui.screens.history import HistoryScreen  # noqa: PLC0415
+        from ctx_kernel.tui.screens.history import HistoryScreen  # noqa: PLC0415
 
         if self.chosen is not None:
             self.app.push_screen(HistoryScreen(self.chosen.subject))

@@ -10,11 +10,11 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Header, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
-from kernel.facade import Ctx, ProposalContext, visible
-from tui.dialogs.text import TextDialog
-from tui.format import age_text, diff_text, one_line, state, window
-from tui.screens.actions import ReviewActions
-from tui.widgets.keys import KeyBar
+from ctx_kernel.kernel.facade import Ctx, ProposalContext, visible
+from ctx_kernel.tui.dialogs.text import TextDialog
+from ctx_kernel.tui.format import age_text, diff_text, one_line, state, window
+from ctx_kernel.tui.screens.actions import ReviewActions
+from ctx_kernel.tui.widgets.keys import KeyBar
 
 
 class DetailScreen(ReviewActions):
@@ -217,7 +217,7 @@ class DetailScreen(ReviewActions):
 
     def action_history(self) -> None:
         """The subject's whole chain."""
-        from tui.screens.history import HistoryScreen  # noqa: PLC0415
+        from ctx_kernel.tui.screens.history import HistoryScreen  # noqa: PLC0415
 
         if self.context is not None:
             self.app.push_screen(HistoryScreen(self.context.proposal.subject))

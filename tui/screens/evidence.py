@@ -8,12 +8,12 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import Header, Input, Static
 
-from kernel.facade import Evidence, visible
-from tui.dialogs.text import TextDialog
-from tui.format import one_line
-from tui.screens.base import KernelScreen
-from tui.widgets.keys import KeyBar
-from tui.widgets.rows import Column, Row, RowList
+from ctx_kernel.kernel.facade import Evidence, visible
+from ctx_kernel.tui.dialogs.text import TextDialog
+from ctx_kernel.tui.format import one_line
+from ctx_kernel.tui.screens.base import KernelScreen
+from ctx_kernel.tui.widgets.keys import KeyBar
+from ctx_kernel.tui.widgets.rows import Column, Row, RowList
 
 RECENT = 200
 

@@ -8,10 +8,10 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.widgets import Header, Label, Static
 
-from kernel.facade import Decision, visible
-from tui.format import state, window
-from tui.screens.base import KernelScreen
-from tui.widgets.keys import KeyBar
+from ctx_kernel.kernel.facade import Decision, visible
+from ctx_kernel.tui.format import state, window
+from ctx_kernel.tui.screens.base import KernelScreen
+from ctx_kernel.tui.widgets.keys import KeyBar
 
 
 def timeline(chain: list[Decision]) -> Text:

@@ -11,12 +11,12 @@ from textual.binding import Binding
 from textual.timer import Timer
 from textual.widgets import Header, Input, Static
 
-from kernel.facade import QueueEntry
-from tui import filtering
-from tui.format import is_stale, one_line, queue_row
-from tui.screens.actions import ReviewActions
-from tui.widgets.keys import KeyBar
-from tui.widgets.rows import Column, Row, RowList
+from ctx_kernel.kernel.facade import QueueEntry
+from ctx_kernel.tui import filtering
+from ctx_kernel.tui.format import is_stale, one_line, queue_row
+from ctx_kernel.tui.screens.actions import ReviewActions
+from ctx_kernel.tui.widgets.keys import KeyBar
+from ctx_kernel.tui.widgets.rows import Column, Row, RowList
 
 # Contradiction checks run in the background, for the rows on screen only, a few at a time (each
 # takes milliseconds), so an act or a redraw never waits long behind them; they start once
@@ -214,7 +214,7 @@ class QueueScreen(ReviewActions):
 
     @on(RowList.Opened, "#queue")
     def _opened(self, event: RowList.Opened) -> None:
-        from tui.screens.detail import DetailScreen  # noqa: PLC0415 - the two screens refer to each other
+        from ctx_kernel.tui.screens.detail import DetailScreen  # noqa: PLC0415 - the two screens refer to each other
 
         self.app.push_screen(DetailScreen(event.key, [e.proposal.id for e in self.shown]))
 
