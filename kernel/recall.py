@@ -401,13 +401,14 @@ class Recaller:
                 raise UsageError(f"the minimum score for {name} must be a finite number, not {minimum}")
         self.entity_index = entity_index
         self.embedder = embedder
-        self._query_vector: Future[bytes] | None = None
+        self._decision_vectors: Future[list[tuple[int, float]]] | None = None
         self._evidence_vectors: Future[list[tuple[int, float]]] | None = None
         self._chains: dict[str, dict[str, Decision]] = {}
         self._entities: list[tuple[int, str, float]] | None = None
         self._conflicts: dict[str, list[tuple[str, str, str, str]]] = {}
         self._others: dict[str, Decision] = {}
         self._loaded: dict[str, Decision] = {}  # every decision read during this recall
+        self._lexical_lists: dict[tuple[str, str, int], dict[str, Ranked]] = {}
 
     # -- rankers --------------------------------------------------------------------------
 
@@ -453,26 +454,27 @@ class Recaller:
         return [(i, scores[i], ", ".join(sorted(set(names[i]))[:5])) for i in order]
 
     def start_vectors(self, query: str, fetch: int, pool: Executor | None) -> None:
-        """Embed the query and search the evidence vectors, in ``pool``'s thread when there is one.
+        """Embed the query and search both stores' vectors, in ``pool``'s thread when there is one.
 
-        The evidence KNN is the costliest step of a recall; on its own connection it runs while
-        this thread ranks by keyword and entity (SQLite and onnxruntime release the GIL). The
-        query vector is published as soon as it exists, for the decision KNN.
+        Embedding and KNN are the costliest steps of a recall; on its own connection they run
+        while this thread ranks by keyword and entity (SQLite and onnxruntime release the GIL).
+        Decisions are searched first: their list is needed first.
         """
         if self.embedder is None:
             return
         embedder, reader = self.embedder, self.store.reader() if pool is not None else self.store
         candidates = max(VECTOR_CANDIDATES, 2 * fetch)
-        self._query_vector = Future()
+        self._decision_vectors = Future()
 
         def work() -> list[tuple[int, float]]:
-            assert self._query_vector is not None
+            assert self._decision_vectors is not None
             try:
                 vector = embedder.embed_query(query)
+                nearest = reader.nearest("decision", vector, candidates, fetch)
             except BaseException as exc:
-                self._query_vector.set_exception(exc)
+                self._decision_vectors.set_exception(exc)
                 raise
-            self._query_vector.set_result(vector)
+            self._decision_vectors.set_result(nearest)
             return reader.nearest("evidence", vector, candidates, fetch)
 
         if pool is None:
@@ -484,15 +486,11 @@ class Recaller:
     def _vector(self, query: str, kind: str, fetch: int) -> Ranked:
         if self.embedder is None:
             return []
-        if self._query_vector is None or self._evidence_vectors is None:
+        if self._decision_vectors is None or self._evidence_vectors is None:
             self.start_vectors(query, fetch, None)
-        assert self._query_vector is not None and self._evidence_vectors is not None
-        if kind == "evidence":
-            nearest = self._evidence_vectors.result()
-        else:
-            vector = self._query_vector.result()
-            nearest = self.store.nearest(kind, vector, max(VECTOR_CANDIDATES, 2 * fetch), fetch)
-        nearest = [(rowid, sim) for rowid, sim in nearest if sim >= MIN_SIMILARITY]
+        assert self._decision_vectors is not None and self._evidence_vectors is not None
+        vectors = self._evidence_vectors if kind == "evidence" else self._decision_vectors
+        nearest = [(rowid, sim) for rowid, sim in vectors.result() if sim >= MIN_SIMILARITY]
         ids = self.store.ids_for_rowids(kind, [r for r, _ in nearest])
         return [(ids[r], sim, None) for r, sim in nearest if r in ids]
 
@@ -516,6 +514,16 @@ class Recaller:
         return lists
 
     def _rank(self, query: str, kind: str, mode: str, fetch: int) -> dict[str, Ranked]:
+        lists = dict(self._lexical(query, kind, mode, fetch))
+        if mode in ("hybrid", "vector") and self.embedder is not None:
+            lists["vector"] = self._vector(query, kind, fetch)
+        return lists
+
+    def _lexical(self, query: str, kind: str, mode: str, fetch: int) -> dict[str, Ranked]:
+        """The keyword and entity lists of one store, computed once per recall."""
+        key = (kind, mode, fetch)
+        if key in self._lexical_lists:
+            return self._lexical_lists[key]
         lists: dict[str, Ranked] = {}
         if mode in ("hybrid", "keyword"):
             lists["keyword"] = self._keyword(query, kind, fetch)
@@ -523,8 +531,7 @@ class Recaller:
             if self._entities is None:
                 self._entities = self.entity_index.match(self.store, vocabulary.expand(query))
             lists["entity"] = self._entity(kind, fetch, self._entities)
-        if mode in ("hybrid", "vector") and self.embedder is not None:
-            lists["vector"] = self._vector(query, kind, fetch)
+        self._lexical_lists[key] = lists
         return lists
 
     def _names_identifier(self, query: str) -> bool:
@@ -546,6 +553,9 @@ class Recaller:
         """Decision hits that hold at ``moment``; matching ones that no longer hold are mapped
         to their successors in force, or reported as closed."""
         fetch = max(OVERFETCH, 5 * k)
+        if self._evidence_vectors is not None and not self._evidence_vectors.done():
+            # Rank the evidence by keyword and entity now, while the vectors are still coming.
+            self._lexical(query, "evidence", mode, fetch)
         lists = self.rank(query, "decision", mode, fetch)
         fused = fuse(lists, rrf_k, WEIGHTS)
         ids = [item for item, _, _ in fused]
@@ -559,11 +569,9 @@ class Recaller:
             if len(hits) >= k:
                 break
             if position % (3 * k) == 0:
-                # Records (and the chains of closed ones) a window at a time: most recalls stop early.
-                window = self.store.decisions_by_ids(ids[position : position + 3 * k])
-                records.update(window)
-                self._loaded.update(window)
-                self._load_chains([i for i, d in window.items() if not valid_at(d, moment)])
+                # Records and their chains a window at a time (most recalls stop early), read
+                # together: a hit's chain is needed to expand it, a closed one's to replace it.
+                records.update(self._load_chains(ids[position : position + 3 * k]))
             decision = records.get(item)
             if decision is None:
                 continue
@@ -591,22 +599,20 @@ class Recaller:
         )
         return [self._expand(hit, moment, matched_ids, pending) for hit in hits], closed
 
-    def _load_chains(self, decision_ids: list[str]) -> None:
-        """Cache the chains of ``decision_ids`` in two queries (two per decision were most of a recall)."""
+    def _load_chains(self, decision_ids: list[str]) -> dict[str, Decision]:
+        """Cache the chains of ``decision_ids`` and return those decisions, read in four queries
+        (a chain, then the records of every member not read yet)."""
         todo = [i for i in dict.fromkeys(decision_ids) if i not in self._chains]
-        if not todo:
-            return
-        members = self.store.chains_of(todo)
-        wanted = {m for ids in members.values() for m in ids}
-        records = {m: self._loaded[m] for m in wanted if m in self._loaded}
-        records.update(self.store.decisions_by_ids(sorted(wanted - records.keys())))
-        self._loaded.update(records)
+        members = self.store.chains_of(todo) if todo else {}
+        wanted = {m for ids in members.values() for m in ids} | set(decision_ids)
+        self._loaded.update(self.store.decisions_by_ids(sorted(wanted - self._loaded.keys())))
         for decision_id in todo:
-            if decision_id in self._chains:
+            if decision_id in self._chains or decision_id not in self._loaded:
                 continue
-            chain = {m: records[m] for m in members[decision_id] if m in records}
+            chain = {m: self._loaded[m] for m in members[decision_id] if m in self._loaded}
             for member in chain:
                 self._chains[member] = chain
+        return {i: self._loaded[i] for i in decision_ids if i in self._loaded}
 
     def _chain(self, decision_id: str) -> dict[str, Decision]:
         """Every decision linked to ``decision_id`` by supersession (itself included), cached per recall."""
