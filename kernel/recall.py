@@ -10,7 +10,7 @@ contains the moment asked about.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, Future
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -569,9 +569,10 @@ class Recaller:
             if len(hits) >= k:
                 break
             if position % (3 * k) == 0:
-                # Records and their chains a window at a time (most recalls stop early), read
-                # together: a hit's chain is needed to expand it, a closed one's to replace it.
-                records.update(self._load_chains(ids[position : position + 3 * k]))
+                # Records (and the chains of closed ones) a window at a time: most recalls stop early.
+                window = self._load([], ids[position : position + 3 * k])
+                records.update(window)
+                self._load([i for i, d in window.items() if not valid_at(d, moment)])
             decision = records.get(item)
             if decision is None:
                 continue
@@ -592,27 +593,30 @@ class Recaller:
                     own = own_scores.get(successor.id, dict.fromkeys(RANKERS))
                     hits.append(DecisionHit(successor, len(hits) + 1, score, own, via=decision.id))
         pending = self.store.list_proposals("pending")
-        self._load_chains([hit.decision.id for hit in hits])
-        self._conflicts = self.store.conflicts_at([hit.decision.id for hit in hits], moment)
-        self._others = self.store.decisions_by_ids(
-            sorted({row[0] for rows in self._conflicts.values() for row in rows})
+        hit_ids = [hit.decision.id for hit in hits]
+        self._conflicts = self.store.conflicts_at(hit_ids, moment)
+        # The hits' chains and the decisions they conflict with, in one read.
+        self._others = self._load(
+            hit_ids, sorted({row[0] for rows in self._conflicts.values() for row in rows})
         )
         return [self._expand(hit, moment, matched_ids, pending) for hit in hits], closed
 
-    def _load_chains(self, decision_ids: list[str]) -> dict[str, Decision]:
-        """Cache the chains of ``decision_ids`` and return those decisions, read in four queries
-        (a chain, then the records of every member not read yet)."""
-        todo = [i for i in dict.fromkeys(decision_ids) if i not in self._chains]
+    def _load(self, chains_of: list[str], records: Sequence[str] = ()) -> dict[str, Decision]:
+        """Cache the chains of ``chains_of`` (two queries per decision were most of a recall) and
+        return the decisions ``records``, reading every decision not read yet in one go."""
+        todo = [i for i in dict.fromkeys(chains_of) if i not in self._chains]
         members = self.store.chains_of(todo) if todo else {}
-        wanted = {m for ids in members.values() for m in ids} | set(decision_ids)
-        self._loaded.update(self.store.decisions_by_ids(sorted(wanted - self._loaded.keys())))
+        wanted = {m for ids in members.values() for m in ids}.union(records)
+        missing = wanted - self._loaded.keys()
+        if missing:
+            self._loaded.update(self.store.decisions_by_ids(sorted(missing)))
         for decision_id in todo:
-            if decision_id in self._chains or decision_id not in self._loaded:
+            if decision_id in self._chains:
                 continue
             chain = {m: self._loaded[m] for m in members[decision_id] if m in self._loaded}
             for member in chain:
                 self._chains[member] = chain
-        return {i: self._loaded[i] for i in decision_ids if i in self._loaded}
+        return {i: self._loaded[i] for i in records if i in self._loaded}
 
     def _chain(self, decision_id: str) -> dict[str, Decision]:
         """Every decision linked to ``decision_id`` by supersession (itself included), cached per recall."""
