@@ -21,7 +21,7 @@ from ctx_kernel.kernel.errors import UsageError
 from ctx_kernel.kernel.fusion import Ranked, RankerScore
 from ctx_kernel.kernel.records import Decision, Evidence, Proposal
 from ctx_kernel.kernel.store.base import Store
-from ctx_kernel.kernel.store.sqlite_index import CHUNK_SLOTS
+from ctx_kernel.kernel.store.sqlite_index import CHUNK_SLOTS, ConflictRow
 
 MODES = ("hybrid", "keyword", "entity", "vector")
 RANKERS = ("keyword", "entity", "vector")
@@ -405,8 +405,7 @@ class Recaller:
         self._evidence_vectors: Future[list[tuple[int, float]]] | None = None
         self._chains: dict[str, dict[str, Decision]] = {}
         self._entities: list[tuple[int, str, float]] | None = None
-        self._conflicts: dict[str, list[tuple[str, str, str, str]]] = {}
-        self._others: dict[str, Decision] = {}
+        self._conflicts: dict[str, list[ConflictRow]] = {}
         self._loaded: dict[str, Decision] = {}  # every decision read during this recall
         self._lexical_lists: dict[tuple[str, str, int], dict[str, Ranked]] = {}
 
@@ -595,10 +594,7 @@ class Recaller:
         pending = self.store.list_proposals("pending")
         hit_ids = [hit.decision.id for hit in hits]
         self._conflicts = self.store.conflicts_at(hit_ids, moment)
-        # The hits' chains and the decisions they conflict with, in one read.
-        self._others = self._load(
-            hit_ids, sorted({row[0] for rows in self._conflicts.values() for row in rows})
-        )
+        self._load(hit_ids)
         return [self._expand(hit, moment, matched_ids, pending) for hit in hits], closed
 
     def _load(self, chains_of: list[str], records: Sequence[str] = ()) -> dict[str, Decision]:
@@ -673,16 +669,11 @@ class Recaller:
         found = self._conflicts.pop(decision.id, None)
         if found is None:
             found = self.store.conflicts_at([decision.id], moment)[decision.id]
-            others = self.store.decisions_by_ids(sorted({row[0] for row in found}))
-        else:
-            others = self._others  # loaded for every hit at once by decisions()
-        out = []
-        for other_id, term, clause, other_clause in found:
-            other = others.get(other_id)
-            if other is None or not valid_at(other, moment):
-                continue
-            out.append(conflict_item(other, term, clause, other_clause))
-        return out
+        # conflicts_at keeps only the others that hold at ``moment``, and reads what is shown of them.
+        return [
+            _conflict_related(other_id, subject, text, valid_from, valid_until, term, clause, other_clause)
+            for other_id, term, clause, other_clause, subject, text, valid_from, valid_until in found
+        ]
 
     # -- evidence -------------------------------------------------------------------------
 
@@ -776,10 +767,31 @@ class ConflictDetector:
 
 def conflict_item(other: Decision, term: str, clause: str, other_clause: str) -> Related:
     """The entry for ``other``, which takes the opposite stance on ``term``."""
+    return _conflict_related(
+        other.id,
+        other.subject,
+        other.decision,
+        other.valid_from,
+        other.valid_until,
+        term,
+        clause,
+        other_clause,
+    )
+
+
+def _conflict_related(
+    other_id: str,
+    subject: str,
+    text: str,
+    valid_from: str,
+    valid_until: str | None,
+    term: str,
+    clause: str,
+    other_clause: str,
+) -> Related:
     return Related(
-        "conflict", other.id, other.subject, other.decision, other.valid_until is None,
-        other.valid_from, other.valid_until,
-        f"opposite stance on {term!r}: {_clip(clause)!r} here, {_clip(other_clause)!r} in {other.subject}",
+        "conflict", other_id, subject, text, valid_until is None, valid_from, valid_until,
+        f"opposite stance on {term!r}: {_clip(clause)!r} here, {_clip(other_clause)!r} in {subject}",
         "conflict: needs a person to reconcile",
     )  # fmt: skip
 

@@ -20,6 +20,8 @@ from ctx_kernel.kernel.store.bits import BitIndex
 from ctx_kernel.kernel.vault import snippet as vault_snippet
 
 KINDS = ("decision", "evidence")
+# (other id, term, clause, other clause, other's subject, other's text, valid_from, valid_until)
+ConflictRow = tuple[str, str, str, str, str, str, str, str | None]
 CHUNK_SLOTS = 16  # chunk_id = owner rowid * CHUNK_SLOTS + chunk number
 # Evidence terms whose frequency is remembered (a few bytes each).
 TERM_CACHE = 100_000
@@ -136,11 +138,10 @@ class IndexQueries:
             )
         ]
 
-    def conflicts_at(
-        self, decision_ids: Sequence[str], moment: str | None
-    ) -> dict[str, list[tuple[str, str, str, str]]]:
-        """:meth:`conflicts_for` of each decision, keeping the others that hold at ``moment`` (None: now)."""
-        out: dict[str, list[tuple[str, str, str, str]]] = {i: [] for i in decision_ids}
+    def conflicts_at(self, decision_ids: Sequence[str], moment: str | None) -> dict[str, list[ConflictRow]]:
+        """:meth:`conflicts_for` of each decision, keeping the others that hold at ``moment`` (None: now),
+        each with the other's subject, text and window."""
+        out: dict[str, list[ConflictRow]] = {i: [] for i in decision_ids}
         if not decision_ids:
             return out
         if moment is None:
@@ -149,12 +150,13 @@ class IndexQueries:
             window = "d.valid_from <= ? AND (d.valid_until IS NULL OR d.valid_until > ?)"
             params = [moment, moment]
         for r in self._q(
-            "SELECT c.decision_id, c.other_id, c.term, c.clause, c.other_clause FROM decision_conflict c "
+            "SELECT c.decision_id, c.other_id, c.term, c.clause, c.other_clause, "
+            "d.subject, d.decision, d.valid_from, d.valid_until FROM decision_conflict c "
             f"JOIN decision d ON d.id = c.other_id WHERE c.decision_id IN ({_marks(decision_ids)}) "
             f"AND {window} ORDER BY c.decision_id, c.other_id",
             [*decision_ids, *params],
         ):
-            out[r[0]].append((r[1], r[2], r[3], r[4]))
+            out[r[0]].append(r[1:])
         return out
 
     def current_conflict_pairs(self) -> list[tuple[str, str, str, str, str]]:
