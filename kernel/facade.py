@@ -129,6 +129,7 @@ class Ctx:
         # warm() may resolve the model on another thread while a recall asks for it.
         self._resolution_lock = threading.Lock()
         self._entity_index_cache: recall.EntityIndex | None = None
+        self._decision_cache: recall.DecisionCache | None = None
         self._executor: ThreadPoolExecutor | None = None
 
     # -- lifecycle ------------------------------------------------------------------------
@@ -829,7 +830,9 @@ class Ctx:
         unknown = sorted(set(min_scores or {}) - set(recall.RANKERS))
         if unknown:
             raise UsageError(f"unknown ranker {unknown[0]!r}: use one of {', '.join(recall.RANKERS)}")
-        recaller = recall.Recaller(self.store, self._entity_index, embedder, min_scores)
+        if self._decision_cache is None:
+            self._decision_cache = recall.DecisionCache()
+        recaller = recall.Recaller(self.store, self._entity_index, embedder, min_scores, self._decision_cache)
         if embedder is not None:
             recaller.start_vectors(query, max(recall.OVERFETCH, 5 * k), self._pool())
         decisions, closed = recaller.decisions(query, mode, k, rrf_k, moment)

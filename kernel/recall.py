@@ -41,6 +41,8 @@ ENTITY_ITEMS = 200
 PREFILTER_NAMES = 5000
 # An evidence term found in at least this many texts is "common" (see Recaller._keyword).
 COMMON_TERM_DOCS = 5000
+# Decision records a warm process keeps between recalls (about 1 KB each).
+CACHED_DECISIONS = 50_000
 # Decisions naming a hit's entities that are checked for an opposite stance.
 CONFLICT_CANDIDATES = 20
 # Related subjects: token_set_ratio of the subjects' words ("cache.sessions" ~ "auth.sessions").
@@ -384,6 +386,24 @@ def query_phrases(query: str) -> list[str]:
     return [p for p in phrases if len(p) >= 2][:40]
 
 
+class DecisionCache:
+    """Decision records and supersession chains read by earlier recalls, kept while the store
+    is unchanged: no commit by another connection (SQLite's ``data_version``) and no row
+    changed by this one. Agents ask about the same decisions again and again."""
+
+    def __init__(self) -> None:
+        self._signature: tuple[int, int] | None = None
+        self.records: dict[str, Decision] = {}
+        self.chains: dict[str, list[str]] = {}  # decision id -> ids of its chain (itself included)
+
+    def check(self, store: Store) -> None:
+        """Forget everything when the store changed since the last recall (or holds too much)."""
+        signature = (store.data_version(), store.change_count())
+        if signature != self._signature or len(self.records) > CACHED_DECISIONS:
+            self.records, self.chains = {}, {}
+            self._signature = signature
+
+
 class Recaller:
     """Runs one recall against a store."""
 
@@ -393,8 +413,13 @@ class Recaller:
         entity_index: EntityIndex,
         embedder: Embedder | None,
         min_scores: dict[str, float] | None = None,
+        cache: DecisionCache | None = None,
     ) -> None:
         self.store = store
+        if cache is None:
+            cache = DecisionCache()
+        cache.check(store)
+        self._cache = cache
         self.min_scores = dict(min_scores or {})
         for name, minimum in self.min_scores.items():
             if not math.isfinite(minimum):
@@ -406,7 +431,7 @@ class Recaller:
         self._chains: dict[str, dict[str, Decision]] = {}
         self._entities: list[tuple[int, str, float]] | None = None
         self._conflicts: dict[str, list[ConflictRow]] = {}
-        self._loaded: dict[str, Decision] = {}  # every decision read during this recall
+        self._loaded = cache.records  # every decision read during this recall (or an earlier one)
         self._lexical_lists: dict[tuple[str, str, int], dict[str, Ranked]] = {}
 
     # -- rankers --------------------------------------------------------------------------
@@ -601,7 +626,11 @@ class Recaller:
         """Cache the chains of ``chains_of`` (two queries per decision were most of a recall) and
         return the decisions ``records``, reading every decision not read yet in one go."""
         todo = [i for i in dict.fromkeys(chains_of) if i not in self._chains]
-        members = self.store.chains_of(todo) if todo else {}
+        known = self._cache.chains
+        unknown = [i for i in todo if i not in known]
+        if unknown:
+            known.update(self.store.chains_of(unknown))
+        members = {i: known[i] for i in todo}
         wanted = {m for ids in members.values() for m in ids}.union(records)
         missing = wanted - self._loaded.keys()
         if missing:

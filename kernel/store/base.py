@@ -172,6 +172,9 @@ class Store(Protocol):
     def data_version(self) -> int:
         """A counter that changes when another connection commits."""
 
+    def change_count(self) -> int:
+        """Rows this connection has inserted, updated or deleted since it opened."""
+
     def integrity_check(self) -> str:
         """The database's own consistency check ('ok' when sound)."""
 

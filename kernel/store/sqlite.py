@@ -813,6 +813,10 @@ class SQLiteStore(IndexQueries):
         assert row is not None
         return int(row[0])
 
+    def change_count(self) -> int:
+        """Rows this connection has inserted, updated or deleted since it opened."""
+        return int(self._conn.total_changes)
+
     def integrity_check(self) -> str:
         """SQLite's own consistency check ('ok' when sound)."""
         return "; ".join(r[0] for r in self._q("PRAGMA integrity_check"))

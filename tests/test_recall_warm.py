@@ -1,4 +1,5 @@
-"""A warm process answers KNN from an in-memory copy of the bit vectors: the same answers as sqlite-vec."""
+"""A warm process keeps what earlier recalls read (bit vectors, decision records and chains) and
+answers as a fresh one would, also after changes by itself or by another connection."""
 
 from __future__ import annotations
 
@@ -52,4 +53,26 @@ def test_warm_knn_finds_what_sqlite_vec_finds_before_and_after_new_rows(store_pa
         warm.log(text)
     warm.reindex()
     assert _answers(warm, queries) == _cold_answers(store_path, queries)
+    warm.close()
+
+
+def _decide(ctx: Ctx, subject: str, text: str, supersedes: tuple[str, ...] = ()) -> str:
+    proposal = ctx.propose(subject, text, proposer="agent", supersedes=supersedes)
+    return ctx.ratify(proposal.id, reviewer="ann").decision.id
+
+
+def test_a_warm_recall_sees_decisions_changed_here_and_by_another_connection(store_path):
+    warm, _ = Ctx.init(store_path, embedder=None)
+    old = _decide(warm, "db.driver", "Use psycopg 2 for PostgreSQL access.")
+    assert [h.decision.id for h in warm.recall("psycopg PostgreSQL").decisions] == [old]
+    with Ctx.open(store_path, embedder=None) as other:  # another connection supersedes it
+        new = _decide(other, "db.driver", "Use psycopg 3 for all PostgreSQL access.", supersedes=(old,))
+    found = warm.recall("psycopg PostgreSQL").decisions
+    assert [h.decision.id for h in found] == [new]
+    assert [(r.id, r.relation) for r in found[0].superseded] == [(old, "superseded")]
+    warm.retire("db.driver", reviewer="ann", reason="moved to an ORM")  # and this connection retires it
+    again = warm.recall("psycopg PostgreSQL")
+    assert again.decisions == [] and {h.decision.id for h in again.closed} == {old, new}
+    with Ctx.open(store_path, embedder=None) as cold:
+        assert cold.recall("psycopg PostgreSQL").to_dict() == again.to_dict()
     warm.close()
