@@ -426,8 +426,8 @@ class Recaller:
                 raise UsageError(f"the minimum score for {name} must be a finite number, not {minimum}")
         self.entity_index = entity_index
         self.embedder = embedder
-        self._decision_vectors: Future[list[tuple[int, float]]] | None = None
-        self._evidence_vectors: Future[list[tuple[int, float]]] | None = None
+        self._decision_vectors: Future[Ranked] | None = None
+        self._evidence_vectors: Future[Ranked] | None = None
         self._chains: dict[str, dict[str, Decision]] = {}
         self._entities: list[tuple[int, str, float]] | None = None
         self._conflicts: dict[str, list[ConflictRow]] = {}
@@ -490,16 +490,25 @@ class Recaller:
         candidates = max(VECTOR_CANDIDATES, 2 * fetch)
         self._decision_vectors = Future()
 
-        def work() -> list[tuple[int, float]]:
+        def ranked(kind: str, vector: bytes) -> Ranked:
+            nearest = [
+                (r, sim)
+                for r, sim in reader.nearest(kind, vector, candidates, fetch)
+                if sim >= MIN_SIMILARITY
+            ]
+            ids = reader.ids_for_rowids(kind, [r for r, _ in nearest])
+            return [(ids[r], sim, None) for r, sim in nearest if r in ids]
+
+        def work() -> Ranked:
             assert self._decision_vectors is not None
             try:
                 vector = embedder.embed_query(query)
-                nearest = reader.nearest("decision", vector, candidates, fetch)
+                decisions = ranked("decision", vector)
             except BaseException as exc:
                 self._decision_vectors.set_exception(exc)
                 raise
-            self._decision_vectors.set_result(nearest)
-            return reader.nearest("evidence", vector, candidates, fetch)
+            self._decision_vectors.set_result(decisions)
+            return ranked("evidence", vector)
 
         if pool is None:
             self._evidence_vectors = Future()
@@ -513,10 +522,7 @@ class Recaller:
         if self._decision_vectors is None or self._evidence_vectors is None:
             self.start_vectors(query, fetch, None)
         assert self._decision_vectors is not None and self._evidence_vectors is not None
-        vectors = self._evidence_vectors if kind == "evidence" else self._decision_vectors
-        nearest = [(rowid, sim) for rowid, sim in vectors.result() if sim >= MIN_SIMILARITY]
-        ids = self.store.ids_for_rowids(kind, [r for r, _ in nearest])
-        return [(ids[r], sim, None) for r, sim in nearest if r in ids]
+        return (self._evidence_vectors if kind == "evidence" else self._decision_vectors).result()
 
     def rank(self, query: str, kind: str, mode: str, fetch: int, *, floors: bool = True) -> dict[str, Ranked]:
         """Each requested ranker's list for one store.
