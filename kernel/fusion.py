@@ -34,17 +34,22 @@ Ranked = list[tuple[str, float, str | None]]
 
 # A question about a moment: "When did ...", "How long ago ...", "What year ...".
 _ASKS_WHEN = re.compile(r"^\W*(?:when|how long ago|what (?:date|day|month|year|time))\b", re.IGNORECASE)
-_DAYS = "monday|tuesday|wednesday|thursday|friday|saturday|sunday"
-_SPANS = f"day|days|night|week|weeks|weekend|month|months|year|years|morning|evening|{_DAYS}"
-_SEASONS = "summer|spring|autumn|fall|winter"
-# English time expressions: relative days, "last week", "two years ago", weekdays, years, and
-# month names (capitalised, so the verb "may" is not read as the month).
-_STATES_TIME = re.compile(
-    r"(?i:\b(?:yesterday|today|tonight|tomorrow|recently|ago|the other day"
-    rf"|(?:last|next|this|past|coming|that|a few|few|couple of|several|\d+|one|two|three|four|five|six)"
-    rf" (?:{_SPANS}|{_SEASONS})|{_DAYS}|(?:19|20)\d\d)\b)"
-    r"|\b(?:January|February|March|April|May|June|July|August|September|October|November|December)\b"
+_DAYS = frozenset("monday tuesday wednesday thursday friday saturday sunday".split())
+# Words that say when on their own, and spans that do after a count or a determiner
+# ("last week", "two years", "the other day", "this summer").
+_WHEN_WORDS = _DAYS | {"yesterday", "today", "tonight", "tomorrow", "recently", "ago"}
+_SPANS = _DAYS | frozenset(
+    "day days night week weeks weekend month months year years morning evening "
+    "summer spring autumn fall winter".split()
 )
+_SPAN_LEADS = frozenset(
+    "last next this past coming that other few couple several one two three four five six".split()
+)
+# Capitalised only, so the verb "may" is not read as the month.
+_MONTHS = frozenset(
+    "January February March April May June July August September October November December".split()
+)
+_WORD = re.compile(r"\w+")
 
 
 @dataclass(frozen=True)
@@ -90,8 +95,22 @@ def asks_when(query: str) -> bool:
 
 
 def states_time(text: str) -> bool:
-    """True when ``text`` says when something happened ("yesterday", "last week", "in May")."""
-    return _STATES_TIME.search(text) is not None
+    """True when ``text`` says when something happened ("yesterday", "last week", "in May").
+
+    Word by word rather than one large regular expression: it runs on every candidate of
+    a "when" question, and this is about three times faster.
+    """
+    previous = ""
+    for word in _WORD.findall(text):
+        lower = word.lower()
+        if lower in _WHEN_WORDS or word in _MONTHS:
+            return True
+        if lower in _SPANS and (previous in _SPAN_LEADS or previous.isdigit()):
+            return True
+        if len(word) == 4 and word.isdigit() and word[:2] in ("19", "20"):
+            return True
+        previous = lower
+    return False
 
 
 def timed_candidates(
