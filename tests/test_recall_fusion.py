@@ -117,3 +117,19 @@ def test_stating_a_time_counts_only_for_a_question_about_a_moment(kernel):
     ids = pottery_talk(kernel)
     hybrid = [h.evidence.id for h in kernel.recall("Did Maya go to the pottery workshop?", k=3).evidence]
     assert hybrid[0] == ids["talk"]
+
+
+def test_a_month_states_a_time_and_the_verb_may_does_not(kernel):
+    may = kernel.log(
+        "Leo: Maya, you may go to the pottery workshop again, the pottery workshop teacher is great.",
+        kind="conversation",
+        session="s1",
+    ).id
+    month = kernel.log(
+        "Maya: In May I finally made it to a pottery class downtown.", kind="conversation", session="s2"
+    ).id
+    for n, text in enumerate(FILLER):
+        kernel.log(text, kind="conversation", session=f"f{n}")
+    question = "How long ago did Maya go to the pottery workshop?"
+    assert kernel.recall(question, mode="keyword").evidence[0].evidence.id == may
+    assert kernel.recall(question, k=3).evidence[0].evidence.id == month
