@@ -104,13 +104,16 @@ def pottery_talk(kernel: Ctx) -> dict[str, str]:
     return ids
 
 
-def test_a_when_question_prefers_the_turn_that_states_a_time(kernel):
+def test_a_when_question_prefers_the_turn_that_states_a_time(kernel, cli):
     ids = pottery_talk(kernel)
     question = "When did Maya go to the pottery workshop?"
     keyword = [h.evidence.id for h in kernel.recall(question, mode="keyword").evidence]
     assert keyword[0] == ids["talk"]
     hybrid = [h.evidence.id for h in kernel.recall(question, k=3).evidence]
     assert hybrid[0] == ids["moment"]
+    explained = cli("recall", question, "--explain", "--k", "3").out
+    first = explained.split(ids["moment"], 1)[1].split("\n")[1]
+    assert "+1: the question asks when and this text states a time" in first
 
 
 def test_stating_a_time_counts_only_for_a_question_about_a_moment(kernel):
