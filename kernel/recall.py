@@ -718,7 +718,8 @@ class Recaller:
         if mode == "hybrid":
             # Normalised scores carry each ranker's confidence; see kernel/fusion.py.
             lists = self.rank(query, "evidence", mode, fetch, floors=False)
-            fused = fusion.with_neighbours(fusion.combsum(lists), self.store.evidence_neighbours)[:k]
+            timed = fusion.timed_candidates(query, lists, self._evidence_texts)
+            fused = fusion.with_neighbours(fusion.combsum(lists, timed), self.store.evidence_neighbours)[:k]
         else:
             fused = fuse(self.rank(query, "evidence", mode, fetch), rrf_k, WEIGHTS)[:k]
         records = self.store.evidence_by_ids([item for item, _, _ in fused])
@@ -730,6 +731,9 @@ class Recaller:
                 ((i, s, sc) for i, s, sc in fused if i in records), 1
             )
         ]
+
+    def _evidence_texts(self, ids: list[str]) -> dict[str, str]:
+        return {item: record.text for item, record in self.store.evidence_by_ids(ids).items()}
 
 
 class ConflictDetector:

@@ -2,7 +2,8 @@
 
 Hybrid evidence recall sums each ranker's min-max normalised scores (kernel/fusion.py),
 lends half a strong hit's score to the turns logged next to it in the same session, and
-runs the entity ranker only when the query names an identifier.
+runs the entity ranker only when the query names an identifier; for a question that asks
+when, a turn that states a time gains one more ranker's vote.
 """
 
 from __future__ import annotations
@@ -82,3 +83,56 @@ def test_explain_says_how_the_fused_score_was_made(kernel, cli):
     assert "logged next to a strong hit" in result.out
     keyword = cli("recall", "anniversary trip", "--explain", "--mode", "keyword")
     assert "rrf " in keyword.out and "fused " not in keyword.out
+
+
+def pottery_talk(kernel: Ctx) -> dict[str, str]:
+    """A turn that talks at length about a workshop, and one that says when Maya went."""
+    ids = {
+        "talk": kernel.log(
+            "Leo: Did you like the pottery workshop? The pottery workshop teacher seems great.",
+            kind="conversation",
+            session="s1",
+        ).id,
+        "moment": kernel.log(
+            "Maya: Last Friday I finally made it to a pottery class downtown.",
+            kind="conversation",
+            session="s2",
+        ).id,
+    }
+    for n, text in enumerate(FILLER):
+        kernel.log(text, kind="conversation", session=f"f{n}")
+    return ids
+
+
+def test_a_when_question_prefers_the_turn_that_states_a_time(kernel, cli):
+    ids = pottery_talk(kernel)
+    question = "When did Maya go to the pottery workshop?"
+    keyword = [h.evidence.id for h in kernel.recall(question, mode="keyword").evidence]
+    assert keyword[0] == ids["talk"]
+    hybrid = [h.evidence.id for h in kernel.recall(question, k=3).evidence]
+    assert hybrid[0] == ids["moment"]
+    explained = cli("recall", question, "--explain", "--k", "3").out
+    first = explained.split(ids["moment"], 1)[1].split("\n")[1]
+    assert "+1: the question asks when and this text states a time" in first
+
+
+def test_stating_a_time_counts_only_for_a_question_about_a_moment(kernel):
+    ids = pottery_talk(kernel)
+    hybrid = [h.evidence.id for h in kernel.recall("Did Maya go to the pottery workshop?", k=3).evidence]
+    assert hybrid[0] == ids["talk"]
+
+
+def test_a_month_states_a_time_and_the_verb_may_does_not(kernel):
+    may = kernel.log(
+        "Leo: Maya, you may go to the pottery workshop again, the pottery workshop teacher is great.",
+        kind="conversation",
+        session="s1",
+    ).id
+    month = kernel.log(
+        "Maya: In May I finally made it to a pottery class downtown.", kind="conversation", session="s2"
+    ).id
+    for n, text in enumerate(FILLER):
+        kernel.log(text, kind="conversation", session=f"f{n}")
+    question = "How long ago did Maya go to the pottery workshop?"
+    assert kernel.recall(question, mode="keyword").evidence[0].evidence.id == may
+    assert kernel.recall(question, k=3).evidence[0].evidence.id == month

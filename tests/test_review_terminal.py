@@ -59,6 +59,14 @@ class Tmux:
                 raise AssertionError(f"{text!r} never appeared; the screen was:\n{screen}")
             time.sleep(0.2)
 
+    def quit(self) -> None:
+        """Press q and wait for the app (and so the session) to end."""
+        self.run("send-keys", "-t", "review", "q")
+        deadline = time.monotonic() + 15
+        while self.alive() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not self.alive(), "q did not quit the app"
+
     def wait_gone(self, text: str, timeout: float = 30.0) -> None:
         deadline = time.monotonic() + timeout
         while text in self.screen():
@@ -83,11 +91,7 @@ def test_ctx_review_in_tmux_approves_a_proposal(tmp_path: Path, store_path: Path
         assert old.id in confirm
         tmux.run("send-keys", "-t", "review", "y")
         tmux.wait_for("Nothing to review.")
-        tmux.run("send-keys", "-t", "review", "q")
-        deadline = time.monotonic() + 15
-        while tmux.alive() and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert not tmux.alive(), "q did not quit the app"
+        tmux.quit()
     finally:
         subprocess.run(["tmux", "-S", tmux.socket, "kill-server"], capture_output=True, check=False)
     ratified = kernel.proposal(proposal.id)
@@ -122,10 +126,6 @@ def test_ctx_review_at_80x24_help_and_whole_dialogs(tmp_path: Path, store_path: 
         assert len(edit.splitlines()) <= 24
         tmux.run("send-keys", "-t", "review", "Escape")
         tmux.wait_gone("Save (Ctrl+S)")
-        tmux.run("send-keys", "-t", "review", "q")
-        deadline = time.monotonic() + 15
-        while tmux.alive() and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert not tmux.alive(), "q did not quit the app"
+        tmux.quit()
     finally:
         subprocess.run(["tmux", "-S", tmux.socket, "kill-server"], capture_output=True, check=False)

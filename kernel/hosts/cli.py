@@ -18,7 +18,7 @@ from typing import Any, NoReturn
 
 import click
 
-from ctx_kernel.kernel import driver, paths, text
+from ctx_kernel.kernel import driver, fusion, paths, text
 from ctx_kernel.kernel.errors import CtxError, StoreError, UsageError
 from ctx_kernel.kernel.facade import DEFAULT_BUDGET, MAX_BUDGET, MIN_BUDGET, Ctx, age, plain_diff, short_age
 from ctx_kernel.kernel.hosts import bulk
@@ -713,7 +713,9 @@ def search(kernel: Ctx, query: str, limit: int, as_of: str | None, as_json: bool
         _say("  none")
 
 
-def _explain(scores: dict[str, Any], rrf: float | None = None, combsum: bool = False) -> str:
+def _explain(
+    scores: dict[str, Any], rrf: float | None = None, combsum: bool = False, timed: bool = False
+) -> str:
     """Each ranker's raw score and rank, and the fused score with how it was made."""
     parts = []
     labels = {"keyword": "bm25", "entity": "entity", "vector": "cosine"}
@@ -728,6 +730,8 @@ def _explain(scores: dict[str, Any], rrf: float | None = None, combsum: bool = F
             f"fused {rrf:.3f} (each ranker's score scaled to 0-1 within its list, summed; "
             "a text logged next to a strong hit in the same session also gets half of that hit's)"
         )
+        if timed:
+            parts.append("+1: the question asks when and this text states a time")
         if not any(score is not None for score in scores.values()):
             return f"no ranker matched it directly; it was logged next to a strong hit · {parts[-1]}"
     elif rrf is not None:
@@ -820,12 +824,14 @@ def recall(
             _say(f"  {closed.decision.id}  {closed.decision.subject}: {closed.decision.decision}")
             _say(f"     why: {closed.why}")
     _say("Evidence (unratified, not decisions):")
+    asks_when = found.mode == "hybrid" and fusion.asks_when(query)
     for ev in found.evidence:
         _say(
             f"  {ev.rank}. {ev.evidence.id}  {ev.evidence.kind}  {ev.evidence.created_at[:10]}  {ev.snippet}"
         )
         if explain:
-            _say(f"     explain: {_explain(ev.scores, ev.rrf, combsum=found.mode == 'hybrid')}")
+            timed = asks_when and fusion.states_time(ev.evidence.text)
+            _say(f"     explain: {_explain(ev.scores, ev.rrf, combsum=found.mode == 'hybrid', timed=timed)}")
     if not found.evidence:
         _say("  none")
 
