@@ -13,8 +13,7 @@ million 500-character texts takes days on two cores. Queries are always embedded
 
 For each size it prints p50/p95 of warm in-process recall per mode (query embedding
 included), of the query embedding alone, and the floors: a binary KNN over the evidence
-vectors (k=100; by sqlite-vec, and by numpy over the bits held in memory as a warm recall
-does), a plain FTS5 OR query of the query's words over the evidence, and RRF
+vectors (k=100), a plain FTS5 OR query of the query's words over the evidence, and RRF
 of 3 lists of 100; then the recall of the exact top 10 by the quantised search, and RSS.
 
     python bench/recall_bench.py [--sizes 10k,100k,1m] [--queries N] [--runs N]
@@ -42,7 +41,6 @@ from ctx_kernel.kernel import Ctx, fts
 from ctx_kernel.kernel.embed import chunks
 from ctx_kernel.kernel.ingest import EvidenceInput, Item
 from ctx_kernel.kernel.recall import MODES, fuse
-from ctx_kernel.kernel.store.bits import BitIndex
 from ctx_kernel.kernel.store.sqlite_index import CHUNK_SLOTS
 
 HERE = Path(__file__).resolve().parent
@@ -318,12 +316,6 @@ def measure(path: Path, asked: list[str]) -> dict[str, tuple[float, float]]:
     knn = "SELECT chunk_id FROM vec_evidence WHERE bits MATCH vec_quantize_binary(?) AND k = 100"
     times = _timed(lambda v: store._q(knn, (v,)), vectors)
     out["floor: KNN bits k=100"] = (pct(times, 0.5), pct(times, 0.95))
-    # The same KNN as a warm recall runs it: numpy over vec0's bits held in memory (kernel/store/bits.py).
-    memory, model = BitIndex("vec_evidence"), store.get_meta("vector_model")
-    memory.candidates(store._conn, model, vectors[0], 100)  # a first call is left to sqlite-vec
-    memory.candidates(store._conn, model, vectors[0], 100)  # reads the bits
-    times = _timed(lambda v: memory.candidates(store._conn, model, v, 100), vectors)
-    out["floor: KNN bits k=100, in memory"] = (pct(times, 0.5), pct(times, 0.95))
     matches = [fts.match_query(q, drop_stopwords=True) for q in asked]
     plain = "SELECT rowid FROM evidence_fts WHERE evidence_fts MATCH ? ORDER BY bm25(evidence_fts) LIMIT 50"
     times = _timed(lambda m: store._q(plain, (m,)), [m for m in matches if m])
@@ -400,9 +392,9 @@ def main() -> None:
             f"{len(asked)} queries, k=10, load {os.getloadavg()[0]:.2f}"
         )
         figures = measure(path, asked)
-        print(f"  {'ms':34} {'p50':>7} {'p95':>7}")
+        print(f"  {'ms':24} {'p50':>7} {'p95':>7}")
         for name, (p50, p95) in figures.items():
-            print(f"  {name:34} {p50:7.2f} {p95:7.2f}")
+            print(f"  {name:24} {p50:7.2f} {p95:7.2f}")
         if args.runs:
             measure_inject(path, args.runs)
 
