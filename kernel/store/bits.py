@@ -16,7 +16,6 @@ chunk held on; rows removed, or another model, mean a new copy.
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 
@@ -26,7 +25,6 @@ class BitIndex:
     def __init__(self, table: str) -> None:
         self.table = table
         self._asked = 0
-        self._lock = threading.Lock()
         self._state: tuple[str | None, int, int] | None = None  # model, max rowid, storage chunks
         self._rowids: Any = None  # numpy int64
         self._chunks: Any = None  # numpy int64, ascending
@@ -46,28 +44,6 @@ class BitIndex:
             f"(SELECT coalesce(max(chunk_id), 0) FROM {self.table}_chunks)"
         ).fetchone()
         state = (model, top, stored)
-        with self._lock:  # the main store and its reader share this copy
-            rowids, bits = self._refresh(conn, state)
-        # vec_quantize_binary's bits: 1 for a positive value, first dimension in the lowest bit.
-        wanted = np.packbits(np.frombuffer(query, dtype="<f4") > 0, bitorder="little")
-        if bits.shape[0] == 0 or bits.shape[1] != wanted.shape[0]:
-            return None
-        if bits.shape[1] % 8 == 0:
-            distance = np.bitwise_count(bits.view("<u8") ^ wanted.view("<u8")).sum(axis=1, dtype=np.int32)
-        else:
-            distance = np.bitwise_count(bits ^ wanted).sum(axis=1, dtype=np.int32)
-        if len(distance) <= k:
-            return rowids.tolist()
-        kth = np.partition(distance, k - 1)[k - 1]
-        nearer = np.flatnonzero(distance < kth)
-        tied = np.flatnonzero(distance == kth)[: k - len(nearer)]
-        return rowids[np.concatenate([nearer, tied])].tolist()
-
-    def _refresh(self, conn: Any, state: tuple[str | None, int, int]) -> tuple[Any, Any]:
-        """The rowids and bits, read again where the table changed."""
-        import numpy as np  # noqa: PLC0415
-
-        model, top, stored = state
         if self._state != state:
             old = self._state
             if (
@@ -86,7 +62,22 @@ class BitIndex:
             else:
                 self._rowids, self._chunks, self._bits = _read(conn, self.table, 0)
             self._state = state
-        return self._rowids, self._bits
+        wanted = np.packbits(
+            np.frombuffer(query, dtype="<f4") > 0, bitorder="little"
+        )  # as vec_quantize_binary
+        bits = self._bits
+        if bits.shape[0] == 0 or bits.shape[1] != wanted.shape[0]:
+            return None
+        if bits.shape[1] % 8 == 0:
+            distance = np.bitwise_count(bits.view("<u8") ^ wanted.view("<u8")).sum(axis=1, dtype=np.int32)
+        else:
+            distance = np.bitwise_count(bits ^ wanted).sum(axis=1, dtype=np.int32)
+        if len(distance) <= k:
+            return self._rowids.tolist()
+        kth = np.partition(distance, k - 1)[k - 1]
+        nearer = np.flatnonzero(distance < kth)
+        tied = np.flatnonzero(distance == kth)[: k - len(nearer)]
+        return self._rowids[np.concatenate([nearer, tied])].tolist()
 
 
 def _read(conn: Any, table: str, first_chunk: int) -> tuple[Any, Any, Any]:
