@@ -1,5 +1,5 @@
-"""A warm process keeps what earlier recalls read (bit vectors, decision records and chains) and
-answers as a fresh one would, also after changes by itself or by another connection."""
+"""A warm process keeps what earlier recalls read (decision records and chains) and answers as a
+fresh one would, also after changes by itself or by another connection."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ def _answers(ctx: Ctx, queries: list[str]) -> list[dict]:
 
 
 def _cold_answers(path: Path, queries: list[str]) -> list[dict]:
-    # A new process asks sqlite-vec on its first KNN of each store: one recall per open store.
+    # One recall per freshly opened store: nothing kept from an earlier recall.
     out = []
     for query in queries:
         with Ctx.open(path, embedder=HashEmbedder(dim=DIM)) as cold:
@@ -40,7 +40,7 @@ def _cold_answers(path: Path, queries: list[str]) -> list[dict]:
     return out
 
 
-def test_warm_knn_finds_what_sqlite_vec_finds_before_and_after_new_rows(store_path):
+def test_a_warm_vector_recall_answers_as_a_fresh_one_before_and_after_new_rows(store_path):
     rng = random.Random(5)
     warm, _ = Ctx.init(store_path, embedder=HashEmbedder(dim=DIM))
     for text in _texts(rng, 1100):  # more than one vec0 storage chunk (1024 rows)

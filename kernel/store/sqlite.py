@@ -73,7 +73,6 @@ class SQLiteStore(IndexQueries):
         self._tx_audit_tail: tuple[int, str] | None = None
         self._write_lock = WriteLock(path)
         self._term_counts = {}
-        self._bit_indexes = {}
 
     @classmethod
     def create(cls, path: Path) -> SQLiteStore:
@@ -109,7 +108,6 @@ class SQLiteStore(IndexQueries):
         if self._reader is None:
             self._reader = SQLiteStore(self.path, driver.connect(self.path))
             self._reader._vault = self._vault
-            self._reader._bit_indexes = self._bit_indexes
         return self._reader
 
     # -- transactions -------------------------------------------------------------------
@@ -284,7 +282,6 @@ class SQLiteStore(IndexQueries):
 
     def forget_evidence_derivatives(self) -> None:
         """Drop what was derived from plain evidence text: its vectors, entity mentions, lone entities."""
-        self._bit_indexes.clear()
         self._conn.execute("DELETE FROM evidence_vector")
         if self._one("SELECT 1 FROM sqlite_master WHERE name = 'vec_evidence'"):
             self._conn.execute("DELETE FROM vec_evidence")

@@ -16,7 +16,6 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ctx_kernel.kernel.records import Evidence
-from ctx_kernel.kernel.store.bits import BitIndex
 from ctx_kernel.kernel.vault import snippet as vault_snippet
 
 KINDS = ("decision", "evidence")
@@ -37,11 +36,6 @@ class IndexQueries:
     _conn: Any
     # (FTS term, threshold) -> (postings counted up to the threshold, evidence rows then)
     _term_counts: dict[tuple[str, int], tuple[int, int]]
-    # Per table; shared with the reader connection (see kernel/store/bits.py).
-    _bit_indexes: dict[str, BitIndex]
-
-    def get_meta(self, key: str) -> str | None:
-        raise NotImplementedError
 
     def _q(self, sql: str, params: tuple[Any, ...] | list[Any] = ()) -> list[tuple[Any, ...]]:
         raise NotImplementedError
@@ -369,7 +363,6 @@ class IndexQueries:
 
     def drop_vectors(self) -> None:
         """Forget every vector (the model changed)."""
-        self._bit_indexes.clear()
         for kind in KINDS:
             self._conn.execute(f"DROP TABLE IF EXISTS vec_{kind}")
             self._conn.execute(f"DELETE FROM {kind}_vector")
@@ -427,25 +420,14 @@ class IndexQueries:
     def nearest(self, kind: str, query: bytes, candidates: int, limit: int) -> list[tuple[int, float]]:
         """``(owner rowid, cosine similarity)``: Hamming KNN over bits, then exact rescoring."""
         table = _table(kind)
-        index = self._bit_indexes.setdefault(table, BitIndex(f"vec_{table}"))
-        found = index.candidates(self._conn, self.get_meta("vector_model"), query, candidates)
-        if found is None:
-            rows = self._q(
-                f"""SELECT v.owner_rowid, 1.0 - vec_distance_cosine(v.emb, ?) AS similarity
-                    FROM {table}_vector v
-                    WHERE v.chunk_id IN (
-                      SELECT chunk_id FROM vec_{table} WHERE bits MATCH vec_quantize_binary(?) AND k = ?)
-                    ORDER BY similarity DESC""",
-                (query, query, candidates),
-            )
-        else:  # the same candidates, found in memory (see kernel/store/bits.py)
-            rows = self._q(
-                f"""SELECT v.owner_rowid, 1.0 - vec_distance_cosine(v.emb, ?) AS similarity
-                    FROM {table}_vector v
-                    WHERE v.chunk_id IN (SELECT value FROM json_each(?))
-                    ORDER BY similarity DESC""",
-                (query, json.dumps(found)),
-            )
+        rows = self._q(
+            f"""SELECT v.owner_rowid, 1.0 - vec_distance_cosine(v.emb, ?) AS similarity
+                FROM {table}_vector v
+                WHERE v.chunk_id IN (
+                  SELECT chunk_id FROM vec_{table} WHERE bits MATCH vec_quantize_binary(?) AND k = ?)
+                ORDER BY similarity DESC""",
+            (query, query, candidates),
+        )
         best: dict[int, float] = {}
         for owner, similarity in rows:
             if owner not in best:
