@@ -76,3 +76,20 @@ def test_a_warm_recall_sees_decisions_changed_here_and_by_another_connection(sto
     with Ctx.open(store_path, embedder=None) as cold:
         assert cold.recall("psycopg PostgreSQL").to_dict() == again.to_dict()
     warm.close()
+
+
+def test_a_query_whose_vector_is_all_zeros_is_no_vector_match(store_path):
+    # Two words that fall in one bucket with opposite signs cancel out in the hash embedder.
+    embedder = HashEmbedder(dim=DIM)
+    pair = next(
+        f"{a} {b}"
+        for a in WORDS
+        for b in WORDS
+        if a < b and not embedder.embed_query(f"{a} {b}").strip(b"\0")
+    )
+    ctx, _ = Ctx.init(store_path, embedder=embedder)
+    ctx.log("redis retries and kafka timeouts")
+    ctx.reindex()
+    assert ctx.recall(pair, mode="vector").evidence == []
+    assert ctx.recall("redis retries", mode="vector").evidence != []
+    ctx.close()

@@ -430,7 +430,8 @@ class IndexQueries:
         )
         best: dict[int, float] = {}
         for owner, similarity in rows:
-            if owner not in best:
+            # A vector of zeros has no direction: its cosine is undefined (NULL), not a match.
+            if similarity is not None and owner not in best:
                 best[owner] = float(similarity)
         return list(best.items())[:limit]
 
