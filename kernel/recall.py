@@ -284,46 +284,46 @@ class EntityIndex:
         from rapidfuzz import fuzz, process  # noqa: PLC0415 - only recall needs it
 
         self._asked += 1
-        if self._asked == 1 or len(self._names) < PREFILTER_NAMES:
-            # A one-shot process (a cold `ctx inject --query`) or a small vocabulary: scoring every
-            # name costs less than importing numpy and building the masks.
-            return self._match_all(phrases)
-        import numpy as np  # noqa: PLC0415 - only recall needs it
-
-        built = 0 if self._lengths is None else len(self._lengths)
-        if built < len(self._names):  # names only grow: mask the new ones
-            lengths, masks = _all_char_masks(self._names[built:])
-            self._lengths = lengths if not built else np.concatenate([self._lengths, lengths])
-            self._masks = masks if not built else np.concatenate([self._masks, masks], axis=1)
-        # fuzz.ratio = 100 * (1 - indel / (len(a) + len(b))); the cutoff bounds the distance.
-        share = 1.0 - ENTITY_CUTOFF / 100.0
+        # A one-shot process (a cold `ctx inject --query`) or a small vocabulary: scoring every
+        # name costs less than importing numpy and building the masks.
+        prefilter = self._asked > 1 and len(self._names) >= PREFILTER_NAMES
+        if prefilter:
+            self._mask_new_names()
         best: dict[int, float] = {}
         for phrase in phrases:
-            once, twice = _char_masks(phrase)
-            allowed = share * (self._lengths + len(phrase)) + 0.5  # + 0.5: a bound, not a test
-            distance = np.bitwise_count(self._masks[0] ^ np.uint64(once)) + np.bitwise_count(
-                self._masks[1] ^ np.uint64(twice)
-            )
-            near = np.flatnonzero((np.abs(self._lengths - len(phrase)) <= allowed) & (distance <= allowed))
+            near = self._near(phrase) if prefilter else None
             # In index order, so ties among more than ``limit`` names break as over the full list.
-            candidates = [self._names[i] for i in near.tolist()]
+            names = self._names if near is None else [self._names[i] for i in near]
             for _, score, index in process.extract(
-                phrase, candidates, scorer=fuzz.ratio, score_cutoff=ENTITY_CUTOFF, limit=50
+                phrase, names, scorer=fuzz.ratio, score_cutoff=ENTITY_CUTOFF, limit=50
             ):
-                found = int(near[index])
+                found = index if near is None else near[index]
                 best[found] = max(best.get(found, 0.0), float(score))
         return [(self._ids[i], self._display[i], score) for i, score in best.items()]
 
-    def _match_all(self, phrases: list[str]) -> list[tuple[int, str, float]]:
-        from rapidfuzz import fuzz, process  # noqa: PLC0415
+    def _mask_new_names(self) -> None:
+        """Lengths and character masks of the names added since the last call (names only grow)."""
+        import numpy as np  # noqa: PLC0415 - only a warm recall over many names needs it
 
-        best: dict[int, float] = {}
-        for phrase in phrases:
-            for _, score, index in process.extract(
-                phrase, self._names, scorer=fuzz.ratio, score_cutoff=ENTITY_CUTOFF, limit=50
-            ):
-                best[index] = max(best.get(index, 0.0), float(score))
-        return [(self._ids[i], self._display[i], score) for i, score in best.items()]
+        built = 0 if self._lengths is None else len(self._lengths)
+        if built < len(self._names):
+            lengths, masks = _all_char_masks(self._names[built:])
+            self._lengths = lengths if not built else np.concatenate([self._lengths, lengths])
+            self._masks = masks if not built else np.concatenate([self._masks, masks], axis=1)
+
+    def _near(self, phrase: str) -> list[int]:
+        """Indexes of the names that may reach the cutoff against ``phrase``, in index order."""
+        import numpy as np  # noqa: PLC0415
+
+        # fuzz.ratio = 100 * (1 - indel / (len(a) + len(b))); the cutoff bounds the distance.
+        share = 1.0 - ENTITY_CUTOFF / 100.0
+        once, twice = _char_masks(phrase)
+        allowed = share * (self._lengths + len(phrase)) + 0.5  # + 0.5: a bound, not a test
+        distance = np.bitwise_count(self._masks[0] ^ np.uint64(once)) + np.bitwise_count(
+            self._masks[1] ^ np.uint64(twice)
+        )
+        near = np.flatnonzero((np.abs(self._lengths - len(phrase)) <= allowed) & (distance <= allowed))
+        return near.tolist()
 
 
 def _all_char_masks(names: list[str]) -> tuple[Any, Any]:

@@ -93,3 +93,30 @@ def test_a_query_whose_vector_is_all_zeros_is_no_vector_match(store_path):
     assert ctx.recall(pair, mode="vector").evidence == []
     assert ctx.recall("redis retries", mode="vector").evidence != []
     ctx.close()
+
+
+def test_the_entity_prefilter_of_a_warm_process_finds_what_scoring_every_name_finds(store_path, monkeypatch):
+    from ctx_kernel.kernel import recall
+
+    rng = random.Random(11)
+    ctx, _ = Ctx.init(store_path, embedder=None)
+    for n in range(400):
+        first, second = rng.sample(WORDS, 2)
+        ctx.log(f"Touched `{first}_{second}_{n % 37}` and {first}.{second}.client in this change.")
+    queries = [
+        "redis_kafka_3",
+        "postgres.retries.clinet",
+        "tokens_sesions_12",
+        "cache deploy",
+        "shards_replica",
+    ]
+    expected = _entity_answers(ctx, queries)  # the first match of a process scores every name
+    monkeypatch.setattr(recall, "PREFILTER_NAMES", 1)
+    ctx.recall("warm up", mode="entity")
+    assert _entity_answers(ctx, queries) == expected
+    ctx.close()
+
+
+def _entity_answers(ctx: Ctx, queries: list[str]) -> list[dict]:
+    # One query per fresh entity match: the recall's entity list is computed once per recall.
+    return [ctx.recall(q, k=20, mode="entity").to_dict() for q in queries]
