@@ -21,7 +21,7 @@ states one gains what a ranker's best hit brings, 1, like any other list in the 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 RANKERS = ("keyword", "entity", "vector")
@@ -170,8 +170,3 @@ def with_neighbours(
         for other in adjacent.get(item, []):
             total[other] = total.get(other, 0.0) + share * score
     return _ordered(total, scores)
-
-
-def explain(scores: dict[str, RankerScore | None], names: Iterable[str] = RANKERS) -> str:
-    """Which rankers found a hit, at what rank: "keyword #1, vector #3" (empty when none did)."""
-    return ", ".join(f"{name} #{s.rank}" for name in names if (s := scores.get(name)) is not None)

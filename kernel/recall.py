@@ -18,13 +18,12 @@ from typing import Any
 from ctx_kernel.kernel import conflicts, entities, fts, fusion, vocabulary
 from ctx_kernel.kernel.embed import Embedder, chunks
 from ctx_kernel.kernel.errors import UsageError
-from ctx_kernel.kernel.fusion import Ranked, RankerScore
+from ctx_kernel.kernel.fusion import RANKERS, Ranked, RankerScore
 from ctx_kernel.kernel.records import Decision, Evidence, Proposal
 from ctx_kernel.kernel.store.base import Store
 from ctx_kernel.kernel.store.sqlite_index import CHUNK_SLOTS, ConflictRow
 
 MODES = ("hybrid", "keyword", "entity", "vector")
-RANKERS = ("keyword", "entity", "vector")
 DEFAULT_RRF_K = 60
 # Every ranker fetches this many candidates (or 5 * k) before fusion.
 OVERFETCH = 50
