@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ctx_kernel.kernel.recall import SUPERSEDED_WARNING, Recall, Related
 from ctx_kernel.kernel.records import Decision, Evidence, Proposal
-from ctx_kernel.kernel.text import visible
+from ctx_kernel.kernel.text import clip, visible
 
 if TYPE_CHECKING:
     from ctx_kernel.kernel.facade import Ctx
@@ -68,9 +68,8 @@ def _day(stamp: str | None) -> str:
     return stamp[:10] if stamp else "now"
 
 
-def _one_line(text: str, limit: int = 400) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+def _one_line(value: str, limit: int = 400) -> str:
+    return clip(value, limit)
 
 
 def _decision_item(d: Decision) -> tuple[dict[str, Any], str]:

@@ -22,6 +22,7 @@ from ctx_kernel.kernel.fusion import RANKERS, Ranked, RankerScore
 from ctx_kernel.kernel.records import Decision, Evidence, Proposal
 from ctx_kernel.kernel.store.base import Store
 from ctx_kernel.kernel.store.sqlite_index import CHUNK_SLOTS, ConflictRow
+from ctx_kernel.kernel.text import clip
 
 MODES = ("hybrid", "keyword", "entity", "vector")
 DEFAULT_RRF_K = 60
@@ -875,9 +876,8 @@ def _closed_why(decision: Decision) -> str:
     return f"closed on {until} with no successor in force: do not apply"
 
 
-def _clip(text: str, limit: int = 80) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+def _clip(value: str, limit: int = 80) -> str:
+    return clip(value, limit)
 
 
 def _lead(text: str, limit: int = 240) -> str:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from ctx_kernel.kernel import clock
 from ctx_kernel.kernel.errors import CtxError, NotFoundError, RefusedError, UsageError
 from ctx_kernel.kernel.records import Decision, Evidence, Proposal
-from ctx_kernel.kernel.text import MAX_DECISION_CHARS, require_shown, visible
+from ctx_kernel.kernel.text import MAX_DECISION_CHARS, clip, require_shown, visible
 
 if TYPE_CHECKING:
     from ctx_kernel.kernel.facade import Ctx
@@ -110,9 +110,8 @@ class RatificationPlan:
 RatifyPreview = RatificationPlan
 
 
-def _one_line(text: str, limit: int = 120) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+def _one_line(value: str, limit: int = 120) -> str:
+    return clip(value, limit)
 
 
 @dataclass(frozen=True)

@@ -198,6 +198,12 @@ def require_shown(value: str | None, field: str, limit: int) -> str:
     return refuse_hidden(require_text(value, field, limit), field)
 
 
+def clip(value: str, limit: int) -> str:
+    """``value`` on one line (whitespace collapsed), cut to ``limit`` characters ending in an ellipsis."""
+    flat = " ".join(value.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
 def optional_shown(value: str | None, field: str, limit: int) -> str | None:
     """Like :func:`require_shown`, but empty input means no value."""
     if value is None or not value.strip():
