@@ -70,6 +70,8 @@ format "json" returns the full object."""
 
 # Seconds to let the model finish loading at shutdown, so no thread is killed mid-import.
 WARM_JOIN_SECONDS = 30
+# What every tool answers when there is no store to serve (and none in the client's roots).
+NO_STORE = "no ctx store here: run `ctx init`"
 # Seconds to wait for the client's answer to roots/list before serving without a store.
 ROOTS_TIMEOUT_SECONDS = 10
 
@@ -494,7 +496,7 @@ async def _client_roots(ctx: ServerRequestContext[Any]) -> list[Path]:
 def make_server(
     host: Host | None,
     *,
-    missing: str = "no ctx store here: run `ctx init`",
+    missing: str = NO_STORE,
     find: Callable[[list[Path]], Host | None] | None = None,
 ) -> tuple[Server[Any], Stores]:
     """The MCP server for ``host``: lists the tools and runs each call on one worker thread.
@@ -660,9 +662,7 @@ def serve(
             return opened[-1]
         return None
 
-    server, _stores = make_server(
-        host, missing=missing or "no ctx store here: run `ctx init`", find=find if look_in_roots else None
-    )
+    server, _stores = make_server(host, missing=missing or NO_STORE, find=find if look_in_roots else None)
 
     async def run() -> None:
         async with stdio_server() as (read_stream, write_stream):
