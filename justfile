@@ -16,7 +16,7 @@ lint:
 
 # Rewrite schemas/ from kernel/contracts.py, and the migrated schema verify checks against.
 schemas:
-    {{venv}}python -m ctx_kernel.kernel.contracts && {{venv}}python -m ctx_kernel.kernel.audit_schema
+    {{venv}}python -m ctx_kernel.kernel.contracts && {{venv}}python -m ctx_kernel.kernel.audit.schema
 
 # Build the demo store and show it.
 demo:

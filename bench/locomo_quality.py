@@ -16,7 +16,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from ctx_kernel.kernel import Ctx, conversation_eval
+import locomo_eval as conversation_eval
+
+from ctx_kernel.kernel import Ctx
 from ctx_kernel.kernel.errors import CtxError
 
 DEFAULT_DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "eval" / "locomo-dev"

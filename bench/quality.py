@@ -8,7 +8,9 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from ctx_kernel.kernel import Ctx, quality
+import labelled_eval as quality
+
+from ctx_kernel.kernel import Ctx
 
 SET = Path(__file__).resolve().parent.parent / "tests" / "data" / "recall" / "recall_set.json"
 

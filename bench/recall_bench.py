@@ -37,10 +37,11 @@ from pathlib import Path
 
 import numpy as np
 
-from ctx_kernel.kernel import Ctx, fts
-from ctx_kernel.kernel.embed import chunks
-from ctx_kernel.kernel.ingest import EvidenceInput, Item
-from ctx_kernel.kernel.recall import MODES, fuse
+from ctx_kernel.kernel import Ctx
+from ctx_kernel.kernel.capture.ingest import EvidenceInput, Item
+from ctx_kernel.kernel.recall import fts
+from ctx_kernel.kernel.recall.embeddings import chunks
+from ctx_kernel.kernel.recall.engine import MODES, fuse
 from ctx_kernel.kernel.store.sqlite_index import CHUNK_SLOTS
 
 HERE = Path(__file__).resolve().parent

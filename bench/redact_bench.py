@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from redact_labelled import PUBLIC, SECRETS, survives
 
-from ctx_kernel.kernel.redact import redact
+from ctx_kernel.kernel.capture.redact import redact
 
 ALNUM = string.ascii_letters + string.digits
 HEX = "0123456789abcdef"
@@ -100,12 +100,21 @@ def _best_seconds(records: list[str], repeat: int) -> float:
     return best
 
 
+IMPORT_REDACT = "import ctx_kernel.kernel, ctx_kernel.kernel.capture.redact"
+
+
 def _import_ms(runs: int = 7) -> float:
     """Self time of importing kernel.redact (its parent package already imported), best of ``runs``."""
     best = float("inf")
     for _ in range(runs):
         err = subprocess.run(
-            [sys.executable, "-X", "importtime", "-c", "import ctx_kernel.kernel, ctx_kernel.kernel.redact"],
+            [
+                sys.executable,
+                "-X",
+                "importtime",
+                "-c",
+                "import ctx_kernel.kernel, ctx_kernel.kernel.capture.redact",
+            ],
             capture_output=True,
             text=True,
             check=True,
@@ -152,7 +161,7 @@ def main() -> None:
             f"{name}: {rate:9,.0f} records/s  {1e6 / rate:6.1f} us/record  "
             f"({size:,.0f} chars/record, {found / len(records):.2f} secrets/record)"
         )
-    print(f"import ctx_kernel.kernel.redact: {_import_ms():.1f} ms (self time, best of 7)")
+    print(f"import ctx_kernel.kernel.capture.redact: {_import_ms():.1f} ms (self time, best of 7)")
 
 
 if __name__ == "__main__":

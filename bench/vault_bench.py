@@ -45,8 +45,9 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         os.environ["CTX_CONFIG_DIR"] = str(Path(folder) / "config")
-        from ctx_kernel.kernel import Ctx, vault
-        from ctx_kernel.kernel.ingest import EvidenceInput, Item
+        from ctx_kernel.kernel import Ctx
+        from ctx_kernel.kernel.capture.ingest import EvidenceInput, Item
+        from ctx_kernel.kernel.vault import sealing as vault
 
         store = Path(folder) / ".ctx" / "ctx.db"
         kernel, _ = Ctx.init(store)

@@ -119,7 +119,8 @@ def _percentile(values: list[float], fraction: float) -> float:
 
 def run(mode: str, proposers: int, loggers: int, each: int) -> dict:
     """One run on a fresh store; the figures of every process together."""
-    from ctx_kernel.kernel import Ctx, driver
+    from ctx_kernel.kernel import Ctx
+    from ctx_kernel.kernel.store import driver
 
     mp = multiprocessing.get_context("spawn")
     with tempfile.TemporaryDirectory() as folder:

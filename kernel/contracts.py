@@ -17,7 +17,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter, ValidationError
 
 from ctx_kernel.kernel import text
-from ctx_kernel.kernel.audit_export import EVENTS
+from ctx_kernel.kernel.audit.export import EVENTS
 from ctx_kernel.kernel.facade import DEFAULT_BUDGET, MAX_BUDGET, MAX_QUERY_CHARS, MIN_BUDGET
 from ctx_kernel.kernel.records import EVIDENCE_KINDS
 

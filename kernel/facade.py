@@ -12,28 +12,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ctx_kernel.kernel import clock, entities, text
-from ctx_kernel.kernel.audit import ChainReport, verify_chain
-from ctx_kernel.kernel.errors import (
-    CtxError,
-    NotFoundError,
-    RefusedError,
-    StalePlanError,
-    StoreError,
-    UsageError,
-)
-from ctx_kernel.kernel.fts import match_query
-from ctx_kernel.kernel.ingest import BatchReport, EvidenceInput, Item, Prepared, prepare, prepare_all
-from ctx_kernel.kernel.records import (
-    AuditEvent,
-    Decision,
-    Evidence,
-    LogResult,
-    Proposal,
-    Ratification,
-    SearchResults,
-)
-from ctx_kernel.kernel.review import (
+from ctx_kernel.kernel import clock, text
+from ctx_kernel.kernel.audit.chain import ChainReport, verify_chain
+from ctx_kernel.kernel.capture.ingest import BatchReport, EvidenceInput, Item, Prepared, prepare, prepare_all
+from ctx_kernel.kernel.decisions.review import (
     STALE_AFTER,
     ClosingWindow,
     ProposalContext,
@@ -44,6 +26,25 @@ from ctx_kernel.kernel.review import (
     plain_diff,
     short_age,
     word_diff,
+)
+from ctx_kernel.kernel.errors import (
+    CtxError,
+    NotFoundError,
+    RefusedError,
+    StalePlanError,
+    StoreError,
+    UsageError,
+)
+from ctx_kernel.kernel.recall import entities
+from ctx_kernel.kernel.recall.fts import match_query
+from ctx_kernel.kernel.records import (
+    AuditEvent,
+    Decision,
+    Evidence,
+    LogResult,
+    Proposal,
+    Ratification,
+    SearchResults,
 )
 from ctx_kernel.kernel.store.base import Store
 from ctx_kernel.kernel.store.sqlite import SQLiteStore
@@ -76,15 +77,16 @@ if TYPE_CHECKING:
     # agent's hot path and need none of them (each costs milliseconds to import).
     from concurrent.futures import ThreadPoolExecutor
 
-    from ctx_kernel.kernel import embed, recall
-    from ctx_kernel.kernel.adr_export import AdrExport
-    from ctx_kernel.kernel.audit_export import ExportResult
-    from ctx_kernel.kernel.audit_store import CheckpointResult
-    from ctx_kernel.kernel.audit_verify import ExportReport
-    from ctx_kernel.kernel.embed import Embedder
-    from ctx_kernel.kernel.inject import Injection
-    from ctx_kernel.kernel.sharing import ImportReport
-    from ctx_kernel.kernel.signing import KeyInfo, Passphrase
+    from ctx_kernel.kernel.adr.export import AdrExport
+    from ctx_kernel.kernel.adr.importer import ImportReport
+    from ctx_kernel.kernel.audit.export import ExportResult
+    from ctx_kernel.kernel.audit.signing import KeyInfo, Passphrase
+    from ctx_kernel.kernel.audit.store_checks import CheckpointResult
+    from ctx_kernel.kernel.audit.verify_export import ExportReport
+    from ctx_kernel.kernel.recall import embeddings as embed
+    from ctx_kernel.kernel.recall import engine as recall
+    from ctx_kernel.kernel.recall.embeddings import Embedder
+    from ctx_kernel.kernel.recall.inject import Injection
     from ctx_kernel.kernel.status import StoreStatus
 
 # token_sort_ratio of "subject decision" against each pending proposal; 82 flags rewordings
@@ -161,7 +163,7 @@ class Ctx:
 
     @property
     def _entity_index(self) -> recall.EntityIndex:
-        from ctx_kernel.kernel import recall  # noqa: PLC0415 - lazy, see the imports
+        from ctx_kernel.kernel.recall import engine as recall  # noqa: PLC0415 - lazy, see the imports
 
         if self._entity_index_cache is None:
             self._entity_index_cache = recall.EntityIndex()
@@ -472,7 +474,7 @@ class Ctx:
         Show it to the person, then pass it to :meth:`ratify`, which carries out exactly this
         plan or refuses if the store changed in between.
         """
-        from ctx_kernel.kernel import review  # noqa: PLC0415
+        from ctx_kernel.kernel.decisions import review  # noqa: PLC0415
 
         settled = None if settle is None else [self.resolve_id(s, "proposal") for s in settle]
         return review.plan(self, self.pending(proposal_id), decision, settled)
@@ -523,7 +525,7 @@ class Ctx:
         decision: str | None,
         settle: Sequence[str] | None,
     ) -> Ratification:
-        from ctx_kernel.kernel import review  # noqa: PLC0415
+        from ctx_kernel.kernel.decisions import review  # noqa: PLC0415
 
         if isinstance(proposal, RatificationPlan):
             if decision is not None or settle is not None:
@@ -671,7 +673,7 @@ class Ctx:
 
     def review_queue(self, subject: str | None = None, proposer: str | None = None) -> list[QueueEntry]:
         """Pending proposals, oldest first, with the decision each would supersede and its review group."""
-        from ctx_kernel.kernel import review  # noqa: PLC0415
+        from ctx_kernel.kernel.decisions import review  # noqa: PLC0415
 
         current = {d.subject: d for d in self.store.decisions()}
         everything = review.group_queue(self.store.list_proposals("pending"), current)
@@ -682,7 +684,7 @@ class Ctx:
 
     def review_group(self, proposal_id: str) -> list[Proposal]:
         """The other pending proposals settled together with this one (same subject or near-duplicate)."""
-        from ctx_kernel.kernel import review  # noqa: PLC0415
+        from ctx_kernel.kernel.decisions import review  # noqa: PLC0415
 
         # Read only the group's neighbourhood: this runs inside every ratification's transaction.
         mine = self.proposal(proposal_id)
@@ -697,14 +699,14 @@ class Ctx:
 
     def proposal_conflicts(self, proposal_ids: Sequence[str]) -> dict[str, list[recall.Related]]:
         """For each pending proposal, the current decisions on other subjects it contradicts."""
-        from ctx_kernel.kernel import review  # noqa: PLC0415
+        from ctx_kernel.kernel.decisions import review  # noqa: PLC0415
 
         return review.proposal_conflicts(self, [self.resolve_id(p, "proposal") for p in proposal_ids])
 
     def proposal_context(self, proposal_id: str, *, related: int = 5) -> ProposalContext:
         """A proposal with its subject's current decision and chain, contradictions, related decisions
         found by recall, cited evidence, review group, and the change ratifying it would make."""
-        from ctx_kernel.kernel import review  # noqa: PLC0415
+        from ctx_kernel.kernel.decisions import review  # noqa: PLC0415
 
         return review.context(self, self.proposal(proposal_id), related)
 
@@ -765,13 +767,13 @@ class Ctx:
 
     def import_adrs(self, folder: Path, *, reviewer: str, dry_run: bool = False) -> ImportReport:
         """Import a folder of ADR Markdown files; each record is one audit event; re-import is a no-op."""
-        from ctx_kernel.kernel.sharing import import_adrs  # noqa: PLC0415
+        from ctx_kernel.kernel.adr.importer import import_adrs  # noqa: PLC0415
 
         return import_adrs(self, folder, reviewer, dry_run=dry_run)
 
     def export_adrs(self, folder: Path, *, force: bool = False) -> AdrExport:
         """Write decisions and open proposals as ADR files in ``folder``, in place where they came from."""
-        from ctx_kernel.kernel.adr_export import export_adrs  # noqa: PLC0415
+        from ctx_kernel.kernel.adr.export import export_adrs  # noqa: PLC0415
 
         return export_adrs(self, folder, force=force)
 
@@ -806,7 +808,7 @@ class Ctx:
         ``min_scores`` drops a ranker's hits whose raw score is below the given value
         (``{"vector": 0.4}``: cosine similarity; keyword: negated BM25; entity: idf-weighted match).
         """
-        from ctx_kernel.kernel import recall  # noqa: PLC0415 - lazy, see the imports
+        from ctx_kernel.kernel.recall import engine as recall  # noqa: PLC0415 - lazy, see the imports
 
         query = text.require_text(query, "query", MAX_QUERY_CHARS)
         if match_query(query) is None:
@@ -850,7 +852,7 @@ class Ctx:
 
     def inject(self, query: str | None = None, *, budget: int = DEFAULT_BUDGET) -> Injection:
         """The session-start block: current decisions, superseded ones, conflicts, proposals, evidence."""
-        from ctx_kernel.kernel import inject  # noqa: PLC0415
+        from ctx_kernel.kernel.recall import inject  # noqa: PLC0415
 
         if not MIN_BUDGET <= budget <= MAX_BUDGET:
             raise UsageError(f"budget must be between {MIN_BUDGET} and {MAX_BUDGET} tokens")
@@ -862,7 +864,7 @@ class Ctx:
 
     def conflicts(self) -> list[tuple[Decision, recall.Related]]:
         """Pairs of current decisions on different subjects that take opposite stances, newest first."""
-        from ctx_kernel.kernel import recall  # noqa: PLC0415
+        from ctx_kernel.kernel.recall import engine as recall  # noqa: PLC0415
 
         self.ensure_conflicts()
         pairs = self.store.current_conflict_pairs()
@@ -876,7 +878,7 @@ class Ctx:
 
     def record_conflicts(self, decision_ids: Sequence[str]) -> int:
         """Detect and record the conflicts of newly ratified or imported current decisions."""
-        from ctx_kernel.kernel import recall  # noqa: PLC0415
+        from ctx_kernel.kernel.recall import engine as recall  # noqa: PLC0415
 
         detector = recall.ConflictDetector(self.store, self._entity_index)
         found = 0
@@ -908,7 +910,7 @@ class Ctx:
 
     def embedding(self) -> embed.Resolution:
         """The embedding model this store uses (resolved once), or why vectors are off."""
-        from ctx_kernel.kernel import embed  # noqa: PLC0415
+        from ctx_kernel.kernel.recall import embeddings as embed  # noqa: PLC0415
 
         with self._resolution_lock:
             if self._resolution is None:
@@ -930,7 +932,7 @@ class Ctx:
         import rapidfuzz.fuzz  # noqa: PLC0415 - imported for the cost: recall's first use
         import rapidfuzz.process  # noqa: F401, PLC0415
 
-        from ctx_kernel.kernel import recall  # noqa: F401, PLC0415
+        from ctx_kernel.kernel.recall import engine as recall  # noqa: F401, PLC0415
 
         embedder = self.embedding().embedder
         if embedder is not None:
@@ -938,7 +940,7 @@ class Ctx:
 
     def prepare_vectors(self, backfill: int = 0) -> tuple[Embedder | None, recall.VectorStatus]:
         """The embedder to query with (None when vectors are off), after embedding up to ``backfill`` rows."""
-        from ctx_kernel.kernel import recall  # noqa: PLC0415
+        from ctx_kernel.kernel.recall import engine as recall  # noqa: PLC0415
 
         resolution = self.embedding()
         embedder = resolution.embedder
@@ -986,7 +988,8 @@ class Ctx:
         progress: Callable[[int, int], None] | None = None,
     ) -> ReindexReport:
         """Embed every decision and evidence text again with the configured model."""
-        from ctx_kernel.kernel import embed, recall  # noqa: PLC0415
+        from ctx_kernel.kernel.recall import embeddings as embed  # noqa: PLC0415
+        from ctx_kernel.kernel.recall import engine as recall  # noqa: PLC0415
 
         resolution = embed.resolve(download=download) if self._embedder_choice == AUTO else self.embedding()
         embedder = resolution.embedder
@@ -1010,7 +1013,7 @@ class Ctx:
         if progress is not None:
             progress(0, total)
         recall.backfill(self.store, embedder, total, step)
-        from ctx_kernel.kernel.derived import rebuild_index  # noqa: PLC0415
+        from ctx_kernel.kernel.recall.derived import rebuild_index  # noqa: PLC0415
 
         rebuild_index(self.store)
         self._entity_index_cache = None
@@ -1040,7 +1043,7 @@ class Ctx:
         or the store's file in the config folder), created 0600 when it does not exist yet.
         Vectors and entity mentions of evidence are dropped: they would give its content away.
         """
-        from ctx_kernel.kernel import vault  # noqa: PLC0415 - cryptography loads for sealed stores only
+        from ctx_kernel.kernel.vault import sealing as vault  # noqa: PLC0415 - cryptography loads for sealed stores only
 
         store_id = self._store_id()
         if self.store.get_meta("vault_key_id") is not None and self.store.get_meta("vault_encrypting") != "1":
@@ -1095,7 +1098,7 @@ class Ctx:
         The new key waits in ``<key file>.new`` until every row is sealed with it, then replaces
         the key file; until then each row opens with the old key or the new one.
         """
-        from ctx_kernel.kernel import vault  # noqa: PLC0415
+        from ctx_kernel.kernel.vault import sealing as vault  # noqa: PLC0415
 
         store_id = self._store_id()
         if self.store.get_meta("vault_key_id") is None:
@@ -1183,7 +1186,7 @@ class Ctx:
 
     def _vault_key(self, store_id: str, key_file: Path | None) -> tuple[bytes, str, bool]:
         """The key to encrypt with and where it is; a new key file when there is none yet."""
-        from ctx_kernel.kernel import vault  # noqa: PLC0415
+        from ctx_kernel.kernel.vault import sealing as vault  # noqa: PLC0415
 
         if key_file is None and os.environ.get("CTX_VAULT_KEY"):
             return vault.decode_key(os.environ["CTX_VAULT_KEY"], "CTX_VAULT_KEY"), "CTX_VAULT_KEY", False
@@ -1216,7 +1219,7 @@ class Ctx:
         self, checkpoints: Sequence[Path] = (), pubkey: Path | None = None
     ) -> tuple[ChainReport, list[dict[str, Any]]]:
         """The whole log and its report: the chain, signed heads, schema and tables (one snapshot)."""
-        from ctx_kernel.kernel.audit_store import verify_store  # noqa: PLC0415
+        from ctx_kernel.kernel.audit.store_checks import verify_store  # noqa: PLC0415
 
         with self.store.snapshot():
             rows = list(self.store.audit_rows())
@@ -1230,7 +1233,8 @@ class Ctx:
 
         Refuses when the store does not verify: a checkpoint vouches for the history it signs.
         """
-        from ctx_kernel.kernel import audit_store, signing  # noqa: PLC0415 - cryptography loads only here
+        from ctx_kernel.kernel.audit import signing  # noqa: PLC0415 - cryptography loads only here
+        from ctx_kernel.kernel.audit import store_checks as audit_store  # noqa: PLC0415
 
         key, key_info = signing.unlock(passphrase)
         report, rows = self._verified_log()
@@ -1253,7 +1257,8 @@ class Ctx:
         once the key is found). Refuses when the store's chain is broken or its tables disagree with
         the log: an export vouches for what it holds.
         """
-        from ctx_kernel.kernel import audit_export, signing  # noqa: PLC0415 - cryptography loads only here
+        from ctx_kernel.kernel.audit import export as audit_export  # noqa: PLC0415
+        from ctx_kernel.kernel.audit import signing  # noqa: PLC0415 - cryptography loads only here
         from ctx_kernel.kernel.store.migrate import HEAD_VERSION  # noqa: PLC0415
 
         if fmt not in audit_export.RECORD_FORMATS:
@@ -1287,7 +1292,7 @@ class Ctx:
             key=key,
             key_info=key_info,
         )
-        from ctx_kernel.kernel.audit_store import keep_signed_head  # noqa: PLC0415
+        from ctx_kernel.kernel.audit.store_checks import keep_signed_head  # noqa: PLC0415
 
         keep_signed_head(self.store, result.document)  # a signed export is a checkpoint too
         return result
@@ -1300,7 +1305,8 @@ class Ctx:
 
         ``pubkey`` is the exporter's public key (PEM); without it the local signing key is trusted.
         """
-        from ctx_kernel.kernel import audit_verify, signing  # noqa: PLC0415
+        from ctx_kernel.kernel.audit import signing  # noqa: PLC0415
+        from ctx_kernel.kernel.audit import verify_export as audit_verify  # noqa: PLC0415
 
         if pubkey is not None:
             trusted, _ = signing.load_public_key(pubkey)
@@ -1318,14 +1324,14 @@ class Ctx:
     @staticmethod
     def create_signing_key(passphrase: Passphrase, *, force: bool = False) -> KeyInfo:
         """Create the user's audit signing key (private half encrypted with ``passphrase``)."""
-        from ctx_kernel.kernel import signing  # noqa: PLC0415
+        from ctx_kernel.kernel.audit import signing  # noqa: PLC0415
 
         return signing.init_key(passphrase, force=force)
 
     @staticmethod
     def signing_key() -> KeyInfo:
         """The user's audit signing key's public half; refuses when there is none."""
-        from ctx_kernel.kernel import signing  # noqa: PLC0415
+        from ctx_kernel.kernel.audit import signing  # noqa: PLC0415
 
         return signing.local_key()
 
@@ -1348,7 +1354,7 @@ class Ctx:
 
 
 def _conflict_rules() -> str:
-    from ctx_kernel.kernel.conflicts import RULES_VERSION  # noqa: PLC0415 - lazy, see the imports
+    from ctx_kernel.kernel.recall.conflicts import RULES_VERSION  # noqa: PLC0415 - lazy, see the imports
 
     return RULES_VERSION
 
@@ -1392,7 +1398,7 @@ def _operator() -> str:
 
 def _settle_key_file(path: Path, current_id: str) -> None:
     """Finish a rekey's last step if it was cut short: the new key replaces the key file."""
-    from ctx_kernel.kernel import vault  # noqa: PLC0415
+    from ctx_kernel.kernel.vault import sealing as vault  # noqa: PLC0415
 
     pending = vault.pending_path(path)
     key = vault.read_key_file(pending)

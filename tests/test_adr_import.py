@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from ctx_kernel.kernel import Ctx, adr, driver
+from ctx_kernel.kernel import Ctx
+from ctx_kernel.kernel.adr import files as adr
+from ctx_kernel.kernel.store import driver
 
 DATA = Path(__file__).resolve().parent / "data" / "adr"
 CTX = str(Path(sys.executable).parent / "ctx")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ctx_kernel.kernel.adr import (
+from ctx_kernel.kernel.adr.files import (
     STATUSES,
     AdrParseError,
     AdrRecord,

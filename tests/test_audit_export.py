@@ -19,8 +19,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from ctx_kernel.kernel import Ctx, audit_export, driver, signing
-from ctx_kernel.kernel.audit import canonical_json, row_hash
+from ctx_kernel.kernel import Ctx
+from ctx_kernel.kernel.audit import export as audit_export
+from ctx_kernel.kernel.audit import signing
+from ctx_kernel.kernel.audit.chain import canonical_json, row_hash
+from ctx_kernel.kernel.store import driver
 
 SCHEMAS = Path(__file__).resolve().parent.parent / "schemas"
 PASSPHRASE = "correct horse battery staple"

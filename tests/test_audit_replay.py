@@ -11,9 +11,12 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from jsonschema import Draft202012Validator
 
-from ctx_kernel.kernel import Ctx, audit_checkpoint, driver, signing
-from ctx_kernel.kernel.audit import GENESIS_HASH, row_hash
-from ctx_kernel.kernel.audit_schema import expected_objects
+from ctx_kernel.kernel import Ctx
+from ctx_kernel.kernel.audit import checkpoints as audit_checkpoint
+from ctx_kernel.kernel.audit import signing
+from ctx_kernel.kernel.audit.chain import GENESIS_HASH, row_hash
+from ctx_kernel.kernel.audit.schema import expected_objects
+from ctx_kernel.kernel.store import driver
 
 SCHEMAS = Path(__file__).resolve().parent.parent / "schemas"
 ADRS = Path(__file__).resolve().parent / "data" / "adr" / "nygard"
@@ -332,10 +335,10 @@ def test_an_extra_trigger_is_named(cli, store_path, world):
 
 
 def test_the_schema_snapshot_is_current():
-    from ctx_kernel.kernel.audit_schema import SNAPSHOT, build_snapshot, render
+    from ctx_kernel.kernel.audit.schema import SNAPSHOT, build_snapshot, render
 
     assert SNAPSHOT.read_text(encoding="utf-8") == render(build_snapshot()), (
-        "kernel/migrations/schema.json is stale: run `python -m ctx_kernel.kernel.audit_schema`"
+        "kernel/store/migrations/schema.json is stale: run `python -m ctx_kernel.kernel.audit.schema`"
     )
 
 

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from test_json_schemas import assert_valid
 
-from ctx_kernel.kernel import Ctx, embed
+from ctx_kernel.kernel import Ctx
+from ctx_kernel.kernel.recall import embeddings as embed
 
 
 @pytest.mark.usefixtures("real_model")
@@ -71,7 +72,7 @@ def test_a_paraphrase_is_found_by_the_vector_ranker_alone(cli, kernel):
     ).decision
     kernel.ratify(kernel.propose("ci.caching", "Cache pip wheels between CI runs.").id, reviewer="ann")
     kernel.ratify(kernel.propose("frontend.css", "Style components with Tailwind.").id, reviewer="ann")
-    # No word of it (nor a short form from kernel/vocabulary.py) is in any decision.
+    # No word of it (nor a short form from kernel/recall/vocabulary.py) is in any decision.
     query = "where is a visitor's identity remembered between page loads?"
     assert kernel.recall(query, mode="keyword").decisions == []
     found = kernel.recall(query, mode="vector")
@@ -138,7 +139,7 @@ def test_warm_without_vectors_does_nothing(store_path):
 
 
 def test_the_packaged_model_files_are_checked_against_their_pinned_digests(cli, real_model, monkeypatch):
-    from ctx_kernel.kernel import embed
+    from ctx_kernel.kernel.recall import embeddings as embed
 
     good = json.loads(cli("doctor", "--json", db=False).out)
     model = next(c for c in good["checks"] if c["name"] == "model")
@@ -161,7 +162,7 @@ def test_an_organisations_own_model_folder_is_used_and_reported_as_not_pinned(
 ):
     import shutil
 
-    from ctx_kernel.kernel import embed
+    from ctx_kernel.kernel.recall import embeddings as embed
 
     own = tmp_path / "org-model"
     shutil.copytree(embed.packaged_model_dir(), own)

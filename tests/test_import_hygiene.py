@@ -37,7 +37,7 @@ def test_cli_hot_path_does_not_import_heavy_libraries():
         "numpy",
         "pydantic",
         "mcp",
-        "ctx_kernel.kernel.transcripts",
+        "ctx_kernel.kernel.capture.transcripts",
     )
     for heavy in heavy_modules:
         assert heavy not in loaded, heavy

@@ -14,8 +14,10 @@ import jsonschema
 import pytest
 from conftest import REPO, run_ctx_process
 
-from ctx_kernel.kernel import Ctx, driver, transcripts
-from ctx_kernel.kernel.ingest import TRANSCRIPT_FORMATS, EvidenceInput, Item
+from ctx_kernel.kernel import Ctx
+from ctx_kernel.kernel.capture import transcripts
+from ctx_kernel.kernel.capture.ingest import TRANSCRIPT_FORMATS, EvidenceInput, Item
+from ctx_kernel.kernel.store import driver
 
 DATA = REPO / "tests" / "data" / "transcripts"
 CLAUDE = next((DATA / "claude-code").glob("*.jsonl"))
@@ -221,7 +223,7 @@ def test_an_interrupted_run_keeps_committed_batches_and_a_rerun_completes(kernel
                 raise KeyboardInterrupt
             yield Item(number, record)
 
-    from ctx_kernel.kernel.ingest import BatchReport
+    from ctx_kernel.kernel.capture.ingest import BatchReport
 
     report = BatchReport()
     with pytest.raises(KeyboardInterrupt):
@@ -448,7 +450,7 @@ def test_parallel_logging_from_code_read_on_stdin_falls_back_to_one_process(tmp_
     code = f"""
 from pathlib import Path
 from ctx_kernel.kernel import Ctx
-from ctx_kernel.kernel.ingest import EvidenceInput, Item
+from ctx_kernel.kernel.capture.ingest import EvidenceInput, Item
 kernel, _ = Ctx.init(Path({str(tmp_path / "s.db")!r}))
 report = kernel.log_many((Item(n, EvidenceInput(text=f"note {{n}}")) for n in range(50)), parallel=True)
 print(report.added)

@@ -9,7 +9,7 @@ from test_json_schemas import assert_valid
 from test_recall import hashed, world  # noqa: F401 - fixtures
 
 from ctx_kernel.kernel import Ctx
-from ctx_kernel.kernel.inject import count_tokens
+from ctx_kernel.kernel.recall.inject import count_tokens
 
 
 def test_the_block_has_every_section_in_order(cli, world):  # noqa: F811

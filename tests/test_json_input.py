@@ -30,8 +30,9 @@ from test_audit_export import (  # noqa: F401 - passphrase, signing_key and worl
 )
 from test_bad_input import assert_one_line_error, snapshot
 
-from ctx_kernel.kernel import Ctx, audit_export
-from ctx_kernel.kernel.json_input import MAX_DEPTH, JSONInputError, read_json
+from ctx_kernel.kernel import Ctx
+from ctx_kernel.kernel.audit import export as audit_export
+from ctx_kernel.kernel.capture.json_input import MAX_DEPTH, JSONInputError, read_json
 
 CLAUDE = next((REPO / "tests" / "data" / "transcripts" / "claude-code").glob("*.jsonl"))
 # Far past the standard parser's recursion limit: the input that used to raise RecursionError.

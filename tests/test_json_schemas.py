@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 from jsonschema import Draft202012Validator
 
-from ctx_kernel.kernel import Ctx, contracts, driver
+from ctx_kernel.kernel import Ctx, contracts
+from ctx_kernel.kernel.store import driver
 
 SCHEMA_DIR = Path(__file__).resolve().parent.parent / "schemas"
 

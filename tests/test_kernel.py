@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from ctx_kernel.kernel import Ctx, RefusedError, driver
+from ctx_kernel.kernel import Ctx, RefusedError
 from ctx_kernel.kernel.errors import NotFoundError, UsageError
+from ctx_kernel.kernel.store import driver
 
 
 def _ratified(kernel: Ctx, subject: str, text: str, **kwargs):

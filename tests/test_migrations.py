@@ -8,8 +8,8 @@ import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 
-from ctx_kernel.kernel import Ctx, driver
-from ctx_kernel.kernel.store import migrate
+from ctx_kernel.kernel import Ctx
+from ctx_kernel.kernel.store import driver, migrate
 from ctx_kernel.kernel.store.models import include_name, metadata
 
 

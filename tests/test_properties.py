@@ -19,9 +19,10 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from ctx_kernel.kernel import Ctx, driver
+from ctx_kernel.kernel import Ctx
 from ctx_kernel.kernel.errors import NotFoundError, RefusedError
 from ctx_kernel.kernel.records import Decision, Proposal
+from ctx_kernel.kernel.store import driver
 
 # A small alphabet so that subjects collide; "db" is the parent of "db.driver" but not of "dbx".
 SPELLINGS = {

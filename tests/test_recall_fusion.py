@@ -1,6 +1,6 @@
 """Evidence fusion through the facade and the CLI, with the real embedding model.
 
-Hybrid evidence recall sums each ranker's min-max normalised scores (kernel/fusion.py),
+Hybrid evidence recall sums each ranker's min-max normalised scores (kernel/recall/fusion.py),
 lends half a strong hit's score to the turns logged next to it in the same session, and
 runs the entity ranker only when the query names an identifier; for a question that asks
 when, a turn that states a time gains one more ranker's vote.

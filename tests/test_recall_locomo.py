@@ -11,9 +11,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import locomo_eval as conversation_eval
 import pytest
 
-from ctx_kernel.kernel import Ctx, conversation_eval
+from ctx_kernel.kernel import Ctx
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(os.environ.get("CTX_LOCOMO_DIR") or ROOT.parent / "shared" / "eval" / "locomo-dev")

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import labelled_eval as quality
 import pytest
 
-from ctx_kernel.kernel import Ctx, quality
+from ctx_kernel.kernel import Ctx
 
 SET = Path(__file__).resolve().parent / "data" / "recall" / "recall_set.json"
 

@@ -1,7 +1,7 @@
 """Short and keyword-less queries find decisions in the demo store, through the CLI.
 
 Decisions are filed under terse subjects (``db.driver``, ``auth.tokens``); a query in plain
-words gains their short forms (kernel/vocabulary.py) for keyword and entity matching.
+words gains their short forms (kernel/recall/vocabulary.py) for keyword and entity matching.
 """
 
 from __future__ import annotations

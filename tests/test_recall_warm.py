@@ -96,7 +96,7 @@ def test_a_query_whose_vector_is_all_zeros_is_no_vector_match(store_path):
 
 
 def test_the_entity_prefilter_of_a_warm_process_finds_what_scoring_every_name_finds(store_path, monkeypatch):
-    from ctx_kernel.kernel import recall
+    from ctx_kernel.kernel.recall import engine as recall
 
     rng = random.Random(11)
     ctx, _ = Ctx.init(store_path, embedder=None)

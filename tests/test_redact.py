@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from redact_labelled import KNOWN_REDACTED, PUBLIC, SECRETS, survives
 
-from ctx_kernel.kernel.redact import Redaction, redact
+from ctx_kernel.kernel.capture.redact import Redaction, redact
 
 UPPER_DIGITS = string.ascii_uppercase + string.digits
 ALNUM = string.ascii_letters + string.digits
@@ -589,7 +589,8 @@ def test_adversarial_input_finishes(text):
 
 def test_importing_redact_adds_only_standard_library_modules():
     code = (
-        "import json, sys, ctx_kernel.kernel; before = set(sys.modules); import ctx_kernel.kernel.redact; "
+        "import json, sys, ctx_kernel.kernel; before = set(sys.modules); "
+        "import ctx_kernel.kernel.capture.redact; "
         "print(json.dumps(sorted(set(sys.modules) - before)))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

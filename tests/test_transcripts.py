@@ -17,8 +17,7 @@ import pytest
 from conftest import run_ctx_process
 
 from ctx_kernel.kernel import Ctx
-from ctx_kernel.kernel.errors import UsageError
-from ctx_kernel.kernel.transcripts import (
+from ctx_kernel.kernel.capture.transcripts import (
     BLOB_MIN_CHARS,
     FORMATS,
     MAX_TOOL_CHARS,
@@ -28,8 +27,9 @@ from ctx_kernel.kernel.transcripts import (
     parse,
     read_head,
 )
-from ctx_kernel.kernel.transcripts.base import MAX_WARNINGS, normalise_ts
-from ctx_kernel.kernel.transcripts.clean import looks_binary, scrub_binary, trim
+from ctx_kernel.kernel.capture.transcripts.base import MAX_WARNINGS, normalise_ts
+from ctx_kernel.kernel.capture.transcripts.clean import looks_binary, scrub_binary, trim
+from ctx_kernel.kernel.errors import UsageError
 
 DATA = Path(__file__).resolve().parent / "data" / "transcripts"
 CLAUDE = DATA / "claude-code" / "7f3c2a4e-5b1d-4c8e-9a6f-2d0e8b1c4f73.jsonl"
@@ -656,7 +656,7 @@ def test_a_50k_line_session_streams_quickly_in_little_memory(tmp_path):
 
 
 def test_transcripts_import_no_host_framework():
-    code = "import ctx_kernel.kernel.transcripts, sys; print(' '.join(sys.modules))"
+    code = "import ctx_kernel.kernel.capture.transcripts, sys; print(' '.join(sys.modules))"
     loaded = set(
         subprocess.run(
             [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO

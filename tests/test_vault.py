@@ -13,9 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from ctx_kernel.kernel import Ctx, driver, vault
+from ctx_kernel.kernel import Ctx
+from ctx_kernel.kernel.capture.ingest import EvidenceInput, Item
 from ctx_kernel.kernel.errors import RefusedError
-from ctx_kernel.kernel.ingest import EvidenceInput, Item
+from ctx_kernel.kernel.store import driver
+from ctx_kernel.kernel.vault import sealing as vault
 
 WORDS = ("quokka", "narwhal", "pangolin")
 SHARED = ("wombatine", "dugongish", "kakapoid")  # in every planted text, so in every index segment
@@ -174,7 +176,7 @@ def test_rekey_seals_every_row_under_a_new_key(sealed, cli, store_path):
 
 def test_an_interrupted_rekey_leaves_every_row_readable_and_resumes(cli, kernel, store_path):
     kernel.encrypt()
-    from ctx_kernel.kernel.ingest import EvidenceInput, Item
+    from ctx_kernel.kernel.capture.ingest import EvidenceInput, Item
 
     kernel.log_many(Item(n, EvidenceInput(text=f"row {n} about the walrus")) for n in range(1, 1_201))
 

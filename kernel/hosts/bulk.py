@@ -9,8 +9,8 @@ from typing import Any
 
 import click
 
+from ctx_kernel.kernel.capture.ingest import BatchReport, Item
 from ctx_kernel.kernel.facade import Ctx
-from ctx_kernel.kernel.ingest import BatchReport, Item
 
 SHOWN_REJECTIONS = 20  # rejected lines printed in the text summary; --json lists up to 1000
 

@@ -18,11 +18,8 @@ from typing import Any, NoReturn
 
 import click
 
-from ctx_kernel.kernel import driver, fusion, paths, text
-from ctx_kernel.kernel.errors import CtxError, StoreError, UsageError
-from ctx_kernel.kernel.facade import DEFAULT_BUDGET, MAX_BUDGET, MIN_BUDGET, Ctx, age, plain_diff, short_age
-from ctx_kernel.kernel.hosts import bulk
-from ctx_kernel.kernel.ingest import (
+from ctx_kernel.kernel import paths, text
+from ctx_kernel.kernel.capture.ingest import (
     PARALLEL_FROM,
     TRANSCRIPT_FORMATS,
     BatchReport,
@@ -31,9 +28,13 @@ from ctx_kernel.kernel.ingest import (
     from_turns,
     read_jsonl,
 )
-from ctx_kernel.kernel.json_input import JSONInputError, read_json
+from ctx_kernel.kernel.capture.json_input import JSONInputError, read_json
+from ctx_kernel.kernel.errors import CtxError, StoreError, UsageError
+from ctx_kernel.kernel.facade import DEFAULT_BUDGET, MAX_BUDGET, MIN_BUDGET, Ctx, age, plain_diff, short_age
+from ctx_kernel.kernel.hosts import bulk
+from ctx_kernel.kernel.recall import fusion
 from ctx_kernel.kernel.records import EVIDENCE_KINDS, Decision, Evidence, Proposal
-from ctx_kernel.kernel.store import migrate
+from ctx_kernel.kernel.store import driver, migrate
 
 MAX_JSON_INPUT_BYTES = 200_000
 
@@ -725,7 +726,7 @@ def _explain(
         detail = f": {score.detail}" if score.detail else ""
         parts.append(f"{name} #{score.rank} ({labels[name]} {score.score:.4g}{detail})")
     if combsum and rrf is not None:
-        # kernel/fusion.py: CombSUM of min-max normalised scores, plus the neighbour share.
+        # kernel/recall/fusion.py: CombSUM of min-max normalised scores, plus the neighbour share.
         parts.append(
             f"fused {rrf:.3f} (each ranker's score scaled to 0-1 within its list, summed; "
             "a text logged next to a strong hit in the same session also gets half of that hit's)"
@@ -1192,7 +1193,7 @@ def _ingest(
     tags: tuple[str, ...],
     redact: bool,
 ) -> tuple[BatchReport, list[dict[str, Any]], list[str]]:
-    from ctx_kernel.kernel import transcripts  # noqa: PLC0415 - the parsers load only here
+    from ctx_kernel.kernel.capture import transcripts  # noqa: PLC0415 - the parsers load only here
 
     files = _transcript_files(paths)
     explicit = {p.absolute() for p in paths if not p.is_dir()}

@@ -40,6 +40,7 @@ from mcp.shared.message import SessionMessage
 from pydantic import BaseModel, ValidationError
 
 from ctx_kernel.kernel import clock, contracts, paths, text
+from ctx_kernel.kernel.capture.json_input import JSONInputError, read_json
 from ctx_kernel.kernel.contracts import (
     DecisionsInput,
     InjectInput,
@@ -56,7 +57,6 @@ from ctx_kernel.kernel.contracts import (
 from ctx_kernel.kernel.errors import CtxError, RefusedError, StoreError
 from ctx_kernel.kernel.facade import Ctx
 from ctx_kernel.kernel.hosts import mcp_text
-from ctx_kernel.kernel.json_input import JSONInputError, read_json
 from ctx_kernel.kernel.records import Decision, Evidence, Proposal
 
 INSTRUCTIONS = """\

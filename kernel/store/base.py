@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ctx_kernel.kernel.records import AuditEvent, Decision, Evidence, Proposal
 
 if TYPE_CHECKING:
-    from ctx_kernel.kernel.vault import Vault
+    from ctx_kernel.kernel.vault.sealing import Vault
 
 
 class Store(Protocol):

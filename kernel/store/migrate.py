@@ -17,12 +17,12 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ctx_kernel.kernel import driver
 from ctx_kernel.kernel.errors import StoreError
+from ctx_kernel.kernel.store import driver
 
-# The number of the newest migration in kernel/migrations/versions.
+# The number of the newest migration in kernel/store/migrations/versions.
 HEAD_VERSION = 7
-MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
+MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
 # "ctxK" in ASCII; PRAGMA application_id is a signed 32-bit integer in the file header.
 APPLICATION_ID = 0x6374784B
 # Tables every ctx store has had since m001, with Alembic's own: how an unmarked ctx store is known.

@@ -11,15 +11,14 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from ctx_kernel.kernel import driver
-from ctx_kernel.kernel.audit import GENESIS_HASH, row_hash
+from ctx_kernel.kernel.audit.chain import GENESIS_HASH, row_hash
 from ctx_kernel.kernel.errors import RefusedError, StoreError
 from ctx_kernel.kernel.records import AuditEvent, Decision, Evidence, Proposal
-from ctx_kernel.kernel.store import migrate
+from ctx_kernel.kernel.store import driver, migrate
 from ctx_kernel.kernel.store.sqlite_index import IndexQueries
 from ctx_kernel.kernel.store.writelock import WriteLock
-from ctx_kernel.kernel.vault import SCRUB_PENDING, Vault, VaultError, is_sealed
-from ctx_kernel.kernel.vault import snippet as vault_snippet
+from ctx_kernel.kernel.vault.sealing import SCRUB_PENDING, Vault, VaultError, is_sealed
+from ctx_kernel.kernel.vault.sealing import snippet as vault_snippet
 
 _DECISION_COLS = (
     "id, subject, decision, rationale, valid_from, valid_until, ratified_by, ratified_at, "

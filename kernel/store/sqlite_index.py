@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ctx_kernel.kernel.records import Evidence
-from ctx_kernel.kernel.vault import snippet as vault_snippet
+from ctx_kernel.kernel.vault.sealing import snippet as vault_snippet
 
 KINDS = ("decision", "evidence")
 # (other id, term, clause, other clause, other's subject, other's text, valid_from, valid_until)

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ctx_kernel.kernel.audit import row_hash
-from ctx_kernel.kernel.audit_export import (
+from ctx_kernel.kernel.audit.chain import row_hash
+from ctx_kernel.kernel.audit.export import (
     DERIVED_FIELDS,
     EVENTS,
     BadRecord,
@@ -25,8 +25,8 @@ from ctx_kernel.kernel.audit_export import (
     sha256_hex,
     signed_message,
 )
+from ctx_kernel.kernel.capture.json_input import JSONInputError, read_json
 from ctx_kernel.kernel.errors import RefusedError, StoreError
-from ctx_kernel.kernel.json_input import JSONInputError, read_json
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
@@ -207,7 +207,7 @@ def verify_export(
     trusted_source: str,
 ) -> ExportReport:
     """Check an export: its signature by the trusted key, its chain from the anchor, and its manifest."""
-    from ctx_kernel.kernel import signing  # noqa: PLC0415 - cryptography loads only to sign or verify
+    from ctx_kernel.kernel.audit import signing  # noqa: PLC0415 - cryptography loads only to sign or verify
 
     manifest_path = manifest_path or manifest_path_for(records_path)
     report = ExportReport(

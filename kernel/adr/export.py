@@ -20,9 +20,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ctx_kernel.kernel import adr, clock
+from ctx_kernel.kernel import clock
+from ctx_kernel.kernel.adr import files as adr
+from ctx_kernel.kernel.adr.importer import ADR_TAG, KEY_BY, KEY_FROM, KEY_ID, KEY_UNTIL, rationale_of
 from ctx_kernel.kernel.errors import RefusedError, UsageError
-from ctx_kernel.kernel.sharing import ADR_TAG, KEY_BY, KEY_FROM, KEY_ID, KEY_UNTIL, rationale_of
 
 if TYPE_CHECKING:
     from ctx_kernel.kernel.facade import Ctx
@@ -461,7 +462,7 @@ def unchanged_since_import(path: Path, base_hash: str | None, inside: Path | Non
     """Whether a file is still the one imported: its text, redacted as the import kept it, hashes the same."""
     if base_hash is None:
         return False
-    from ctx_kernel.kernel.ingest import EvidenceInput, prepare  # noqa: PLC0415
+    from ctx_kernel.kernel.capture.ingest import EvidenceInput, prepare  # noqa: PLC0415
 
     try:
         body = adr.read_text(path, inside)

@@ -20,14 +20,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ctx_kernel.kernel.audit import canonical_json
+from ctx_kernel.kernel.audit.chain import canonical_json
+from ctx_kernel.kernel.capture.json_input import JSONInputError, read_json
 from ctx_kernel.kernel.errors import RefusedError, StoreError
-from ctx_kernel.kernel.json_input import JSONInputError, read_json
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-    from ctx_kernel.kernel.signing import KeyInfo
+    from ctx_kernel.kernel.audit.signing import KeyInfo
 
 CHECKPOINT_FORMAT = "ctx-audit-checkpoint"
 FORMAT_VERSION = 1
@@ -64,7 +64,7 @@ def sign_head(
     key: Ed25519PrivateKey, key_info: KeyInfo, *, store_id: str, seq: int, head_hash: str, signed_at: str
 ) -> dict[str, Any]:
     """A checkpoint document: the head and the key, signed over their canonical JSON."""
-    from ctx_kernel.kernel import signing  # noqa: PLC0415 - cryptography loads only to sign or verify
+    from ctx_kernel.kernel.audit import signing  # noqa: PLC0415 - cryptography loads only to sign or verify
 
     body = {
         "format": CHECKPOINT_FORMAT,
@@ -174,7 +174,7 @@ def check_heads(
 
     ``hashes`` is the verified chain's hashes in order (row ``seq`` is ``hashes[seq - 1]``).
     """
-    from ctx_kernel.kernel import signing  # noqa: PLC0415
+    from ctx_kernel.kernel.audit import signing  # noqa: PLC0415
 
     problems: list[str] = []
     checked: list[SignedHead] = []

@@ -23,14 +23,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ctx_kernel.kernel.audit import HASHED_FIELDS, canonical_json
+from ctx_kernel.kernel.audit.chain import HASHED_FIELDS, canonical_json
+from ctx_kernel.kernel.capture.json_input import JSONInputError, read_json
 from ctx_kernel.kernel.errors import RefusedError, StoreError, UsageError
-from ctx_kernel.kernel.json_input import JSONInputError, read_json
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-    from ctx_kernel.kernel.signing import KeyInfo
+    from ctx_kernel.kernel.audit.signing import KeyInfo
 
 EXPORT_FORMAT = "ctx-audit-export"
 FORMAT_VERSION = 1
@@ -375,7 +375,7 @@ def write_export(
     key_info: KeyInfo,
 ) -> ExportResult:
     """Write the records of ``rows`` (a verified, contiguous run of the chain) and the signed manifest."""
-    from ctx_kernel.kernel import signing  # noqa: PLC0415 - cryptography loads only to sign or verify
+    from ctx_kernel.kernel.audit import signing  # noqa: PLC0415 - cryptography loads only to sign or verify
 
     if fmt not in RECORD_FORMATS:
         raise UsageError(f"unknown format {fmt!r}: use one of {', '.join(RECORD_FORMATS)}")

@@ -6,7 +6,7 @@ decision per subject, CHECK constraints). One ``DROP TRIGGER`` turns them off wi
 row, so verifying compares every table, index and trigger with the definition its migration wrote.
 
 The definitions are recorded in ``migrations/schema.json`` by running the migrations one at a time
-(``python -m ctx_kernel.kernel.audit_schema``); a test fails while the file is stale.
+(``python -m ctx_kernel.kernel.audit.schema``); a test fails while the file is stale.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Any
 
 from ctx_kernel.kernel.store.base import Store
 
-SNAPSHOT = Path(__file__).resolve().parent / "migrations" / "schema.json"
+SNAPSHOT = Path(__file__).resolve().parent.parent / "store" / "migrations" / "schema.json"
 
 
 @cache
@@ -53,7 +53,7 @@ def schema_problems(store: Store) -> list[str]:
 
 
 def _objects(path: Path) -> dict[tuple[str, str], dict[str, Any]]:
-    from ctx_kernel.kernel import driver  # noqa: PLC0415
+    from ctx_kernel.kernel.store import driver  # noqa: PLC0415
 
     conn = driver.connect(path, load_vec=False)
     try:

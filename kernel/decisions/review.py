@@ -18,7 +18,7 @@ from ctx_kernel.kernel.text import MAX_DECISION_CHARS, clip, require_shown, visi
 
 if TYPE_CHECKING:
     from ctx_kernel.kernel.facade import Ctx
-    from ctx_kernel.kernel.recall import Related
+    from ctx_kernel.kernel.recall.engine import Related
 
 # A proposal left this long is stale: queues that rot are how approval gates fail.
 STALE_AFTER = timedelta(days=7)
@@ -236,7 +236,7 @@ def as_decision(proposal: Proposal) -> Decision:
 
 def proposal_conflicts(kernel: Ctx, proposal_ids: Sequence[str]) -> dict[str, list[Related]]:
     """The current decisions on other subjects that each proposal contradicts."""
-    from ctx_kernel.kernel import recall  # noqa: PLC0415 - recall is heavy; see the facade's imports
+    from ctx_kernel.kernel.recall import engine as recall  # noqa: PLC0415 - recall is heavy; see the facade's imports
 
     detector = recall.ConflictDetector(kernel.store, kernel._entity_index)
     out: dict[str, list[Related]] = {}

@@ -13,9 +13,8 @@ from collections.abc import Iterator
 from datetime import tzinfo
 from pathlib import Path
 
-from ctx_kernel.kernel.errors import UsageError
-from ctx_kernel.kernel.transcripts import aider, claude_code, codex
-from ctx_kernel.kernel.transcripts.base import (
+from ctx_kernel.kernel.capture.transcripts import aider, claude_code, codex
+from ctx_kernel.kernel.capture.transcripts.base import (
     SPEAKERS,
     CompressedStreamError,
     Context,
@@ -26,7 +25,8 @@ from ctx_kernel.kernel.transcripts.base import (
     Turn,
     open_transcript,
 )
-from ctx_kernel.kernel.transcripts.clean import BLOB_MIN_CHARS, MAX_TOOL_CHARS, MAX_TURN_CHARS
+from ctx_kernel.kernel.capture.transcripts.clean import BLOB_MIN_CHARS, MAX_TOOL_CHARS, MAX_TURN_CHARS
+from ctx_kernel.kernel.errors import UsageError
 
 FORMATS: dict[str, Format] = {fmt.name: fmt for fmt in (claude_code.FORMAT, codex.FORMAT, aider.FORMAT)}
 HEAD_BYTES = 65_536  # what detection reads: several first lines, or enough of one huge first line

@@ -23,10 +23,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
+from ctx_kernel.kernel.capture.transcripts.base import Context, Format, Turn, decode_line
+from ctx_kernel.kernel.capture.transcripts.clean import clean_prose, clean_tool
 from ctx_kernel.kernel.clock import format_ts
 from ctx_kernel.kernel.errors import UsageError
-from ctx_kernel.kernel.transcripts.base import Context, Format, Turn, decode_line
-from ctx_kernel.kernel.transcripts.clean import clean_prose, clean_tool
 
 NAME = "aider"
 FILE_NAME = ".aider.chat.history.md"

@@ -6,8 +6,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ctx_kernel.kernel import adr, clock, entities, text
+from ctx_kernel.kernel import clock, text
+from ctx_kernel.kernel.adr import files as adr
 from ctx_kernel.kernel.errors import RefusedError, UsageError
+from ctx_kernel.kernel.recall import entities
 from ctx_kernel.kernel.records import Decision, Proposal
 
 if TYPE_CHECKING:
@@ -93,7 +95,7 @@ class _Cleaned:
 
 def _clean(record: adr.AdrRecord, subject: str) -> _Cleaned:
     """Redact an ADR's texts before anything is stored or audited (UsageError for an unusable field)."""
-    from ctx_kernel.kernel.redact import redact  # noqa: PLC0415 - paid only when importing
+    from ctx_kernel.kernel.capture.redact import redact  # noqa: PLC0415 - paid only when importing
 
     counts: dict[str, int] = {}
 
@@ -352,7 +354,7 @@ def _import_all(
 
 def _keep_file(kernel: Ctx, path: Path, inside: Path, source: str, reviewer: str) -> str:
     """Keep the whole file as evidence (redacted like any captured text); its id."""
-    from ctx_kernel.kernel.ingest import EvidenceInput, prepare  # noqa: PLC0415
+    from ctx_kernel.kernel.capture.ingest import EvidenceInput, prepare  # noqa: PLC0415
 
     body = adr.read_text(path, inside)
     prepared = prepare(

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ctx_kernel.kernel.facade import Ctx
-from ctx_kernel.kernel.recall import MODES
+from ctx_kernel.kernel.recall.engine import MODES
 
 
 @dataclass(frozen=True)

@@ -9,9 +9,9 @@ from datetime import UTC, datetime, tzinfo
 from pathlib import Path
 from typing import IO, Any
 
+from ctx_kernel.kernel.capture.json_input import JSONInputError, read_json, read_lines
 from ctx_kernel.kernel.clock import format_ts
 from ctx_kernel.kernel.errors import UsageError
-from ctx_kernel.kernel.json_input import JSONInputError, read_json, read_lines
 
 SPEAKERS: tuple[str, ...] = ("user", "assistant", "tool", "system")
 # A line holds one record; pasted images make some lines megabytes long, none honestly this long.

@@ -13,17 +13,18 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ctx_kernel.kernel import audit_checkpoint, paths
-from ctx_kernel.kernel.audit import ChainReport
-from ctx_kernel.kernel.audit_schema import schema_problems
-from ctx_kernel.kernel.audit_state import replay_state
+from ctx_kernel.kernel import paths
+from ctx_kernel.kernel.audit import checkpoints as audit_checkpoint
+from ctx_kernel.kernel.audit.chain import ChainReport
+from ctx_kernel.kernel.audit.replay import replay_state
+from ctx_kernel.kernel.audit.schema import schema_problems
 from ctx_kernel.kernel.errors import RefusedError
 from ctx_kernel.kernel.store.base import Store
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-    from ctx_kernel.kernel.signing import KeyInfo
+    from ctx_kernel.kernel.audit.signing import KeyInfo
 
 NO_CHECKPOINT = (
     "no signed checkpoint: a rewrite of the whole log cannot be detected from the store alone "
@@ -44,7 +45,7 @@ class CheckpointResult:
 
 
 def _trusted(pubkey: Path | None) -> dict[str, Ed25519PublicKey]:
-    from ctx_kernel.kernel import signing  # noqa: PLC0415 - cryptography loads only when there is a head to check
+    from ctx_kernel.kernel.audit import signing  # noqa: PLC0415 - cryptography loads only when there is a head to check
 
     if pubkey is not None:
         public, key_id = signing.load_public_key(pubkey)

@@ -773,7 +773,7 @@ def _wrapped_end(text: str, end: int, width: int) -> int:
 
 def _public_document(run: str) -> bool:
     """Tell whether base64 decodes to a JSON document, PEM block or markup that holds no secret."""
-    from ctx_kernel.kernel.json_input import JSONInputError, read_json  # noqa: PLC0415
+    from ctx_kernel.kernel.capture.json_input import JSONInputError, read_json  # noqa: PLC0415
 
     data = _b64decode(run)
     if data is None or len(data) > _MAX_DECODED_CHARS:

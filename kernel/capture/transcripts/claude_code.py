@@ -18,8 +18,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ctx_kernel.kernel.json_input import JSONInputError, read_json
-from ctx_kernel.kernel.transcripts.base import (
+from ctx_kernel.kernel.capture.json_input import JSONInputError, read_json
+from ctx_kernel.kernel.capture.transcripts.base import (
     Context,
     Format,
     ToolNames,
@@ -30,7 +30,7 @@ from ctx_kernel.kernel.transcripts.base import (
     json_records,
     normalise_ts,
 )
-from ctx_kernel.kernel.transcripts.clean import clean_prose, clean_tool, image_placeholder
+from ctx_kernel.kernel.capture.transcripts.clean import clean_prose, clean_tool, image_placeholder
 
 NAME = "claude-code"
 RECORD_TYPES = frozenset(

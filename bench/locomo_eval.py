@@ -18,7 +18,7 @@ from typing import Any
 from ctx_kernel.kernel import clock
 from ctx_kernel.kernel.errors import UsageError
 from ctx_kernel.kernel.facade import Ctx
-from ctx_kernel.kernel.fusion import rrf
+from ctx_kernel.kernel.recall.fusion import rrf
 
 # Categories 1-4 have an answer in the conversation; 5 is adversarial and left out.
 CATEGORIES: dict[int, str] = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}

@@ -1,4 +1,4 @@
-"""Recall: keyword, entity and vector rankers, fused (see kernel/fusion.py).
+"""Recall: keyword, entity and vector rankers, fused (see kernel/recall/fusion.py).
 
 Each store (kernel decisions, vault evidence) is ranked on its own; the two answers are
 never blended. Decision hits are then expanded with what contradicts them: their
@@ -15,10 +15,10 @@ from concurrent.futures import Executor, Future
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ctx_kernel.kernel import conflicts, entities, fts, fusion, vocabulary
-from ctx_kernel.kernel.embed import Embedder, chunks
 from ctx_kernel.kernel.errors import UsageError
-from ctx_kernel.kernel.fusion import RANKERS, Ranked, RankerScore
+from ctx_kernel.kernel.recall import conflicts, entities, fts, fusion, vocabulary
+from ctx_kernel.kernel.recall.embeddings import Embedder, chunks
+from ctx_kernel.kernel.recall.fusion import RANKERS, Ranked, RankerScore
 from ctx_kernel.kernel.records import Decision, Evidence, Proposal
 from ctx_kernel.kernel.store.base import Store
 from ctx_kernel.kernel.store.sqlite_index import CHUNK_SLOTS, ConflictRow
@@ -716,7 +716,7 @@ class Recaller:
         """Evidence hits, best first."""
         fetch = max(OVERFETCH, 5 * k)
         if mode == "hybrid":
-            # Normalised scores carry each ranker's confidence; see kernel/fusion.py.
+            # Normalised scores carry each ranker's confidence; see kernel/recall/fusion.py.
             lists = self.rank(query, "evidence", mode, fetch, floors=False)
             timed = fusion.timed_candidates(query, lists, self._evidence_texts)
             fused = fusion.with_neighbours(fusion.combsum(lists, timed), self.store.evidence_neighbours)[:k]

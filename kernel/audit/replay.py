@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ctx_kernel.kernel.json_input import JSONInputError, read_json
+from ctx_kernel.kernel.capture.json_input import JSONInputError, read_json
 from ctx_kernel.kernel.records import Decision
 from ctx_kernel.kernel.store.base import Store
 
@@ -367,7 +367,7 @@ def _decision_text(decision: Decision) -> str:
 
 def _conflicts(store: Store, decisions: dict[str, Decision]) -> tuple[list[StateProblem], str | None]:
     """Each stored conflict must be one the rules find in the two (verified) decisions' texts."""
-    from ctx_kernel.kernel import conflicts  # noqa: PLC0415 - only to verify
+    from ctx_kernel.kernel.recall import conflicts  # noqa: PLC0415 - only to verify
 
     rules = store.get_meta("conflict_rules")
     if rules is not None and rules != conflicts.RULES_VERSION:

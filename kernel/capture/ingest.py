@@ -18,13 +18,14 @@ from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from typing import IO, TYPE_CHECKING, Any
 
-from ctx_kernel.kernel import clock, entities, text
+from ctx_kernel.kernel import clock, text
+from ctx_kernel.kernel.capture.json_input import JSONInputError, read_json, read_lines
 from ctx_kernel.kernel.errors import UsageError
-from ctx_kernel.kernel.json_input import JSONInputError, read_json, read_lines
+from ctx_kernel.kernel.recall import entities
 from ctx_kernel.kernel.records import EVIDENCE_KINDS
 
 if TYPE_CHECKING:  # the parsers load only when a transcript is read, not on `ctx log`
-    from ctx_kernel.kernel.transcripts import Turn
+    from ctx_kernel.kernel.capture.transcripts import Turn
 
 # The names kernel.transcripts.FORMATS registers, here so the CLI can offer them without
 # importing the parsers on every command (a test keeps the two equal).
@@ -96,7 +97,7 @@ def prepare(record: EvidenceInput, *, redact: bool, scan: bool = False) -> Prepa
         raise UsageError(f"unknown evidence kind {record.kind!r}: use one of {', '.join(EVIDENCE_KINDS)}")
     redacted = 0
     if redact:
-        from ctx_kernel.kernel.redact import redact as scrub  # noqa: PLC0415 - 7 ms, paid only when logging
+        from ctx_kernel.kernel.capture.redact import redact as scrub  # noqa: PLC0415 - 7 ms, paid only when logging
 
         cleaned = scrub(body)
         body, redacted = cleaned.text, cleaned.total

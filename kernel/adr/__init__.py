@@ -1,0 +1,3 @@
+"""Architecture Decision Records: reading and writing ADR files, importing them into the kernel,
+and exporting the kernel as ADRs.
+"""

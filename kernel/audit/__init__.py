@@ -1,0 +1,3 @@
+"""The audit trail: the hash chain, signed heads, replay against the tables, signed exports and
+their verification.
+"""

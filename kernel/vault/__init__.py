@@ -1,0 +1,1 @@
+"""The evidence vault: append-only raw text, and its encryption at rest."""
