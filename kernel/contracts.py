@@ -17,8 +17,18 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter, ValidationError
 
 from ctx_kernel.kernel import text
-from ctx_kernel.kernel.audit.export import EVENTS
-from ctx_kernel.kernel.facade import DEFAULT_BUDGET, MAX_BUDGET, MAX_QUERY_CHARS, MIN_BUDGET
+from ctx_kernel.kernel.limits import (
+    AUDIT_EVENTS,
+    DEFAULT_BUDGET,
+    DEFAULT_MODE,
+    DEFAULT_RRF_K,
+    MAX_BUDGET,
+    MAX_QUERY_CHARS,
+    MAX_RECALL_K,
+    MAX_RRF_K,
+    MIN_BUDGET,
+    RECALL_MODES,
+)
 from ctx_kernel.kernel.records import EVIDENCE_KINDS
 
 Id = Annotated[str, StringConstraints(pattern=r"^(ev|pr|dc)_[0-9A-HJKMNP-TV-Z]{26}$")]
@@ -53,6 +63,7 @@ QueryText = Annotated[str, StringConstraints(min_length=1, max_length=MAX_QUERY_
 # Ids in tool arguments are plain strings: the kernel checks them and names the problem
 # ("malformed id 'x': ...", "no decision dc_..."), the same message the CLI gives.
 AnyIdText = Annotated[str, StringConstraints(min_length=1, max_length=100)]
+RecallMode = Literal[RECALL_MODES]
 AsOf = Annotated[
     str | None,
     Field(description="A date (its end, UTC) or an ISO 8601 time; null means now."),
@@ -125,13 +136,13 @@ class RecallInput(_ToolInput):
     """Arguments of ``ctx recall`` (MCP ``recall``)."""
 
     query: QueryText = Field(description="A question or keywords, in plain words.")
-    k: Annotated[int, Field(ge=1, le=100)] = Field(default=10, description="Hits per section.")
+    k: Annotated[int, Field(ge=1, le=MAX_RECALL_K)] = Field(default=10, description="Hits per section.")
     as_of: AsOf = None
-    mode: Literal["hybrid", "keyword", "entity", "vector"] = Field(
-        default="hybrid", description="Which rankers to use; hybrid fuses all three."
+    mode: RecallMode = Field(
+        default=DEFAULT_MODE, description="Which rankers to use; hybrid fuses all three."
     )
-    rrf_k: Annotated[int, Field(ge=1, le=10_000)] = Field(
-        default=60,
+    rrf_k: Annotated[int, Field(ge=1, le=MAX_RRF_K)] = Field(
+        default=DEFAULT_RRF_K,
         description=(
             "Reciprocal rank fusion constant (decisions, and evidence in single-ranker modes;"
             " hybrid evidence fuses normalised scores)."
@@ -424,7 +435,7 @@ class AuditVerifyOut(_Strict):
 
 
 Sha256 = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
-EventType = Literal[EVENTS]
+EventType = Literal[AUDIT_EVENTS]
 
 
 class AuditRecordOut(_Strict):
@@ -686,7 +697,7 @@ class RecallOut(_Strict):
     """``ctx recall``: kernel decisions and vault evidence, never blended."""
 
     query: str
-    mode: Literal["hybrid", "keyword", "entity", "vector"]
+    mode: RecallMode
     as_of: Timestamp | None
     k: int
     rrf_k: int

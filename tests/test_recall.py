@@ -337,7 +337,7 @@ def test_bad_recall_input_is_one_line_and_exit_2(cli, world, args, message):
 def test_the_facade_and_the_cli_default_to_the_same_rrf_constant(cli):
     import inspect
 
-    from ctx_kernel.kernel.recall.engine import DEFAULT_RRF_K
+    from ctx_kernel.kernel.limits import DEFAULT_RRF_K
 
     assert inspect.signature(Ctx.recall).parameters["rrf_k"].default == DEFAULT_RRF_K
     help_text = " ".join(cli("recall", "--help").out.split())

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from ctx_kernel.kernel.audit.chain import HASHED_FIELDS, canonical_json
 from ctx_kernel.kernel.capture.json_input import JSONInputError, read_json
 from ctx_kernel.kernel.errors import RefusedError, StoreError, UsageError
+from ctx_kernel.kernel.limits import AUDIT_EVENT_TYPES, AUDIT_EVENTS
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -37,31 +38,8 @@ FORMAT_VERSION = 1
 RECORD_FORMATS = ("jsonl", "csv")
 MANIFEST_SUFFIX = ".manifest.json"
 
-EVENT_TYPES = {
-    "proposal.created": "proposal",
-    "proposal.ratified": "ratification",
-    "proposal.rejected": "rejection",
-    "proposal.withdrawn": "withdrawal",
-    "decision.superseded": "supersession",
-    "decision.retired": "retirement",
-    "evidence.logged": "evidence",
-    "decision.imported": "import",
-    "proposal.imported": "import",
-    "vault.encrypted": "vault",
-    "vault.rekeyed": "vault",
-}
-EVENTS = (
-    "proposal",
-    "ratification",
-    "rejection",
-    "withdrawal",
-    "supersession",
-    "retirement",
-    "evidence",
-    "import",
-    "vault",
-    "other",
-)
+EVENT_TYPES = AUDIT_EVENT_TYPES
+EVENTS = AUDIT_EVENTS
 # Events that are a person's act: the actor is the reviewer.
 PERSON_ACTS = frozenset({"ratification", "rejection", "retirement", "supersession", "import"})
 # The order of a record's fields in both formats (and of the CSV columns).

@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import hashlib
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
+from ctx_kernel.kernel import limits
 from ctx_kernel.kernel.capture.json_input import JSONInputError, read_json
 from ctx_kernel.kernel.records import Decision
 from ctx_kernel.kernel.store.base import Store
@@ -114,11 +116,24 @@ class _Replay:
                 self.unchecked[f"{table}.{key}"].add(row["seq"])
 
     def apply(self, row: Mapping[str, Any]) -> None:
-        action = row["action"]
-        handler = getattr(self, "_" + action.replace(".", "_"), None)
+        handler = self._handlers.get(row["action"])
         if handler is not None:
             handler(row, _after(row))
-        # Any other action changes no row this replay knows about.
+        # Any other action (the vault's) changes no row this replay knows about.
+
+    @cached_property
+    def _handlers(self) -> dict[str, Callable[[Mapping[str, Any], dict[str, Any]], None]]:
+        return {
+            limits.EVIDENCE_LOGGED: self._evidence_logged,
+            limits.PROPOSAL_CREATED: self._proposal_created,
+            limits.PROPOSAL_IMPORTED: self._proposal_imported,
+            limits.PROPOSAL_RATIFIED: self._proposal_ratified,
+            limits.PROPOSAL_REJECTED: self._proposal_rejected,
+            limits.PROPOSAL_WITHDRAWN: self._proposal_withdrawn,
+            limits.DECISION_SUPERSEDED: self._decision_superseded,
+            limits.DECISION_RETIRED: self._decision_retired,
+            limits.DECISION_IMPORTED: self._decision_imported,
+        }
 
     def _evidence_logged(self, row: Mapping[str, Any], after: dict[str, Any]) -> None:
         seq, target = row["seq"], row["target"]
@@ -369,7 +384,7 @@ def _conflicts(store: Store, decisions: dict[str, Decision]) -> tuple[list[State
     """Each stored conflict must be one the rules find in the two (verified) decisions' texts."""
     from ctx_kernel.kernel.recall import conflicts  # noqa: PLC0415 - only to verify
 
-    rules = store.get_meta("conflict_rules")
+    rules = store.get_meta(limits.META_CONFLICT_RULES)
     if rules is not None and rules != conflicts.RULES_VERSION:
         return (
             [],

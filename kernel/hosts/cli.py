@@ -30,8 +30,18 @@ from ctx_kernel.kernel.capture.ingest import (
 )
 from ctx_kernel.kernel.capture.json_input import JSONInputError, read_json
 from ctx_kernel.kernel.errors import CtxError, StoreError, UsageError
-from ctx_kernel.kernel.facade import DEFAULT_BUDGET, MAX_BUDGET, MIN_BUDGET, Ctx, age, plain_diff, short_age
+from ctx_kernel.kernel.facade import Ctx, age, plain_diff, short_age
 from ctx_kernel.kernel.hosts import bulk
+from ctx_kernel.kernel.limits import (
+    DEFAULT_BUDGET,
+    DEFAULT_MODE,
+    DEFAULT_RRF_K,
+    MAX_BUDGET,
+    MAX_RECALL_K,
+    MAX_RRF_K,
+    MIN_BUDGET,
+    RECALL_MODES,
+)
 from ctx_kernel.kernel.recall import fusion
 from ctx_kernel.kernel.records import EVIDENCE_KINDS, Decision, Evidence, Proposal
 from ctx_kernel.kernel.store import driver, migrate
@@ -743,22 +753,22 @@ def _explain(
 @cli.command()
 @click.argument("query")
 @click.option(
-    "--k", "k", default=10, show_default=True, type=click.IntRange(1, 100), help="Hits per section."
+    "--k", "k", default=10, show_default=True, type=click.IntRange(1, MAX_RECALL_K), help="Hits per section."
 )
 @click.option("--as-of", "as_of", metavar="DATE", help="Answer with the decisions valid at DATE.")
 @click.option(
     "--mode",
-    type=click.Choice(["hybrid", "keyword", "entity", "vector"]),
-    default="hybrid",
+    type=click.Choice(RECALL_MODES),
+    default=DEFAULT_MODE,
     show_default=True,
     help="Which rankers to use; hybrid fuses all three.",
 )
 @click.option(
     "--rrf-k",
     "rrf_k",
-    default=60,
+    default=DEFAULT_RRF_K,
     show_default=True,
-    type=click.IntRange(1, 10_000),
+    type=click.IntRange(1, MAX_RRF_K),
     help=(
         "Reciprocal rank fusion constant (decisions, and evidence in single-ranker modes;"
         " hybrid evidence fuses normalised scores)."

@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ctx_kernel.kernel.errors import UsageError
+from ctx_kernel.kernel.limits import RECALL_MODES
 from ctx_kernel.kernel.recall import conflicts, entities, fts, fusion, vocabulary
 from ctx_kernel.kernel.recall.embeddings import Embedder, chunks
 from ctx_kernel.kernel.recall.fusion import RANKERS, Ranked, RankerScore
@@ -24,8 +25,7 @@ from ctx_kernel.kernel.store.base import Store
 from ctx_kernel.kernel.store.sqlite_index import CHUNK_SLOTS, ConflictRow
 from ctx_kernel.kernel.text import clip
 
-MODES = ("hybrid", "keyword", "entity", "vector")
-DEFAULT_RRF_K = 60
+MODES = RECALL_MODES
 # Every ranker fetches this many candidates (or 5 * k) before fusion.
 OVERFETCH = 50
 # Binary-quantised KNN candidates rescored exactly per query; sqlite-vec's cost grows with
