@@ -12,10 +12,10 @@ from __future__ import annotations
 import os
 import re
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 
-from ctx_kernel.kernel.errors import StoreError, UsageError
+from ctx_kernel.kernel.errors import NotFoundError, StoreError, UsageError
 
 _CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 ID_PREFIXES = {"ev": "evidence", "pr": "proposal", "dc": "decision"}
@@ -155,3 +155,26 @@ def check_id(value: str, kind: str | None = None) -> str:
     if kind is not None and ID_PREFIXES[text[:2]] != kind:
         raise UsageError(f"{value!r} is a {ID_PREFIXES[text[:2]]} id, not a {kind} id")
     return text
+
+
+def resolve_id(value: str, kind: str | None, ids_with_prefix: Callable[[str, int], list[str]]) -> str:
+    """A full id, or the one id that starts with ``value`` (``pr_01M8Q`` for ``pr_01M8Q...``,
+    at least four characters after the underscore, as git abbreviates commits).
+
+    ``ids_with_prefix(prefix, limit)`` lists the stored ids that start with ``prefix``.
+    """
+    try:
+        return check_id(value, kind)
+    except UsageError:
+        prefix = id_prefix(value, kind)
+        if prefix is None:
+            raise
+    found = ids_with_prefix(prefix, 6)
+    if not found:
+        raise NotFoundError(f"no {kind or ID_PREFIXES[prefix[:2]]} with an id starting {prefix}")
+    if len(found) > 1:
+        more = ", ..." if len(found) > 5 else ""
+        raise UsageError(
+            f"{prefix} is ambiguous: it starts {', '.join(found[:5])}{more}; give more of the id"
+        )
+    return found[0]

@@ -6,18 +6,33 @@ import importlib.util
 import json
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from ctx_kernel.kernel import clock
 from ctx_kernel.kernel.decisions.review import STALE_AFTER, age
 from ctx_kernel.kernel.errors import CtxError
+from ctx_kernel.kernel.limits import META_LAST_VERIFY
 from ctx_kernel.kernel.recall import embeddings as embed
 
 if TYPE_CHECKING:
-    from ctx_kernel.kernel.facade import Ctx
+    from ctx_kernel.kernel.audit.chain import ChainReport
+    from ctx_kernel.kernel.store.base import Store
 
-# The store's record of the last full `ctx audit verify` (a metadata key, not audited itself).
-LAST_VERIFY = "last_verify"
+
+class OpenStore(Protocol):
+    """What `ctx doctor` checks of an open store (the facade is one)."""
+
+    @property
+    def store(self) -> Store:
+        """The store itself."""
+        ...
+
+    def integrity_check(self) -> str:
+        """The store's own consistency check; raises when it fails."""
+        ...
+
+    def verify_audit(self, *, state: bool = False) -> ChainReport:
+        """The audit chain, and with ``state`` everything the log describes, verified."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -98,17 +113,16 @@ def locate_model() -> ModelPlace:
     return ModelPlace(model, "fastembed cache", None, problem)
 
 
-def store_status(kernel: Ctx, now: datetime | None = None) -> StoreStatus:
+def store_status(store: Store, now: datetime | None = None) -> StoreStatus:
     """Counts and states, read in one snapshot."""
-    store = kernel.store
     moment = now or datetime.now(UTC)
     with store.snapshot():
         pending = store.list_proposals("pending")
         stale = sum(1 for p in pending if age(p.created_at, moment) >= STALE_AFTER)
         current = len(store.current_subjects())
-        raw = store.get_meta(LAST_VERIFY)
+        raw = store.get_meta(META_LAST_VERIFY)
         status = StoreStatus(
-            store=kernel.location,
+            store=store.location,
             store_id=store.get_meta("store_id"),
             schema_version=store.schema_version(),
             evidence=store.item_count("evidence"),
@@ -124,17 +138,7 @@ def store_status(kernel: Ctx, now: datetime | None = None) -> StoreStatus:
     return status
 
 
-def record_verify(kernel: Ctx, ok: bool, rows: int, problem: str | None) -> None:
-    """Remember the outcome of a full verify for `ctx status` (best effort: a read-only store skips it)."""
-    value = json.dumps({"at": clock.now(), "ok": ok, "rows": rows, "problem": problem})
-    try:
-        with kernel.store.transaction():
-            kernel.store.set_meta(LAST_VERIFY, value)
-    except CtxError:
-        pass
-
-
-def doctor(kernel: Ctx | None, store_problem: str | None) -> DoctorReport:
+def doctor(kernel: OpenStore | None, store_problem: str | None) -> DoctorReport:
     """Check the install and, when there is one, the store; each failure says what to do."""
     from ctx_kernel.kernel.store import driver  # noqa: PLC0415
 
@@ -185,7 +189,7 @@ def doctor(kernel: Ctx | None, store_problem: str | None) -> DoctorReport:
             Check("store", False, store_problem or "no store", "run `ctx init` in the project folder")
         )
         return report
-    status = store_status(kernel)
+    status = store_status(kernel.store)
     checks.append(Check("store", True, f"{status.store} (schema version {status.schema_version})"))
     try:
         kernel.integrity_check()

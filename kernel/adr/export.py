@@ -26,7 +26,7 @@ from ctx_kernel.kernel.adr.importer import ADR_TAG, KEY_BY, KEY_FROM, KEY_ID, KE
 from ctx_kernel.kernel.errors import RefusedError, UsageError
 
 if TYPE_CHECKING:
-    from ctx_kernel.kernel.facade import Ctx
+    from ctx_kernel.store.base import Store
 
 # Exported files are ordinary readable text files, whatever mkstemp's private default.
 EXPORT_MODE = 0o644
@@ -139,7 +139,7 @@ class _Item:
     name: str = ""
 
 
-def export_adrs(kernel: Ctx, folder: Path, *, force: bool = False) -> AdrExport:
+def export_adrs(store: Store, folder: Path, *, force: bool = False) -> AdrExport:
     """Write every decision, and every pending (or imported) proposal, as an ADR file in ``folder``.
 
     Nothing is written if any target is a link, not a regular file, or a file ctx does not own,
@@ -156,7 +156,7 @@ def export_adrs(kernel: Ctx, folder: Path, *, force: bool = False) -> AdrExport:
     inside = folder.resolve()
     convention = detect_convention(folder)
     marked = _marked_files(folder, inside)
-    items = _items(kernel, marked)
+    items = _items(store, marked)
     by_id = {item.id: item for item in items}
     _name(items, convention, folder, marked)
     report = AdrExport()
@@ -196,10 +196,10 @@ def _marked_files(folder: Path, inside: Path) -> dict[str, str]:
     return found
 
 
-def _file_evidence(kernel: Ctx, evidence: list[str]) -> tuple[str | None, str | None]:
+def _file_evidence(store: Store, evidence: list[str]) -> tuple[str | None, str | None]:
     """The text and hash of the ADR file an item cites as evidence, if it was imported from one."""
     for evidence_id in evidence:
-        found = kernel.store.get_evidence(evidence_id)
+        found = store.get_evidence(evidence_id)
         if (
             found is not None
             and found.kind == "doc"
@@ -210,13 +210,13 @@ def _file_evidence(kernel: Ctx, evidence: list[str]) -> tuple[str | None, str | 
     return None, None
 
 
-def _items(kernel: Ctx, marked: dict[str, str]) -> list[_Item]:
-    proposals = {p.id: p for p in kernel.store.list_proposals(status=None)}
+def _items(store: Store, marked: dict[str, str]) -> list[_Item]:
+    proposals = {p.id: p for p in store.list_proposals(status=None)}
     items: list[_Item] = []
-    for d in kernel.store.decisions(include_closed=True):
+    for d in store.decisions(include_closed=True):
         origin = proposals.get(d.proposal_id) if d.proposal_id else None
         from_origin = d.source is None and origin is not None and origin.source is not None
-        base, base_hash = _file_evidence(kernel, d.evidence)
+        base, base_hash = _file_evidence(store, d.evidence)
         if d.current:
             status = "accepted"
         elif d.closed_by == "superseded" and d.superseded_by:
@@ -250,7 +250,7 @@ def _items(kernel: Ctx, marked: dict[str, str]) -> list[_Item]:
     for p in proposals.values():
         if p.status == "ratified" or (p.status != "pending" and p.source is None and p.id not in marked):
             continue
-        base, base_hash = _file_evidence(kernel, p.evidence)
+        base, base_hash = _file_evidence(store, p.evidence)
         items.append(
             _Item(
                 id=p.id,

@@ -9,11 +9,12 @@ from typing import TYPE_CHECKING, Any
 from ctx_kernel.kernel import clock, text
 from ctx_kernel.kernel.adr import files as adr
 from ctx_kernel.kernel.errors import RefusedError, UsageError
-from ctx_kernel.kernel.recall import entities
+from ctx_kernel.kernel.limits import DECISION_IMPORTED, PROPOSAL_IMPORTED
 from ctx_kernel.kernel.records import Decision, Proposal
 
 if TYPE_CHECKING:
-    from ctx_kernel.kernel.facade import Ctx
+    from ctx_kernel.kernel.decisions.kernel import DecisionService
+    from ctx_kernel.kernel.vault.service import VaultService
 
 # Front-matter keys ctx writes on export and honours on import, so a round trip keeps exact windows.
 KEY_ID, KEY_FROM, KEY_UNTIL, KEY_BY = "ctx-id", "ctx-valid-from", "ctx-valid-until", "ctx-ratified-by"
@@ -190,7 +191,9 @@ def _check_starts(
                 )
 
 
-def import_adrs(kernel: Ctx, folder: Path, reviewer: str, *, dry_run: bool = False) -> ImportReport:
+def import_adrs(
+    kernel: DecisionService, vault: VaultService, folder: Path, reviewer: str, *, dry_run: bool = False
+) -> ImportReport:
     """Import a folder of ADRs: accepted and superseded ones as decisions with rebuilt chains.
 
     ``reviewer`` ratifies every imported decision; a file's own ``ctx-ratified-by`` or deciders are
@@ -222,7 +225,9 @@ def import_adrs(kernel: Ctx, folder: Path, reviewer: str, *, dry_run: bool = Fal
     start, until = _windows(records, folder, now, successors)
     try:
         with kernel.store.transaction():
-            _import_all(kernel, folder, records, subjects, reviewer, now, start, until, successors, report)
+            _import_all(
+                kernel, vault, folder, records, subjects, reviewer, now, start, until, successors, report
+            )
             if dry_run:
                 raise _DryRun
     except _DryRun:
@@ -269,7 +274,7 @@ def _windows(
     return start, until
 
 
-def _known(kernel: Ctx, record: adr.AdrRecord) -> Decision | Proposal | None:
+def _known(kernel: DecisionService, record: adr.AdrRecord) -> Decision | Proposal | None:
     """The decision or proposal this file was imported as, or exported from, in this store."""
     existing = kernel.store.find_source(record.path)
     if existing is not None:
@@ -285,7 +290,8 @@ def _known(kernel: Ctx, record: adr.AdrRecord) -> Decision | Proposal | None:
 
 
 def _import_all(
-    kernel: Ctx,
+    kernel: DecisionService,
+    vault: VaultService,
     folder: Path,
     records: list[adr.AdrRecord],
     subjects: dict[str, str],
@@ -312,8 +318,8 @@ def _import_all(
         try:
             cleaned = _clean(record, subjects[record.path])
             if kernel.store.current_decision(cleaned.subject) is None:
-                kernel.check_new_subject(cleaned.subject)
-            evidence_id = _keep_file(kernel, folder / source, inside, source, reviewer)
+                kernel.queue.check_new_subject(cleaned.subject)
+            evidence_id = _keep_file(vault, folder / source, inside, source, reviewer)
         except (UsageError, RefusedError) as exc:
             report.skipped.append(f"{source}: {exc.message}")
             entry.update(outcome="skipped", reason=exc.message, subject=subjects[record.path])
@@ -346,13 +352,12 @@ def _import_all(
         if old.path in ids and new.path in ids:
             old_id, new_id = ids[old.path], ids[new.path]
             if new_id.startswith("dc_") and not kernel.store.is_ancestor(old_id, new_id):
-                kernel.store.link(old_id, new_id, start[new.path])
-                _audit_link(kernel, old_id, new_id, start[new.path], reviewer, now)
+                _link(kernel, old_id, new_id, start[new.path], reviewer, now)
     if not report.dry_run:  # conflicts are derived; a dry run leaves every cache as it was
-        kernel.record_conflicts(report.decisions)
+        kernel.recall.record_conflicts(report.decisions)
 
 
-def _keep_file(kernel: Ctx, path: Path, inside: Path, source: str, reviewer: str) -> str:
+def _keep_file(vault: VaultService, path: Path, inside: Path, source: str, reviewer: str) -> str:
     """Keep the whole file as evidence (redacted like any captured text); its id."""
     from ctx_kernel.kernel.capture.ingest import EvidenceInput, prepare  # noqa: PLC0415
 
@@ -360,11 +365,11 @@ def _keep_file(kernel: Ctx, path: Path, inside: Path, source: str, reviewer: str
     prepared = prepare(
         EvidenceInput(body, kind="doc", agent=reviewer, source=source, tags=(ADR_TAG,)), redact=True
     )
-    return kernel._append(prepared).id  # the facade's writer, inside the import's transaction
+    return vault.append(prepared).id  # the vault's one writer, inside the import's transaction
 
 
 def _import_decision(
-    kernel: Ctx,
+    kernel: DecisionService,
     record: adr.AdrRecord,
     cleaned: _Cleaned,
     reviewer: str,
@@ -413,14 +418,6 @@ def _import_decision(
         title=cleaned.title,
         deciders=cleaned.deciders,
     )
-    try:
-        with kernel.store.savepoint():
-            kernel.store.insert_decision(decision)
-            kernel.store.add_mentions(
-                decision.id, entities.for_decision(decision.subject, decision.decision, decision.rationale)
-            )
-    except RefusedError:  # an overlap the renaming could not avoid: report it, import the rest
-        return None
     payload: dict[str, Any] = {
         "subject": subject,
         "decision": body,
@@ -439,26 +436,39 @@ def _import_decision(
     }
     if cleaned.attribution:
         payload["attribution"] = cleaned.attribution
-    kernel.store.append_audit(now, reviewer, "decision.imported", decision.id, None, payload)
+    try:
+        with kernel.store.savepoint():
+            kernel.write(
+                decision,
+                actor=reviewer,
+                at=now,
+                action=DECISION_IMPORTED,
+                target=decision.id,
+                before=None,
+                after=payload,
+            )
+    except RefusedError:  # an overlap the renaming could not avoid: report it, import the rest
+        return None
     return decision
 
 
-def _audit_link(kernel: Ctx, old_id: str, new_id: str, linked_at: str, reviewer: str, now: str) -> None:
-    """Log an imported supersession link, so that the audit log accounts for every link."""
+def _link(kernel: DecisionService, old_id: str, new_id: str, linked_at: str, reviewer: str, now: str) -> None:
+    """Link an imported supersession and log it, so that the audit log accounts for every link."""
     old = kernel.store.get_decision(old_id)
     until = old.valid_until if old is not None else None
-    kernel.store.append_audit(
-        now,
-        reviewer,
-        "decision.superseded",
+    kernel.link(
         old_id,
-        {"valid_until": until},
-        {"valid_until": until, "superseded_by": new_id, "linked_at": linked_at},
+        new_id,
+        actor=reviewer,
+        linked_at=linked_at,
+        logged_at=now,
+        until=(until, until),
+        note={"linked_at": linked_at},
     )
 
 
 def _import_proposal(
-    kernel: Ctx,
+    kernel: DecisionService,
     record: adr.AdrRecord,
     cleaned: _Cleaned,
     reviewer: str,
@@ -507,5 +517,5 @@ def _import_proposal(
     }
     if cleaned.attribution:
         payload["attribution"] = cleaned.attribution
-    kernel.store.append_audit(now, reviewer, "proposal.imported", proposal.id, None, payload)
+    kernel.store.append_audit(now, reviewer, PROPOSAL_IMPORTED, proposal.id, None, payload)
     return proposal

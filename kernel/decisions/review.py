@@ -1,6 +1,7 @@
 """What a reviewer sees before acting: queue groups, the change a ratification makes, word diffs.
 
-Pure functions over facade records; the review app and the CLI render them.
+Functions over records and store reads; the decision service plans with them, and the review app
+and the CLI render what they return.
 """
 
 from __future__ import annotations
@@ -12,13 +13,13 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 from ctx_kernel.kernel import clock
-from ctx_kernel.kernel.errors import CtxError, NotFoundError, RefusedError, UsageError
+from ctx_kernel.kernel.errors import NotFoundError, RefusedError, UsageError
 from ctx_kernel.kernel.records import Decision, Evidence, Proposal
 from ctx_kernel.kernel.text import MAX_DECISION_CHARS, clip, require_shown, visible
 
 if TYPE_CHECKING:
-    from ctx_kernel.kernel.facade import Ctx
-    from ctx_kernel.kernel.recall.engine import Related
+    from ctx_kernel.kernel.recall.engine import EntityIndex, Related
+    from ctx_kernel.kernel.store.base import Store
 
 # A proposal left this long is stale: queues that rot are how approval gates fail.
 STALE_AFTER = timedelta(days=7)
@@ -234,14 +235,16 @@ def as_decision(proposal: Proposal) -> Decision:
     )
 
 
-def proposal_conflicts(kernel: Ctx, proposal_ids: Sequence[str]) -> dict[str, list[Related]]:
+def proposal_conflicts(
+    store: Store, index: EntityIndex, proposal_ids: Sequence[str]
+) -> dict[str, list[Related]]:
     """The current decisions on other subjects that each proposal contradicts."""
-    from ctx_kernel.kernel.recall import engine as recall  # noqa: PLC0415 - recall is heavy; see the facade's imports
+    from ctx_kernel.kernel.recall import engine as recall  # noqa: PLC0415 - recall is heavy; see recall/service.py
 
-    detector = recall.ConflictDetector(kernel.store, kernel._entity_index)
+    detector = recall.ConflictDetector(store, index)
     out: dict[str, list[Related]] = {}
     for pid in proposal_ids:
-        proposal = kernel.store.get_proposal(pid)
+        proposal = store.get_proposal(pid)
         if proposal is None:
             continue
         out[pid] = [
@@ -251,24 +254,30 @@ def proposal_conflicts(kernel: Ctx, proposal_ids: Sequence[str]) -> dict[str, li
     return out
 
 
+def supersede_targets(explicit: Sequence[str], current: Decision | None) -> list[str]:
+    """The decisions a proposal supersedes: those it names, and its subject's current decision."""
+    targets = list(explicit)
+    if current is not None and current.id not in targets:
+        targets.append(current.id)
+    return targets
+
+
 def plan(
-    kernel: Ctx,
+    store: Store,
     proposal: Proposal,
     decision: str | None,
     settle: Sequence[str] | None,
     *,
-    conflicts: bool = True,
+    group: Sequence[Proposal],
+    contradicts: Sequence[Related] = (),
 ) -> RatificationPlan:
     """What ratifying ``proposal`` (with ``decision`` as amended text) would change.
 
     It supersedes every decision the proposal names and the subject's current decision,
-    closing those still current; it settles ``settle`` (default: the whole review group).
+    closing those still current; it settles ``settle`` (default: the whole review ``group``).
     """
-    store = kernel.store
-    targets = list(proposal.explicit_supersedes)
     current = store.current_decision(proposal.subject)
-    if current is not None and current.id not in targets:
-        targets.append(current.id)
+    targets = supersede_targets(proposal.explicit_supersedes, current)
     found = store.decisions_by_ids(targets)
     missing = [t for t in targets if t not in found]
     if missing:
@@ -284,9 +293,8 @@ def plan(
         for old in supersedes
         if old.current
     ]
-    group = kernel.review_group(proposal.id)
     if settle is None:
-        settles = group
+        settles = list(group)
     else:
         members = {p.id: p for p in group}
         settles = []
@@ -294,7 +302,7 @@ def plan(
             if other == proposal.id:
                 raise UsageError(f"{proposal.id} cannot settle itself")
             if other not in members:
-                found = kernel.store.get_proposal(other)
+                found = store.get_proposal(other)
                 if found is None:
                     raise NotFoundError(f"no proposal {other}")
                 if found.status != "pending":
@@ -307,7 +315,6 @@ def plan(
     text = (
         require_shown(decision, "decision", MAX_DECISION_CHARS) if decision is not None else proposal.decision
     )
-    found_conflicts = proposal_conflicts(kernel, [proposal.id]).get(proposal.id, []) if conflicts else []
     return RatificationPlan(
         proposal=proposal,
         subject=proposal.subject,
@@ -316,7 +323,7 @@ def plan(
         supersedes=supersedes,
         closes=closes,
         settles=settles,
-        contradicts=found_conflicts,
+        contradicts=list(contradicts),
     )
 
 
@@ -347,21 +354,16 @@ def stale_reason(
     return "what ratifying changes is no longer what you saw; review it again"
 
 
-def context(kernel: Ctx, proposal: Proposal, related: int) -> ProposalContext:
-    """Everything the detail view shows about ``proposal``."""
-    current = kernel.store.current_decision(proposal.subject)
-    chain = kernel.store.connected_decisions(proposal.subject)
-    evidence_by_id = kernel.store.evidence_by_ids(proposal.evidence)
+def context(
+    store: Store, proposal: Proposal, similar: list[Decision], change: RatificationPlan | None
+) -> ProposalContext:
+    """Everything the detail view shows about ``proposal``, given the decisions recall found
+    ``similar`` to it and, while it is pending, the ``change`` ratifying it would make."""
+    current = store.current_decision(proposal.subject)
+    chain = store.connected_decisions(proposal.subject)
+    evidence_by_id = store.evidence_by_ids(proposal.evidence)
     evidence = [evidence_by_id[e] for e in proposal.evidence if e in evidence_by_id]
-    similar: list[Decision] = []
-    try:
-        found = kernel.recall(f"{proposal.subject} {proposal.decision}", k=related + 1)
-    except CtxError:
-        found = None
-    if found is not None:
-        similar = [h.decision for h in found.decisions if h.decision.subject != proposal.subject][:related]
-    if proposal.status == "pending":
-        change = plan(kernel, proposal, None, None)
+    if change is not None:
         contradicts, group = change.contradicts, change.settles
     else:
         change = RatificationPlan(proposal, proposal.subject, proposal.decision, False, [], [], [])

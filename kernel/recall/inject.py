@@ -17,7 +17,7 @@ from ctx_kernel.kernel.records import Decision, Evidence, Proposal
 from ctx_kernel.kernel.text import clip, visible
 
 if TYPE_CHECKING:
-    from ctx_kernel.kernel.facade import Ctx
+    from ctx_kernel.kernel.recall.service import RecallService
 
 CHARS_PER_TOKEN = 4
 TOKEN_COUNTING = "ceil(characters / 4) per line, newline included"
@@ -118,7 +118,9 @@ def _evidence_item(e: Evidence, snippet: str) -> tuple[dict[str, Any], str]:
     return item, f"- `{e.id}` ({e.kind}, {_day(e.created_at)}, unratified): {_one_line(snippet, 300)}"
 
 
-def _candidates_from_recall(found: Recall, kernel: Ctx) -> dict[str, list[tuple[dict[str, Any], str]]]:
+def _candidates_from_recall(
+    found: Recall, service: RecallService
+) -> dict[str, list[tuple[dict[str, Any], str]]]:
     out: dict[str, list[tuple[dict[str, Any], str]]] = {name: [] for name, _ in SECTIONS}
     seen: set[str] = set()
     pending_ids: set[str] = set()
@@ -136,19 +138,19 @@ def _candidates_from_recall(found: Recall, kernel: Ctx) -> dict[str, list[tuple[
                 out["conflicts"].append(_conflict_item(hit.decision, related))
         pending_ids.update(r.id for r in hit.pending)
     out["superseded"] = [_superseded_item(related, holders) for related, holders in replaced.values()]
-    queue = kernel.queue()
+    queue = service.store.list_proposals("pending")
     ordered = [p for p in queue if p.id in pending_ids] + [p for p in queue if p.id not in pending_ids]
     out["proposals"] = [_proposal_item(p) for p in ordered]
     out["evidence"] = [_evidence_item(h.evidence, h.snippet) for h in found.evidence[:MAX_EVIDENCE]]
     return out
 
 
-def _candidates_without_query(kernel: Ctx) -> dict[str, list[tuple[dict[str, Any], str]]]:
+def _candidates_without_query(service: RecallService) -> dict[str, list[tuple[dict[str, Any], str]]]:
     out: dict[str, list[tuple[dict[str, Any], str]]] = {name: [] for name, _ in SECTIONS}
     # With no query, the newest decisions come first: they are the ones current work touches.
-    current = sorted(kernel.decisions(), key=lambda d: (d.valid_from, d.id), reverse=True)
+    current = sorted(service.store.decisions(), key=lambda d: (d.valid_from, d.id), reverse=True)
     out["decisions"] = [_decision_item(d) for d in current]
-    closed = {d.id: d for d in kernel.decisions(include_closed=True) if d.closed_by == "superseded"}
+    closed = {d.id: d for d in service.store.decisions(include_closed=True) if d.closed_by == "superseded"}
     replaced: dict[str, tuple[Related, list[str]]] = {}
     for d in current:
         for old_id in d.supersedes:
@@ -160,21 +162,21 @@ def _candidates_without_query(kernel: Ctx) -> dict[str, list[tuple[dict[str, Any
                 )  # fmt: skip
                 replaced.setdefault(old.id, (related, []))[1].append(d.id)
     out["superseded"] = [_superseded_item(related, holders) for related, holders in replaced.values()]
-    out["conflicts"] = [_conflict_item(d, r) for d, r in kernel.conflicts()]
-    out["proposals"] = [_proposal_item(p) for p in kernel.queue()]
-    out["evidence"] = [_evidence_item(e, e.text) for e in kernel.recent_evidence(MAX_EVIDENCE)]
+    out["conflicts"] = [_conflict_item(d, r) for d, r in service.conflicts()]
+    out["proposals"] = [_proposal_item(p) for p in service.store.list_proposals("pending")]
+    out["evidence"] = [_evidence_item(e, e.text) for e in service.vault.recent(MAX_EVIDENCE)]
     return out
 
 
-def build(kernel: Ctx, query: str | None, budget: int) -> Injection:
+def build(service: RecallService, query: str | None, budget: int) -> Injection:
     """Choose and render the block: sections in order, items in order, while the budget lasts."""
     injection = Injection(query=query, budget=budget)
     if query is not None:
-        found = kernel.recall(query, k=QUERY_DEPTH)
+        found = service.recall(query, k=QUERY_DEPTH)
         injection.vectors = found.vectors.to_dict()
-        candidates = _candidates_from_recall(found, kernel)
+        candidates = _candidates_from_recall(found, service)
     else:
-        candidates = _candidates_without_query(kernel)
+        candidates = _candidates_without_query(service)
     header = "# Project decisions from ctx\n"
     header += (
         "Ratified by a person: apply the current decisions; never apply superseded ones; "

@@ -1,1 +1,3 @@
-"""The evidence vault: append-only raw text, and its encryption at rest."""
+"""The evidence vault: append-only raw text (``service``, its one writer), and its encryption at
+rest (``encryption`` seals and rekeys, ``sealing`` holds the cipher and the keys).
+"""

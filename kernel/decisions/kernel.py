@@ -1,0 +1,324 @@
+"""The decision kernel's write path and reads: ratifying a planned change, retiring a decision,
+and the one place a decision is written (ratified or imported) with its mentions, its audit row and
+its supersession links."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from ctx_kernel.kernel import clock, text
+from ctx_kernel.kernel.decisions import review
+from ctx_kernel.kernel.decisions.queue import QueueService
+from ctx_kernel.kernel.decisions.review import ProposalContext, RatificationPlan
+from ctx_kernel.kernel.errors import CtxError, NotFoundError, RefusedError, StalePlanError, UsageError
+from ctx_kernel.kernel.limits import (
+    DECISION_RETIRED,
+    DECISION_SUPERSEDED,
+    PROPOSAL_RATIFIED,
+    PROPOSAL_REJECTED,
+)
+from ctx_kernel.kernel.recall import entities
+from ctx_kernel.kernel.recall.service import RecallService
+from ctx_kernel.kernel.records import Decision, Evidence, Proposal, Ratification
+from ctx_kernel.kernel.store.base import Store
+
+if TYPE_CHECKING:
+    from ctx_kernel.kernel.recall.engine import Related
+
+
+class DecisionService:
+    """Ratified decisions: a person's acts turn proposals into them, close them and link them."""
+
+    def __init__(self, store: Store, queue: QueueService, recall: RecallService) -> None:
+        self.store = store
+        self.queue = queue
+        self.recall = recall
+
+    # -- the write path -----------------------------------------------------------------------
+
+    def write(
+        self, decision: Decision, *, actor: str, at: str, action: str, target: str, before: Any, after: Any
+    ) -> None:
+        """Insert ``decision`` with its entity mentions and log the act that made it (``action`` on
+        ``target``), inside the caller's transaction."""
+        self.store.insert_decision(decision)
+        self.store.add_mentions(
+            decision.id, entities.for_decision(decision.subject, decision.decision, decision.rationale)
+        )
+        self.store.append_audit(at, actor, action, target, before, after)
+
+    def link(
+        self,
+        old_id: str,
+        new_id: str,
+        *,
+        actor: str,
+        linked_at: str,
+        logged_at: str,
+        until: tuple[str | None, str | None],
+        note: dict[str, Any],
+    ) -> None:
+        """Link ``old_id`` as superseded by ``new_id`` from ``linked_at`` and log it, inside the
+        caller's transaction; ``until`` is the old decision's end before and after, ``note`` the
+        rest of what the log says. Refuses a link that would make a cycle."""
+        if self.store.is_ancestor(old_id, new_id):
+            raise RefusedError(f"superseding {old_id} would make a cycle")
+        self.store.link(old_id, new_id, linked_at)
+        before, after = until
+        self.store.append_audit(
+            logged_at,
+            actor,
+            DECISION_SUPERSEDED,
+            old_id,
+            {"valid_until": before},
+            {"valid_until": after, "superseded_by": new_id} | note,
+        )
+
+    # -- ratification -------------------------------------------------------------------------
+
+    def plan_ratification(
+        self,
+        proposal_id: str,
+        *,
+        decision: str | None = None,
+        settle: Sequence[str] | None = None,
+        contradicts: bool = True,
+    ) -> RatificationPlan:
+        """What ratifying would change: the new decision, what it supersedes and closes, the
+        proposals it settles (default: its whole review group) and, with ``contradicts``, the
+        current decisions it contradicts. The one place this is worked out: the preview shows it
+        and :meth:`ratify` carries it out."""
+        settled = None if settle is None else [self.queue.vault.resolve_id(s, "proposal") for s in settle]
+        pending = self.queue.pending(proposal_id)
+        group = self.queue.review_group(pending.id)
+        found: list[Related] = []
+        if contradicts:
+            found = self.proposal_conflicts([pending.id]).get(pending.id, [])
+        return review.plan(self.store, pending, decision, settled, group=group, contradicts=found)
+
+    def ratify(
+        self,
+        proposal: str | RatificationPlan,
+        *,
+        reviewer: str,
+        decision: str | None = None,
+        settle: Sequence[str] | None = None,
+    ) -> Ratification:
+        """A person's act: turn a pending proposal into the current decision on its subject.
+
+        Given a plan (what the person was shown), carries out exactly that plan, or refuses with
+        :class:`StalePlanError` naming what changed since. Given a proposal id, plans and carries
+        out in one step.
+        """
+        reviewer = text.require_shown(reviewer, "reviewer", text.MAX_NAME_CHARS)
+        with self.store.transaction():
+            return self._ratify(proposal, reviewer, decision, settle)
+
+    def ratify_all(self, plans: Sequence[RatificationPlan], *, reviewer: str) -> list[Ratification]:
+        """Ratify several shown plans in one transaction: all of them, or none if any is refused."""
+        reviewer = text.require_shown(reviewer, "reviewer", text.MAX_NAME_CHARS)
+        touched: dict[str, str] = {}
+        for plan in plans:
+            for pid in [plan.proposal.id, *(p.id for p in plan.settles)]:
+                if pid in touched:
+                    raise UsageError(f"{pid} is in the plans of both {touched[pid]} and {plan.proposal.id}")
+                touched[pid] = plan.proposal.id
+        with self.store.transaction():
+            return [self._ratify(plan, reviewer, None, None) for plan in plans]
+
+    def _ratify(
+        self,
+        proposal: str | RatificationPlan,
+        reviewer: str,
+        decision: str | None,
+        settle: Sequence[str] | None,
+    ) -> Ratification:
+        """Plan again inside the transaction and carry out the plan, if it is still the one shown."""
+        if isinstance(proposal, RatificationPlan):
+            if decision is not None or settle is not None:
+                raise UsageError("a ratification plan already holds the text and the proposals it settles")
+            shown = proposal
+            self._still_pending(shown.proposal.id, None)
+            for other in shown.settles:
+                self._still_pending(other.id, shown.proposal.id)
+            amended = shown.text if shown.amended else None
+            plan = self.plan_ratification(
+                shown.proposal.id, decision=amended, settle=[p.id for p in shown.settles], contradicts=False
+            )
+            reason = review.stale_reason(shown, plan, self.store.get_decision)
+            if reason is not None:
+                raise StalePlanError(f"not ratified: {reason}")
+        else:
+            plan = self.plan_ratification(proposal, decision=decision, settle=settle, contradicts=False)
+        return self._carry_out(plan, reviewer)
+
+    def _still_pending(self, proposal_id: str, settled_by: str | None) -> Proposal:
+        found = self.queue.proposal(proposal_id)
+        if found.status == "pending":
+            return found
+        when = f" by {text.visible(found.resolved_by or '?')} at {(found.resolved_at or '?')[:19]}"
+        if settled_by is None:
+            raise RefusedError(f"proposal {found.id} was already {found.status}{when}")
+        raise StalePlanError(
+            f"not ratified: {found.id}, which approving {settled_by} was shown to settle, was "
+            f"{found.status}{when} since; review it again"
+        )
+
+    def _carry_out(self, plan: RatificationPlan, reviewer: str) -> Ratification:
+        """Write ``plan`` inside the caller's transaction (its freshness already checked)."""
+        proposal = plan.proposal
+        replaced = plan.supersedes
+        # A successor never starts before what it replaces, even if the wall clock stepped back.
+        at = clock.latest([clock.now(), *(old.valid_from for old in replaced)])
+        new = Decision(
+            id=clock.new_id("dc"),
+            subject=proposal.subject,
+            decision=plan.text,
+            rationale=proposal.rationale,
+            valid_from=at,
+            valid_until=None,
+            ratified_by=reviewer,
+            ratified_at=at,
+            proposal_id=proposal.id,
+            amended=plan.amended,
+            closed_by=None,
+            close_reason=None,
+            evidence=list(proposal.evidence),
+            title=proposal.title,
+            deciders=list(proposal.deciders),
+        )
+        for window in plan.closes:
+            self.store.close_decision(window.decision.id, at, "superseded", f"superseded by {new.id}")
+        after: dict[str, Any] = {
+            "status": "ratified",
+            "decision_id": new.id,
+            "subject": new.subject,
+            "decision": new.decision,
+            "supersedes": [old.id for old in replaced],
+            "evidence": list(new.evidence),
+        }
+        if new.title is not None:
+            after["title"] = new.title
+        if new.deciders:
+            after["deciders"] = new.deciders
+        if new.amended:
+            after["amended_from"] = proposal.decision
+        self.write(
+            new,
+            actor=reviewer,
+            at=at,
+            action=PROPOSAL_RATIFIED,
+            target=proposal.id,
+            before={"status": "pending"},
+            after=after,
+        )
+        for old in replaced:
+            self.link(
+                old.id,
+                new.id,
+                actor=reviewer,
+                linked_at=at,
+                logged_at=at,
+                until=(old.valid_until, old.valid_until or at),
+                note={} if old.valid_until else {"reason": f"superseded by {new.id}"},
+            )
+        self.recall.record_conflicts([new.id])
+        self.store.resolve_proposal(proposal.id, "ratified", at, reviewer, None, new.id)
+        settled = [other.id for other in plan.settles]
+        for other in settled:
+            note = f"settled by {proposal.id}, ratified as {new.id}"
+            self.store.resolve_proposal(other, "rejected", at, reviewer, note, None)
+            self.store.append_audit(
+                at,
+                reviewer,
+                PROPOSAL_REJECTED,
+                other,
+                {"status": "pending"},
+                {"status": "rejected", "reason": note, "settled_by": proposal.id, "decision_id": new.id},
+            )
+        result = self.store.get_decision(new.id)
+        assert result is not None
+        return Ratification(proposal.id, result, [old.id for old in replaced], settled)
+
+    # -- review -------------------------------------------------------------------------------
+
+    def proposal_conflicts(self, proposal_ids: Sequence[str]) -> dict[str, list[Related]]:
+        """For each pending proposal, the current decisions on other subjects it contradicts."""
+        ids = [self.queue.vault.resolve_id(p, "proposal") for p in proposal_ids]
+        return review.proposal_conflicts(self.store, self.recall.entity_index, ids)
+
+    def proposal_context(self, proposal_id: str, *, related: int = 5) -> ProposalContext:
+        """A proposal with its subject's current decision and chain, contradictions, related decisions
+        found by recall, cited evidence, review group, and the change ratifying it would make."""
+        proposal = self.queue.proposal(proposal_id)
+        similar: list[Decision] = []
+        try:
+            found = self.recall.recall(f"{proposal.subject} {proposal.decision}", k=related + 1)
+        except CtxError:
+            found = None
+        if found is not None:
+            similar = [h.decision for h in found.decisions if h.decision.subject != proposal.subject][
+                :related
+            ]
+        change = self.plan_ratification(proposal.id) if proposal.status == "pending" else None
+        return review.context(self.store, proposal, similar, change)
+
+    # -- other acts and reads ----------------------------------------------------------------
+
+    def retire(self, subject: str, *, reviewer: str, reason: str) -> Decision:
+        """Close the current decision on a subject with no successor."""
+        subject = text.normalise_subject(subject)
+        reviewer = text.require_shown(reviewer, "reviewer", text.MAX_NAME_CHARS)
+        reason = text.require_shown(reason, "reason", text.MAX_REASON_CHARS)
+        with self.store.transaction():
+            current = self.store.current_decision(subject)
+            if current is None:
+                raise RefusedError(f"no current decision on {subject} to retire")
+            at = clock.now()
+            self.store.close_decision(current.id, at, "retired", reason)
+            self.store.append_audit(
+                at,
+                reviewer,
+                DECISION_RETIRED,
+                current.id,
+                {"valid_until": None},
+                {"valid_until": at, "reason": reason},
+            )
+            return self._require_decision(current.id)
+
+    def _require_decision(self, decision_id: str) -> Decision:
+        found = self.store.get_decision(decision_id)
+        if found is None:
+            raise NotFoundError(f"no decision {decision_id}")
+        return found
+
+    def decision(self, decision_id: str) -> Decision:
+        """One decision by id."""
+        return self._require_decision(self.queue.vault.resolve_id(decision_id, "decision"))
+
+    def show(self, item_id: str) -> Evidence | Proposal | Decision:
+        """Any record by id."""
+        checked = self.queue.vault.resolve_id(item_id)
+        kind = clock.ID_PREFIXES[checked[:2]]
+        if kind == "evidence":
+            return self.queue.vault.evidence(checked)
+        if kind == "proposal":
+            return self.queue.proposal(checked)
+        return self.decision(checked)
+
+    def decisions(
+        self, subject: str | None = None, *, as_of: str | None = None, include_closed: bool = False
+    ) -> list[Decision]:
+        """Current decisions, those valid at ``as_of``, or all of them; ``subject`` takes a subtree."""
+        subject = text.normalise_subject(subject) if subject is not None else None
+        moment = clock.parse_when(as_of) if as_of is not None else None
+        return self.store.decisions(subject, moment, include_closed)
+
+    def history(self, subject: str) -> list[Decision]:
+        """A subject's supersede chain, with the decisions on other subjects it links to, oldest first."""
+        subject = text.normalise_subject(subject)
+        chain = self.store.connected_decisions(subject)
+        if not chain:
+            raise NotFoundError(f"no decisions on {subject}")
+        return chain

@@ -1,0 +1,353 @@
+"""Recall as a service: keyword search, hybrid recall, the inject block, contradictions between
+current decisions, and the embedding model with its vectors. The recall engine, the embedding
+code and rapidfuzz are imported inside the methods that need them: `ctx log` and `ctx propose`
+are an agent's hot path and need none of them (each costs milliseconds to import).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
+
+from ctx_kernel.kernel import clock, text
+from ctx_kernel.kernel.errors import RefusedError, StoreError, UsageError
+from ctx_kernel.kernel.limits import (
+    BACKFILL_ON_RECALL,
+    DEFAULT_BUDGET,
+    DEFAULT_MODE,
+    DEFAULT_RRF_K,
+    MAX_BUDGET,
+    MAX_QUERY_CHARS,
+    MAX_RECALL_K,
+    MAX_RRF_K,
+    MAX_SEARCH_LIMIT,
+    META_CONFLICT_RULES,
+    MIN_BUDGET,
+    RECALL_MODES,
+    VECTOR_MODES,
+)
+from ctx_kernel.kernel.recall.fts import match_query
+from ctx_kernel.kernel.records import Decision, SearchResults
+from ctx_kernel.kernel.store.base import Store
+from ctx_kernel.kernel.vault.service import VaultService
+
+if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from ctx_kernel.kernel.recall import embeddings as embed
+    from ctx_kernel.kernel.recall import engine as recall
+    from ctx_kernel.kernel.recall.embeddings import Embedder
+    from ctx_kernel.kernel.recall.inject import Injection
+
+# The configured embedding model (see kernel.recall.embeddings.resolve).
+AUTO = "auto"
+
+
+@dataclass(frozen=True)
+class ReindexReport:
+    """What ``ctx reindex`` embedded."""
+
+    model: str
+    dim: int
+    previous_model: str | None
+    decisions: int
+    evidence: int
+    seconds: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready form (``schemas/reindex.schema.json``)."""
+        return asdict(self)
+
+
+def conflict_rules() -> str:
+    """The version of the rules contradictions are found with (recorded with the ones found)."""
+    from ctx_kernel.kernel.recall.conflicts import RULES_VERSION  # noqa: PLC0415 - lazy, see the module
+
+    return RULES_VERSION
+
+
+class RecallService:
+    """Finds decisions and evidence, and keeps what finding them needs: vectors, the entity index,
+    the recorded contradictions and a worker thread."""
+
+    def __init__(self, store: Store, vault: VaultService, *, embedder: Embedder | str | None = AUTO) -> None:
+        self.store = store
+        self.vault = vault
+        self._embedder_choice = embedder
+        self._resolution: embed.Resolution | None = None
+        # warm() may resolve the model on another thread while a recall asks for it.
+        self._resolution_lock = threading.Lock()
+        self._entity_index_cache: recall.EntityIndex | None = None
+        self._decision_cache: recall.DecisionCache | None = None
+        self._executor: ThreadPoolExecutor | None = None
+
+    def close(self) -> None:
+        """Stop the worker thread, if one was started."""
+        if self._executor is not None:
+            self._executor.shutdown()
+
+    @property
+    def entity_index(self) -> recall.EntityIndex:
+        """The names decisions and evidence mention, built on first use."""
+        from ctx_kernel.kernel.recall import engine as recall  # noqa: PLC0415 - lazy, see the module
+
+        if self._entity_index_cache is None:
+            self._entity_index_cache = recall.EntityIndex()
+        return self._entity_index_cache
+
+    def forget_entities(self) -> None:
+        """Drop the entity index: the mentions it was built from changed."""
+        self._entity_index_cache = None
+
+    def _pool(self) -> ThreadPoolExecutor:
+        from concurrent.futures import ThreadPoolExecutor  # noqa: PLC0415
+
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ctx-recall")
+        return self._executor
+
+    def search(self, query: str, *, limit: int = 10, as_of: str | None = None) -> SearchResults:
+        """Keyword search, answered as ratified decisions and unratified evidence, never blended."""
+        if limit < 1 or limit > MAX_SEARCH_LIMIT:
+            raise UsageError(f"limit must be between 1 and {MAX_SEARCH_LIMIT}")
+        match = match_query(query)
+        if match is None:
+            raise UsageError("the query has no words to search for")
+        moment = clock.parse_when(as_of) if as_of is not None else None
+        return SearchResults(
+            query=query,
+            decisions=self.store.search_decisions(match, limit, moment),
+            evidence=self.store.search_evidence(match, limit),
+        )
+
+    def recall(
+        self,
+        query: str,
+        *,
+        k: int = 10,
+        as_of: str | None = None,
+        mode: str = DEFAULT_MODE,
+        rrf_k: int = DEFAULT_RRF_K,
+        min_scores: dict[str, float] | None = None,
+    ) -> recall.Recall:
+        """Decisions that hold (with what contradicts them) and unratified evidence matching ``query``.
+
+        ``min_scores`` drops a ranker's hits whose raw score is below the given value
+        (``{"vector": 0.4}``: cosine similarity; keyword: negated BM25; entity: idf-weighted match).
+        """
+        from ctx_kernel.kernel.recall import engine as recall  # noqa: PLC0415 - lazy, see the imports
+
+        query = text.require_text(query, "query", MAX_QUERY_CHARS)
+        if match_query(query) is None:
+            raise UsageError("the query has no words to search for")
+        if mode not in RECALL_MODES:
+            raise UsageError(f"unknown mode {mode!r}: use one of {', '.join(RECALL_MODES)}")
+        if not 1 <= k <= MAX_RECALL_K:
+            raise UsageError(f"k must be between 1 and {MAX_RECALL_K}")
+        if not 1 <= rrf_k <= MAX_RRF_K:
+            raise UsageError(f"rrf-k must be between 1 and {MAX_RRF_K}")
+        moment = clock.parse_when(as_of) if as_of is not None else None
+        # A read-only or busy store still answers, with the conflicts it has recorded.
+        with contextlib.suppress(StoreError):
+            self.ensure_conflicts()
+        if mode in VECTOR_MODES:
+            embedder, status = self.prepare_vectors(BACKFILL_ON_RECALL)
+            if embedder is None and mode == "vector":
+                raise RefusedError(f"vector mode needs vectors, and they are off: {status.note}")
+        else:
+            embedder, status = None, recall.VectorStatus("unused", None, 0, f"not used in {mode} mode")
+        unknown = sorted(set(min_scores or {}) - set(recall.RANKERS))
+        if unknown:
+            raise UsageError(f"unknown ranker {unknown[0]!r}: use one of {', '.join(recall.RANKERS)}")
+        if self._decision_cache is None:
+            self._decision_cache = recall.DecisionCache()
+        recaller = recall.Recaller(self.store, self.entity_index, embedder, min_scores, self._decision_cache)
+        if embedder is not None:
+            recaller.start_vectors(query, max(recall.OVERFETCH, 5 * k), self._pool())
+        decisions, closed = recaller.decisions(query, mode, k, rrf_k, moment)
+        return recall.Recall(
+            query=query,
+            mode=mode,
+            as_of=moment,
+            k=k,
+            rrf_k=rrf_k,
+            vectors=status,
+            decisions=decisions,
+            closed=closed,
+            evidence=recaller.evidence(query, mode, k, rrf_k),
+        )
+
+    def inject(self, query: str | None = None, *, budget: int = DEFAULT_BUDGET) -> Injection:
+        """The session-start block: current decisions, superseded ones, conflicts, proposals, evidence."""
+        from ctx_kernel.kernel.recall import inject  # noqa: PLC0415
+
+        if not MIN_BUDGET <= budget <= MAX_BUDGET:
+            raise UsageError(f"budget must be between {MIN_BUDGET} and {MAX_BUDGET} tokens")
+        if query is not None:
+            query = text.require_text(query, "query", MAX_QUERY_CHARS)
+            if match_query(query) is None:
+                raise UsageError("the query has no words to search for")
+        return inject.build(self, query, budget)
+
+    def conflicts(self) -> list[tuple[Decision, recall.Related]]:
+        """Pairs of current decisions on different subjects that take opposite stances, newest first."""
+        from ctx_kernel.kernel.recall import engine as recall  # noqa: PLC0415
+
+        self.ensure_conflicts()
+        pairs = self.store.current_conflict_pairs()
+        found = self.store.decisions_by_ids(sorted({i for p in pairs for i in p[:2]}))
+        out = []
+        for decision_id, other_id, term, clause, other_clause in pairs:
+            out.append(
+                (found[decision_id], recall.conflict_item(found[other_id], term, clause, other_clause))
+            )
+        return out
+
+    def record_conflicts(self, decision_ids: Sequence[str]) -> int:
+        """Detect and record the conflicts of newly ratified or imported current decisions."""
+        from ctx_kernel.kernel.recall import engine as recall  # noqa: PLC0415
+
+        detector = recall.ConflictDetector(self.store, self.entity_index)
+        found = 0
+        with self.store.transaction():
+            for decision in self.store.decisions_by_ids(list(decision_ids)).values():
+                if not decision.current:
+                    continue
+                for other, conflict in detector.find(decision):
+                    self.store.add_conflict(
+                        decision.id, other.id, conflict.term, conflict.clause, conflict.other_clause
+                    )
+                    found += 1
+        return found
+
+    def ensure_conflicts(self, *, force: bool = False) -> None:
+        """Detect conflicts among all current decisions if this store was not scanned by these rules."""
+        if not force and self.store.get_meta(META_CONFLICT_RULES) == conflict_rules():
+            return
+        with self.store.transaction():
+            self.store.clear_conflicts()
+            self.record_conflicts([d.id for d in self.store.decisions()])
+            self.store.set_meta(META_CONFLICT_RULES, conflict_rules())
+
+    def embedding(self) -> embed.Resolution:
+        """The embedding model this store uses (resolved once), or why vectors are off."""
+        from ctx_kernel.kernel.recall import embeddings as embed  # noqa: PLC0415
+
+        with self._resolution_lock:
+            if self._resolution is None:
+                if self._embedder_choice == AUTO:
+                    self._resolution = embed.resolve()
+                elif self._embedder_choice is None:
+                    self._resolution = embed.Resolution(None, "disabled", "vectors are disabled")
+                else:
+                    assert not isinstance(self._embedder_choice, str)
+                    self._resolution = embed.Resolution(self._embedder_choice, "given")
+            return self._resolution
+
+    def warm(self) -> None:
+        """Load the embedding model and the recall code before the first recall needs them.
+
+        Touches no store connection, so a long-running host (``ctx mcp``) can call it on a
+        background thread at startup while other calls use the store.
+        """
+        import rapidfuzz.fuzz  # noqa: PLC0415 - imported for the cost: recall's first use
+        import rapidfuzz.process  # noqa: F401, PLC0415
+
+        from ctx_kernel.kernel.recall import engine as recall  # noqa: F401, PLC0415
+
+        embedder = self.embedding().embedder
+        if embedder is not None:
+            embedder.embed_query("warm up")  # the first inference allocates onnxruntime's buffers
+
+    def prepare_vectors(self, backfill: int = 0) -> tuple[Embedder | None, recall.VectorStatus]:
+        """The embedder to query with (None when vectors are off), after embedding up to ``backfill`` rows."""
+        from ctx_kernel.kernel.recall import engine as recall  # noqa: PLC0415
+
+        resolution = self.embedding()
+        embedder = resolution.embedder
+        if embedder is None:
+            pending = recall.pending_total(self.store)
+            return None, recall.VectorStatus("off", None, pending, f"vectors are off: {resolution.reason}")
+        stored = self.store.get_meta("vector_model")
+        if stored is None or not self.store.vector_tables_exist():
+            with self.store.transaction():
+                stored = self.store.get_meta("vector_model")
+                if stored is None:
+                    self._adopt_model(embedder)
+                    stored = embedder.model_id
+                elif stored == embedder.model_id:
+                    self.store.create_vector_tables(embedder.dim)
+        if stored != embedder.model_id or self.store.get_meta("vector_dim") != str(embedder.dim):
+            pending = recall.pending_total(self.store)
+            note = (
+                f"vectors are off: this store was embedded with {stored}, and the configured model is "
+                f"{embedder.model_id}; run `ctx reindex` to re-embed"
+            )
+            return None, recall.VectorStatus("off", stored, pending, note)
+        if backfill:
+            # A read-only or busy store still answers; its rows wait for `ctx reindex`.
+            with contextlib.suppress(StoreError):
+                recall.backfill(self.store, embedder, backfill)
+        pending = recall.pending_total(self.store)
+        if pending:
+            note = (
+                f"{pending} records have no vector yet (found by keyword and entity only): run `ctx reindex`"
+            )
+            return embedder, recall.VectorStatus("partial", embedder.model_id, pending, note)
+        return embedder, recall.VectorStatus("on", embedder.model_id, 0, None)
+
+    def _adopt_model(self, embedder: Embedder) -> None:
+        """Record the store's embedding model and create its KNN tables (inside a transaction)."""
+        self.store.set_meta("vector_model", embedder.model_id)
+        self.store.set_meta("vector_dim", str(embedder.dim))
+        self.store.create_vector_tables(embedder.dim)
+
+    def reindex(
+        self,
+        *,
+        download: bool = False,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> ReindexReport:
+        """Embed every decision and evidence text again with the configured model."""
+        from ctx_kernel.kernel.recall import embeddings as embed  # noqa: PLC0415
+        from ctx_kernel.kernel.recall import engine as recall  # noqa: PLC0415
+
+        resolution = embed.resolve(download=download) if self._embedder_choice == AUTO else self.embedding()
+        embedder = resolution.embedder
+        if embedder is None:
+            raise RefusedError(f"cannot embed: {resolution.reason}")
+        self._resolution = resolution
+        started = time.perf_counter()
+        with self.store.transaction():
+            previous = self.store.get_meta("vector_model")
+            self.store.drop_vectors()
+            self._adopt_model(embedder)
+        total = recall.pending_total(self.store)
+        done = 0
+
+        def step(count: int) -> None:
+            nonlocal done
+            done += count
+            if progress is not None:
+                progress(done, total)
+
+        if progress is not None:
+            progress(0, total)
+        recall.backfill(self.store, embedder, total, step)
+        from ctx_kernel.kernel.recall.derived import rebuild_index  # noqa: PLC0415
+
+        rebuild_index(self.store)
+        self._entity_index_cache = None
+        self.ensure_conflicts(force=True)
+        return ReindexReport(
+            model=embedder.model_id,
+            dim=embedder.dim,
+            previous_model=previous,
+            decisions=self.store.item_count("decision"),
+            evidence=self.store.item_count("evidence"),
+            seconds=round(time.perf_counter() - started, 2),
+        )
