@@ -15,7 +15,7 @@ from ctx_kernel.tui.screens.base import KernelScreen
 class ReviewActions(KernelScreen):
     """Approve, edit then approve, reject, withdraw; every act is confirmed only when irreversible."""
 
-    def as_reviewer(self, act: Callable[[], None]) -> None:
+    def as_reviewer(self, act: Callable[[], object]) -> None:
         """Run ``act`` once the name to record is settled: a login-name guess is confirmed once."""
         backend = self.backend
         if backend.reviewer_confirmed:
