@@ -18,7 +18,6 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, TypeAdapte
 
 from ctx_kernel.kernel import text
 from ctx_kernel.kernel.limits import (
-    AUDIT_EVENTS,
     DEFAULT_BUDGET,
     DEFAULT_MODE,
     DEFAULT_RRF_K,
@@ -27,7 +26,8 @@ from ctx_kernel.kernel.limits import (
     MAX_RECALL_K,
     MAX_RRF_K,
     MIN_BUDGET,
-    RECALL_MODES,
+    AuditEventType,
+    RecallMode,
 )
 from ctx_kernel.kernel.records import EVIDENCE_KINDS
 
@@ -63,7 +63,6 @@ QueryText = Annotated[str, StringConstraints(min_length=1, max_length=MAX_QUERY_
 # Ids in tool arguments are plain strings: the kernel checks them and names the problem
 # ("malformed id 'x': ...", "no decision dc_..."), the same message the CLI gives.
 AnyIdText = Annotated[str, StringConstraints(min_length=1, max_length=100)]
-RecallMode = Literal[RECALL_MODES]
 AsOf = Annotated[
     str | None,
     Field(description="A date (its end, UTC) or an ISO 8601 time; null means now."),
@@ -435,7 +434,7 @@ class AuditVerifyOut(_Strict):
 
 
 Sha256 = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
-EventType = Literal[AUDIT_EVENTS]
+EventType = AuditEventType
 
 
 class AuditRecordOut(_Strict):

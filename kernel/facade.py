@@ -85,6 +85,7 @@ if TYPE_CHECKING:
     from ctx_kernel.kernel.recall import embeddings as embed
     from ctx_kernel.kernel.recall import engine as recall
     from ctx_kernel.kernel.recall.embeddings import Embedder
+    from ctx_kernel.kernel.recall.engine import Related, VectorStatus
     from ctx_kernel.kernel.recall.inject import Injection
     from ctx_kernel.kernel.status import StoreStatus
 
@@ -285,7 +286,7 @@ class Ctx:
         """The other pending proposals settled together with this one (same subject or near-duplicate)."""
         return self._queue.review_group(proposal_id)
 
-    def proposal_conflicts(self, proposal_ids: Sequence[str]) -> dict[str, list[recall.Related]]:
+    def proposal_conflicts(self, proposal_ids: Sequence[str]) -> dict[str, list[Related]]:
         """For each pending proposal, the current decisions on other subjects it contradicts."""
         return self._kernel.proposal_conflicts(proposal_ids)
 
@@ -388,7 +389,7 @@ class Ctx:
         """The session-start block: current decisions, superseded ones, conflicts, proposals, evidence."""
         return self._recall.inject(query, budget=budget)
 
-    def conflicts(self) -> list[tuple[Decision, recall.Related]]:
+    def conflicts(self) -> list[tuple[Decision, Related]]:
         """Pairs of current decisions on different subjects that take opposite stances, newest first."""
         return self._recall.conflicts()
 
@@ -409,7 +410,7 @@ class Ctx:
         store connection, so a host (``ctx mcp``) can call it on a background thread at startup."""
         self._recall.warm()
 
-    def prepare_vectors(self, backfill: int = 0) -> tuple[Embedder | None, recall.VectorStatus]:
+    def prepare_vectors(self, backfill: int = 0) -> tuple[Embedder | None, VectorStatus]:
         """The embedder to query with (None when vectors are off), after embedding up to ``backfill`` rows."""
         return self._recall.prepare_vectors(backfill)
 

@@ -6,7 +6,7 @@ without pulling in the facade.
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Final, Literal, get_args
 
 # -- input limits ---------------------------------------------------------------------------
 MAX_QUERY_CHARS: Final = 2000
@@ -19,7 +19,9 @@ MAX_RECALL_K: Final = 100
 MAX_SEARCH_LIMIT: Final = 1000
 
 # -- recall -----------------------------------------------------------------------------------
-RECALL_MODES: Final = ("hybrid", "keyword", "entity", "vector")
+# A type for the JSON contracts and the tuple for everyone else, from one spelling.
+RecallMode = Literal["hybrid", "keyword", "entity", "vector"]
+RECALL_MODES: Final[tuple[str, ...]] = get_args(RecallMode)
 DEFAULT_MODE: Final = "hybrid"
 # The modes that query the embedding model.
 VECTOR_MODES: Final = ("hybrid", "vector")
@@ -73,7 +75,7 @@ AUDIT_EVENT_TYPES: Final = {
     VAULT_ENCRYPTED: "vault",
     VAULT_REKEYED: "vault",
 }
-AUDIT_EVENTS: Final = (
+AuditEventType = Literal[
     "proposal",
     "ratification",
     "rejection",
@@ -84,4 +86,5 @@ AUDIT_EVENTS: Final = (
     "import",
     "vault",
     "other",
-)
+]
+AUDIT_EVENTS: Final[tuple[str, ...]] = get_args(AuditEventType)

@@ -26,7 +26,7 @@ from ctx_kernel.kernel.adr.importer import ADR_TAG, KEY_BY, KEY_FROM, KEY_ID, KE
 from ctx_kernel.kernel.errors import RefusedError, UsageError
 
 if TYPE_CHECKING:
-    from ctx_kernel.store.base import Store
+    from ctx_kernel.kernel.store.base import Store
 
 # Exported files are ordinary readable text files, whatever mkstemp's private default.
 EXPORT_MODE = 0o644

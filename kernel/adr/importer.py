@@ -257,8 +257,8 @@ def _windows(
         start[record.path] = given or now
         if given is not None:
             stated.add(record.path)
-        until[record.path] = _stamp(record, KEY_UNTIL, folder, now)
-        if until[record.path] is not None and until[record.path] < start[record.path]:
+        until[record.path] = end = _stamp(record, KEY_UNTIL, folder, now)
+        if end is not None and end < start[record.path]:
             raise RefusedError(
                 f"{folder / record.path}: {KEY_UNTIL} is earlier than its start; nothing imported"
             )

@@ -302,11 +302,11 @@ def plan(
             if other == proposal.id:
                 raise UsageError(f"{proposal.id} cannot settle itself")
             if other not in members:
-                found = store.get_proposal(other)
-                if found is None:
+                outside = store.get_proposal(other)
+                if outside is None:
                     raise NotFoundError(f"no proposal {other}")
-                if found.status != "pending":
-                    raise RefusedError(f"proposal {other} is {found.status}, not pending")
+                if outside.status != "pending":
+                    raise RefusedError(f"proposal {other} is {outside.status}, not pending")
                 raise RefusedError(
                     f"{other} is not in the review group of {proposal.id} "
                     "(pending proposals on the same subject, and near-duplicates)"

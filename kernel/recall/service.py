@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from ctx_kernel.kernel.recall import embeddings as embed
     from ctx_kernel.kernel.recall import engine as recall
     from ctx_kernel.kernel.recall.embeddings import Embedder
+    from ctx_kernel.kernel.recall.engine import Related, VectorStatus
     from ctx_kernel.kernel.recall.inject import Injection
 
 # The configured embedding model (see kernel.recall.embeddings.resolve).
@@ -139,7 +140,8 @@ class RecallService:
         ``min_scores`` drops a ranker's hits whose raw score is below the given value
         (``{"vector": 0.4}``: cosine similarity; keyword: negated BM25; entity: idf-weighted match).
         """
-        from ctx_kernel.kernel.recall import engine as recall  # noqa: PLC0415 - lazy, see the imports
+        from ctx_kernel.kernel.recall import engine as recall  # noqa: PLC0415 - lazy, see the module
+        from ctx_kernel.kernel.recall import fusion  # noqa: PLC0415
 
         query = text.require_text(query, "query", MAX_QUERY_CHARS)
         if match_query(query) is None:
@@ -160,9 +162,9 @@ class RecallService:
                 raise RefusedError(f"vector mode needs vectors, and they are off: {status.note}")
         else:
             embedder, status = None, recall.VectorStatus("unused", None, 0, f"not used in {mode} mode")
-        unknown = sorted(set(min_scores or {}) - set(recall.RANKERS))
+        unknown = sorted(set(min_scores or {}) - set(fusion.RANKERS))
         if unknown:
-            raise UsageError(f"unknown ranker {unknown[0]!r}: use one of {', '.join(recall.RANKERS)}")
+            raise UsageError(f"unknown ranker {unknown[0]!r}: use one of {', '.join(fusion.RANKERS)}")
         if self._decision_cache is None:
             self._decision_cache = recall.DecisionCache()
         recaller = recall.Recaller(self.store, self.entity_index, embedder, min_scores, self._decision_cache)
@@ -193,7 +195,7 @@ class RecallService:
                 raise UsageError("the query has no words to search for")
         return inject.build(self, query, budget)
 
-    def conflicts(self) -> list[tuple[Decision, recall.Related]]:
+    def conflicts(self) -> list[tuple[Decision, Related]]:
         """Pairs of current decisions on different subjects that take opposite stances, newest first."""
         from ctx_kernel.kernel.recall import engine as recall  # noqa: PLC0415
 
@@ -263,7 +265,7 @@ class RecallService:
         if embedder is not None:
             embedder.embed_query("warm up")  # the first inference allocates onnxruntime's buffers
 
-    def prepare_vectors(self, backfill: int = 0) -> tuple[Embedder | None, recall.VectorStatus]:
+    def prepare_vectors(self, backfill: int = 0) -> tuple[Embedder | None, VectorStatus]:
         """The embedder to query with (None when vectors are off), after embedding up to ``backfill`` rows."""
         from ctx_kernel.kernel.recall import engine as recall  # noqa: PLC0415
 
