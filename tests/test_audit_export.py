@@ -19,7 +19,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from ctx_kernel.kernel import Ctx
+from ctx_kernel.kernel import Ctx, limits
 from ctx_kernel.kernel.audit import export as audit_export
 from ctx_kernel.kernel.audit import signing
 from ctx_kernel.kernel.audit.chain import canonical_json, row_hash
@@ -120,6 +120,16 @@ def verify(cli, path: Path, *args: str):
 
 
 # -- exporting --------------------------------------------------------------------------------------
+
+
+def test_every_action_written_is_a_named_action_with_an_event_type(kernel: Ctx, world: dict[str, str]):
+    kernel.import_adrs(Path(__file__).resolve().parent / "data" / "adr" / "nygard", reviewer="alice")
+    kernel.encrypt()
+    kernel.rekey()
+    written = {event.action for event in kernel.audit_events()}
+    named = {v for k, v in vars(limits).items() if k.isupper() and isinstance(v, str) and "." in v}
+    assert written == named == set(limits.AUDIT_EVENT_TYPES)
+    assert set(limits.AUDIT_EVENT_TYPES.values()) < set(limits.AUDIT_EVENTS)
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
