@@ -68,10 +68,9 @@ class SQLiteStore(IndexQueries):
         self._reader: SQLiteStore | None = None
         self._vault: Vault | None = None
         self._offered: list[tuple[str, bytes]] = []
-        # Facts that hold until this connection's transaction ends: it holds the write lock, so
-        # no other writer can change them (the vault's state; the audit chain's last row).
+        # True while this connection's transaction holds the write lock and the vault is known
+        # to be plain: no other writer can seal it before the transaction ends.
         self._tx_plain = False
-        self._tx_audit_tail: tuple[int, str] | None = None
         self._write_lock = WriteLock(path)
         self._term_counts = {}
 
@@ -122,7 +121,7 @@ class SQLiteStore(IndexQueries):
         with self._writer():
             self._begin()
             self._in_tx = True
-            self._tx_plain, self._tx_audit_tail = False, None
+            self._tx_plain = False
             try:
                 yield
                 self._conn.execute("COMMIT")
@@ -136,7 +135,7 @@ class SQLiteStore(IndexQueries):
                 raise
             finally:
                 self._in_tx = False
-                self._tx_plain, self._tx_audit_tail = False, None
+                self._tx_plain = False
 
     @contextmanager
     def _writer(self) -> Iterator[None]:
@@ -156,7 +155,6 @@ class SQLiteStore(IndexQueries):
         except BaseException as exc:
             self._conn.execute("ROLLBACK TO step")
             self._conn.execute("RELEASE step")
-            self._tx_audit_tail = None  # the step's audit rows are gone
             if isinstance(exc, driver.dbapi.IntegrityError):
                 raise RefusedError(f"refused by the store: {exc}") from exc
             raise
@@ -713,10 +711,15 @@ class SQLiteStore(IndexQueries):
     def append_audit(
         self, at: str, actor: str, action: str, target: str, before: Any, after: Any
     ) -> AuditEvent:
-        """Append a hash-chained audit row; must run inside :meth:`transaction`."""
+        """Append a hash-chained audit row; must run inside :meth:`transaction`.
+
+        The last row is read here, inside the write transaction (BEGIN IMMEDIATE holds SQLite's
+        write lock), so no other writer can append between the read and the insert; the
+        ``audit_linked`` trigger refuses a row that does not link to the last one anyway.
+        """
         if not self._in_tx:
             raise RuntimeError("append_audit needs an open transaction")
-        last = self._tx_audit_tail or self._one("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1")
+        last = self._one("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1")
         seq, prev = (last[0] + 1, last[1]) if last else (1, GENESIS_HASH)
         row = {
             "seq": seq,
@@ -733,7 +736,6 @@ class SQLiteStore(IndexQueries):
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (*row.values(), prev, digest),
         )
-        self._tx_audit_tail = (seq, digest)
         return AuditEvent(**row, prev_hash=prev, hash=digest)
 
     def audit_rows(self) -> Iterator[dict[str, Any]]:
