@@ -440,21 +440,19 @@ class IndexQueries:
         """``(id, cosine similarity)``, most similar first: Hamming KNN over bits, then exact rescoring."""
         table = _table(kind)
         rows = self._q(
-            f"""SELECT v.owner_rowid, 1.0 - vec_distance_cosine(v.emb, ?) AS similarity
-                FROM {table}_vector v
+            f"""SELECT t.id, 1.0 - vec_distance_cosine(v.emb, ?) AS similarity
+                FROM {table}_vector v JOIN {table} t ON t.rowid = v.owner_rowid
                 WHERE v.chunk_id IN (
                   SELECT chunk_id FROM vec_{table} WHERE bits MATCH vec_quantize_binary(?) AND k = ?)
                 ORDER BY similarity DESC""",
             (query, query, candidates),
         )
-        best: dict[int, float] = {}
-        for owner, similarity in rows:
+        best: dict[str, float] = {}
+        for item, similarity in rows:
             # A vector of zeros has no direction: its cosine is undefined (NULL), not a match.
-            if similarity is not None and owner not in best:
-                best[owner] = float(similarity)
-        top = list(best.items())[:limit]
-        ids = self._ids_for_rowids(kind, [owner for owner, _ in top])
-        return [(ids[owner], similarity) for owner, similarity in top if owner in ids]
+            if similarity is not None and item not in best:
+                best[item] = float(similarity)
+        return list(best.items())[:limit]
 
 
 def _table(kind: str) -> str:
