@@ -389,7 +389,7 @@ def query_phrases(query: str) -> list[str]:
 
 class DecisionCache:
     """Decision records and supersession chains read by earlier recalls, kept while the store
-    is unchanged: no commit by another connection (SQLite's ``data_version``) and no row
+    is unchanged: no commit by another connection (the store's ``data_version``) and no row
     changed by this one. Agents ask about the same decisions again and again."""
 
     def __init__(self) -> None:
