@@ -47,8 +47,8 @@ from ctx_kernel.kernel.records import (
     Ratification,
     SearchResults,
 )
+from ctx_kernel.kernel.store import create_store, open_store
 from ctx_kernel.kernel.store.base import Store
-from ctx_kernel.kernel.store.sqlite import SQLiteStore
 from ctx_kernel.kernel.text import visible
 from ctx_kernel.kernel.vault.encryption import EncryptionService, SealReport
 from ctx_kernel.kernel.vault.service import VaultService
@@ -111,7 +111,7 @@ class Ctx:
         created = not path.exists()
         if path.exists() and not path.is_file():
             raise UsageError(f"{path} exists and is not a file")
-        store = SQLiteStore.create(path)
+        store = create_store(path)
         if store.get_meta("store_id") is None:
             with store.transaction():
                 store.set_meta("store_id", clock.new_id("ev")[3:])
@@ -122,7 +122,7 @@ class Ctx:
     @classmethod
     def open(cls, path: Path, *, embedder: Embedder | str | None = AUTO) -> Ctx:
         """Open an existing store; ``embedder`` is AUTO (the configured model), an embedder, or None."""
-        return cls(SQLiteStore.open(path), embedder=embedder)
+        return cls(open_store(path), embedder=embedder)
 
     def close(self) -> None:
         """Release the store."""

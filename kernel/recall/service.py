@@ -30,9 +30,9 @@ from ctx_kernel.kernel.limits import (
     RECALL_MODES,
     VECTOR_MODES,
 )
-from ctx_kernel.kernel.recall.fts import match_query
 from ctx_kernel.kernel.records import Decision, SearchResults
 from ctx_kernel.kernel.store.base import Store
+from ctx_kernel.kernel.store.query import TextQuery
 from ctx_kernel.kernel.vault.service import VaultService
 
 if TYPE_CHECKING:
@@ -115,14 +115,16 @@ class RecallService:
         """Keyword search, answered as ratified decisions and unratified evidence, never blended."""
         if limit < 1 or limit > MAX_SEARCH_LIMIT:
             raise UsageError(f"limit must be between 1 and {MAX_SEARCH_LIMIT}")
-        match = match_query(query)
-        if match is None:
+        wanted = TextQuery.from_text(query)
+        if wanted is None:
             raise UsageError("the query has no words to search for")
         moment = clock.parse_when(as_of) if as_of is not None else None
+        # The store's relevance is higher-is-better; search answers with BM25 (lower is better),
+        # as schemas/search.schema.json documents.
         return SearchResults(
             query=query,
-            decisions=self.store.search_decisions(match, limit, moment),
-            evidence=self.store.search_evidence(match, limit),
+            decisions=[(d, -s) for d, s in self.store.search_decisions(wanted, limit, moment)],
+            evidence=[(e, -s, snip) for e, s, snip in self.store.search_evidence(wanted, limit)],
         )
 
     def recall(
@@ -144,7 +146,7 @@ class RecallService:
         from ctx_kernel.kernel.recall import fusion  # noqa: PLC0415
 
         query = text.require_text(query, "query", MAX_QUERY_CHARS)
-        if match_query(query) is None:
+        if TextQuery.from_text(query) is None:
             raise UsageError("the query has no words to search for")
         if mode not in RECALL_MODES:
             raise UsageError(f"unknown mode {mode!r}: use one of {', '.join(RECALL_MODES)}")
@@ -191,7 +193,7 @@ class RecallService:
             raise UsageError(f"budget must be between {MIN_BUDGET} and {MAX_BUDGET} tokens")
         if query is not None:
             query = text.require_text(query, "query", MAX_QUERY_CHARS)
-            if match_query(query) is None:
+            if TextQuery.from_text(query) is None:
                 raise UsageError("the query has no words to search for")
         return inject.build(self, query, budget)
 

@@ -68,9 +68,9 @@ class EncryptionService:
         total, done = self.store.count_evidence_to_seal(None), 0
         while rows := self.store.plain_evidence(SEAL_BATCH):
             with self.store.transaction():
-                for rowid, evidence_id, text in rows:
+                for evidence_id, text in rows:
                     blob = sealer.seal(evidence_id, text)
-                    self.store.seal_evidence(rowid, blob, text, sealer.index_text(text))
+                    self.store.seal_evidence(evidence_id, blob, text, sealer.index_text(text))
             done += len(rows)
             if progress is not None:
                 progress(done, total)
@@ -133,9 +133,9 @@ class EncryptionService:
         total, done = self.store.count_evidence_to_seal(upcoming), 0
         while rows := self.store.sealed_evidence_not_under(upcoming, SEAL_BATCH):
             with self.store.transaction():
-                for rowid, evidence_id, blob in rows:
+                for evidence_id, blob in rows:
                     self.store.seal_evidence(
-                        rowid, sealer.seal(evidence_id, sealer.open(evidence_id, blob)), None, None
+                        evidence_id, sealer.seal(evidence_id, sealer.open(evidence_id, blob)), None, None
                     )
             done += len(rows)
             if progress is not None:
