@@ -1,21 +1,21 @@
 """The kernel facade: the one API the CLI, the MCP server and the review app call.
 
 ``Ctx`` opens the store, builds one service per capability over it and delegates to them; the
-services check their own input. Recall, embeddings, encryption and ADR sharing import lazily:
-`ctx log` and `ctx propose` are an agent's hot path and need none of them.
+services check their own input. The vault, queue and recall services are built with it (a
+long-running host warms recall on another thread); the decision kernel, audit and encryption
+services, and their modules, on first use, which `ctx log` and `ctx propose`, an agent's hot
+path, never make.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ctx_kernel.kernel import clock
-from ctx_kernel.kernel.audit.chain import ChainReport
-from ctx_kernel.kernel.audit.service import AuditService
 from ctx_kernel.kernel.capture.ingest import BatchReport, Item
-from ctx_kernel.kernel.decisions.kernel import DecisionService
 from ctx_kernel.kernel.decisions.queue import QueueService
 from ctx_kernel.kernel.decisions.review import (
     STALE_AFTER,
@@ -31,13 +31,14 @@ from ctx_kernel.kernel.decisions.review import (
 )
 from ctx_kernel.kernel.errors import CtxError, StalePlanError, StoreError, UsageError
 from ctx_kernel.kernel.limits import (
+    AUTO,
     DEFAULT_BUDGET,
     DEFAULT_MODE,
     DEFAULT_RRF_K,
     LOG_BATCH,
     META_CONFLICT_RULES,
 )
-from ctx_kernel.kernel.recall.service import AUTO, RecallService, ReindexReport, conflict_rules
+from ctx_kernel.kernel.recall.service import RecallService, conflict_rules
 from ctx_kernel.kernel.records import (
     AuditEvent,
     Decision,
@@ -50,7 +51,6 @@ from ctx_kernel.kernel.records import (
 from ctx_kernel.kernel.store import create_store, open_store
 from ctx_kernel.kernel.store.base import Store
 from ctx_kernel.kernel.text import visible
-from ctx_kernel.kernel.vault.encryption import EncryptionService, SealReport
 from ctx_kernel.kernel.vault.service import VaultService
 
 __all__ = [
@@ -78,16 +78,21 @@ __all__ = [
 if TYPE_CHECKING:
     from ctx_kernel.kernel.adr.export import AdrExport
     from ctx_kernel.kernel.adr.importer import ImportReport
+    from ctx_kernel.kernel.audit.chain import ChainReport
     from ctx_kernel.kernel.audit.export import ExportResult
+    from ctx_kernel.kernel.audit.service import AuditService
     from ctx_kernel.kernel.audit.signing import KeyInfo, Passphrase
     from ctx_kernel.kernel.audit.store_checks import CheckpointResult
     from ctx_kernel.kernel.audit.verify_export import ExportReport
+    from ctx_kernel.kernel.decisions.kernel import DecisionService
     from ctx_kernel.kernel.recall import embeddings as embed
     from ctx_kernel.kernel.recall import engine as recall
     from ctx_kernel.kernel.recall.embeddings import Embedder
     from ctx_kernel.kernel.recall.engine import Related, VectorStatus
     from ctx_kernel.kernel.recall.inject import Injection
+    from ctx_kernel.kernel.recall.service import ReindexReport
     from ctx_kernel.kernel.status import StoreStatus
+    from ctx_kernel.kernel.vault.encryption import EncryptionService, SealReport
 
 
 class Ctx:
@@ -97,14 +102,28 @@ class Ctx:
         self.store = store
         # Each service depends only on the store and on the services below it.
         self._vault = VaultService(store)
-        self._encryption = EncryptionService(store)
-        self._audit = AuditService(store)
-        self._recall = RecallService(store, self._vault, embedder=embedder)
         self._queue = QueueService(store, self._vault)
-        self._kernel = DecisionService(store, self._queue, self._recall)
+        self._recall = RecallService(store, self._vault, embedder=embedder)
+
+    @cached_property
+    def _kernel(self) -> DecisionService:
+        from ctx_kernel.kernel.decisions.kernel import DecisionService  # noqa: PLC0415
+
+        return DecisionService(self.store, self._queue, self._recall)
+
+    @cached_property
+    def _audit(self) -> AuditService:
+        from ctx_kernel.kernel.audit.service import AuditService  # noqa: PLC0415
+
+        return AuditService(self.store)
+
+    @cached_property
+    def _encryption(self) -> EncryptionService:
+        from ctx_kernel.kernel.vault.encryption import EncryptionService  # noqa: PLC0415
+
+        return EncryptionService(self.store)
 
     # -- lifecycle ------------------------------------------------------------------------
-
     @classmethod
     def init(cls, path: Path, *, embedder: Embedder | str | None = AUTO) -> tuple[Ctx, bool]:
         """Create the store at ``path`` (or open it if it exists); True when it was created."""
@@ -158,7 +177,6 @@ class Ctx:
         return store_status(self.store)
 
     # -- evidence -------------------------------------------------------------------------
-
     def log(
         self,
         body: str,
@@ -172,8 +190,7 @@ class Ctx:
         occurred_at: str | None = None,
         redact: bool = True,
     ) -> LogResult:
-        """Append text to the evidence vault; the same text logged again returns its first id.
-        Obvious secrets are replaced by typed placeholders first unless ``redact`` is False."""
+        """Append text to the evidence vault, secrets redacted; the same text again returns its first id."""
         return self._vault.log(
             body,
             kind=kind,
@@ -197,8 +214,7 @@ class Ctx:
         origin: str | None = None,
         parallel: bool = False,
     ) -> BatchReport:
-        """Log many records, ``batch_size`` to a transaction; a bad item is reported and skipped
-        (see :meth:`VaultService.log_many`)."""
+        """Log many records, ``batch_size`` to a transaction; a bad item is reported and skipped."""
         return self._vault.log_many(
             items,
             redact=redact,
@@ -210,8 +226,7 @@ class Ctx:
         )
 
     def resolve_id(self, value: str, kind: str | None = None) -> str:
-        """A full id, or the one id that starts with ``value`` (``pr_01M8Q`` for ``pr_01M8Q...``,
-        at least four characters after the underscore, as git abbreviates commits)."""
+        """A full id, or the one id starting with ``value`` (at least four characters after the ``_``)."""
         return self._vault.resolve_id(value, kind)
 
     def evidence(self, evidence_id: str) -> Evidence:
@@ -227,7 +242,6 @@ class Ctx:
         return self._kernel.show(item_id)
 
     # -- proposals ------------------------------------------------------------------------
-
     def propose(
         self,
         subject: str,
@@ -277,7 +291,6 @@ class Ctx:
         return self._queue.withdraw(proposal_id, actor=actor, reason=reason)
 
     # -- review ---------------------------------------------------------------------------
-
     def review_queue(self, subject: str | None = None, proposer: str | None = None) -> list[QueueEntry]:
         """Pending proposals, oldest first, with the decision each would supersede and its review group."""
         return self._queue.review_queue(subject, proposer)
@@ -291,16 +304,13 @@ class Ctx:
         return self._kernel.proposal_conflicts(proposal_ids)
 
     def proposal_context(self, proposal_id: str, *, related: int = 5) -> ProposalContext:
-        """A proposal with its subject's current decision and chain, contradictions, related decisions
-        found by recall, cited evidence, review group, and the change ratifying it would make."""
+        """A proposal with everything the detail view shows, and the change ratifying it would make."""
         return self._kernel.proposal_context(proposal_id, related=related)
 
     def plan_ratification(
         self, proposal_id: str, *, decision: str | None = None, settle: Sequence[str] | None = None
     ) -> RatificationPlan:
-        """What ratifying would change: the new decision, what it supersedes and closes, the proposals
-        it settles (default: its whole review group) and what it contradicts. Show it to the person,
-        then pass it to :meth:`ratify`, which carries out exactly this plan or refuses if it is stale."""
+        """What ratifying would change, to show a person and then pass to :meth:`ratify` as it is."""
         return self._kernel.plan_ratification(proposal_id, decision=decision, settle=settle)
 
     def preview_ratify(
@@ -317,13 +327,7 @@ class Ctx:
         decision: str | None = None,
         settle: Sequence[str] | None = None,
     ) -> Ratification:
-        """A person's act: turn a pending proposal into the current decision on its subject.
-
-        Given a plan from :meth:`plan_ratification` (what the person was shown), carries out exactly
-        that plan, or refuses with :class:`StalePlanError` naming what changed since. Given a proposal
-        id, plans and carries out in one step: ``decision`` ratifies an amended text (recorded),
-        ``settle`` names the review-group proposals it settles (default: the whole group).
-        """
+        """A person's act: carry out a shown plan (or refuse it as stale), or plan and ratify an id."""
         return self._kernel.ratify(proposal, reviewer=reviewer, decision=decision, settle=settle)
 
     def ratify_all(self, plans: Sequence[RatificationPlan], *, reviewer: str) -> list[Ratification]:
@@ -331,7 +335,6 @@ class Ctx:
         return self._kernel.ratify_all(plans, reviewer=reviewer)
 
     # -- decisions ------------------------------------------------------------------------
-
     def retire(self, subject: str, *, reviewer: str, reason: str) -> Decision:
         """Close the current decision on a subject with no successor."""
         return self._kernel.retire(subject, reviewer=reviewer, reason=reason)
@@ -351,7 +354,6 @@ class Ctx:
         return self._kernel.history(subject)
 
     # -- sharing --------------------------------------------------------------------------
-
     def import_adrs(self, folder: Path, *, reviewer: str, dry_run: bool = False) -> ImportReport:
         """Import a folder of ADR Markdown files; each record is one audit event; re-import is a no-op."""
         from ctx_kernel.kernel.adr.importer import import_adrs  # noqa: PLC0415
@@ -365,7 +367,6 @@ class Ctx:
         return export_adrs(self.store, folder, force=force)
 
     # -- search and recall ----------------------------------------------------------------
-
     def search(self, query: str, *, limit: int = 10, as_of: str | None = None) -> SearchResults:
         """Keyword search, answered as ratified decisions and unratified evidence, never blended."""
         return self._recall.search(query, limit=limit, as_of=as_of)
@@ -380,9 +381,7 @@ class Ctx:
         rrf_k: int = DEFAULT_RRF_K,
         min_scores: dict[str, float] | None = None,
     ) -> recall.Recall:
-        """Decisions that hold (with what contradicts them) and unratified evidence matching ``query``.
-        ``min_scores`` drops a ranker's hits whose raw score is below the given value (``{"vector": 0.4}``:
-        cosine similarity; keyword: negated BM25; entity: idf-weighted match)."""
+        """Decisions that hold (with what contradicts them) and unratified evidence matching ``query``."""
         return self._recall.recall(query, k=k, as_of=as_of, mode=mode, rrf_k=rrf_k, min_scores=min_scores)
 
     def inject(self, query: str | None = None, *, budget: int = DEFAULT_BUDGET) -> Injection:
@@ -406,8 +405,7 @@ class Ctx:
         return self._recall.embedding()
 
     def warm(self) -> None:
-        """Load the embedding model and the recall code before the first recall needs them; touches no
-        store connection, so a host (``ctx mcp``) can call it on a background thread at startup."""
+        """Load the embedding model and the recall code before the first recall needs them (no store use)."""
         self._recall.warm()
 
     def prepare_vectors(self, backfill: int = 0) -> tuple[Embedder | None, VectorStatus]:
@@ -424,7 +422,6 @@ class Ctx:
         return self._recall.reindex(download=download, progress=progress)
 
     # -- encryption at rest -------------------------------------------------------------
-
     @property
     def encrypted(self) -> bool:
         """True when evidence text is sealed at rest (or being sealed)."""
@@ -433,8 +430,7 @@ class Ctx:
     def encrypt(
         self, *, key_file: Path | None = None, progress: Callable[[int, int], None] | None = None
     ) -> SealReport:
-        """Seal every evidence text with AES-256-GCM; resumable, and new evidence is sealed from now on
-        (the key: see :meth:`EncryptionService.encrypt`). Evidence's vectors and mentions are dropped."""
+        """Seal every evidence text with AES-256-GCM, resumably; new evidence is sealed from now on."""
         report = self._encryption.encrypt(key_file=key_file, progress=progress)
         self._recall.forget_entities()  # the evidence's mentions are gone
         return report
@@ -446,18 +442,14 @@ class Ctx:
         return self._encryption.rekey(key_file=key_file, progress=progress)
 
     # -- audit ----------------------------------------------------------------------------
-
     def verify_audit(
         self, *, state: bool = False, checkpoints: Sequence[Path] = (), pubkey: Path | None = None
     ) -> ChainReport:
-        """Recompute the audit chain; the report names the first bad row. With ``state``, also check
-        signed checkpoints (and ``checkpoints``, trusting ``pubkey`` or your own keys), the schema, and
-        replay the log against every table it describes, so an edit beside the log is found too."""
+        """Recompute the audit chain and, with ``state``, all the log describes; names the first problem."""
         return self._audit.verify(state=state, checkpoints=checkpoints, pubkey=pubkey)
 
     def checkpoint_audit(self, *, passphrase: Passphrase, out: Path | None = None) -> CheckpointResult:
-        """Sign the audit chain's head with your key and keep it beside the store (and at ``out``);
-        refuses when the store does not verify: a checkpoint vouches for the history it signs."""
+        """Sign the audit chain's head with your key and keep it beside the store (and at ``out``)."""
         return self._audit.checkpoint(passphrase=passphrase, out=out)
 
     def export_audit(
@@ -469,27 +461,30 @@ class Ctx:
         until: str | None = None,
         fmt: str = "jsonl",
     ) -> ExportResult:
-        """Write a signed export of the audit log (``out`` and ``out.manifest.json``), or of a time range.
-        ``passphrase`` unlocks the signing key: the text, or a function that asks for it. Refuses when
-        the store does not verify: an export vouches for what it holds."""
+        """Write a signed export of the audit log (``out`` and ``out.manifest.json``), or of a time range."""
         return self._audit.export(out, passphrase=passphrase, since=since, until=until, fmt=fmt)
 
     @staticmethod
     def verify_audit_export(
         path: Path, *, pubkey: Path | None = None, manifest: Path | None = None
     ) -> ExportReport:
-        """Check an export file against its signed manifest and a trusted public key; needs no store.
-        ``pubkey`` is the exporter's public key (PEM); without it the local signing key is trusted."""
+        """Check an export file against its signed manifest and a trusted public key; needs no store."""
+        from ctx_kernel.kernel.audit.service import AuditService  # noqa: PLC0415
+
         return AuditService.verify_export(path, pubkey=pubkey, manifest=manifest)
 
     @staticmethod
     def create_signing_key(passphrase: Passphrase, *, force: bool = False) -> KeyInfo:
         """Create the user's audit signing key (private half encrypted with ``passphrase``)."""
+        from ctx_kernel.kernel.audit.service import AuditService  # noqa: PLC0415
+
         return AuditService.create_signing_key(passphrase, force=force)
 
     @staticmethod
     def signing_key() -> KeyInfo:
         """The user's audit signing key's public half; refuses when there is none."""
+        from ctx_kernel.kernel.audit.service import AuditService  # noqa: PLC0415
+
         return AuditService.signing_key()
 
     def audit_events(self) -> list[AuditEvent]:

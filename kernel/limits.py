@@ -28,6 +28,8 @@ VECTOR_MODES: Final = ("hybrid", "vector")
 # Reciprocal rank fusion's k: 60 is the constant of Cormack, Clarke and Buettcher (SIGIR 2009).
 DEFAULT_RRF_K: Final = 60
 MAX_RRF_K: Final = 10_000
+# The embedder choice meaning "the configured model" (see recall/embeddings.py resolve).
+AUTO: Final = "auto"
 # Rows recall embeds before it answers; the rest waits for `ctx reindex` (a bound on latency).
 BACKFILL_ON_RECALL: Final = 128
 

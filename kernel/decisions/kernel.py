@@ -107,9 +107,12 @@ class DecisionService:
     ) -> Ratification:
         """A person's act: turn a pending proposal into the current decision on its subject.
 
-        Given a plan (what the person was shown), carries out exactly that plan, or refuses with
-        :class:`StalePlanError` naming what changed since. Given a proposal id, plans and carries
-        out in one step.
+        Given a plan from :meth:`plan_ratification` (what the person was shown), carries out exactly
+        that plan, or refuses with :class:`StalePlanError` naming what changed since. Given a proposal
+        id, plans and carries out in one step: ``decision`` ratifies an amended text (recorded),
+        ``settle`` names the review-group proposals closed as settled by this one (default: the whole
+        group, as the review app does). Atomically closes the windows the plan closes and links each
+        superseded decision.
         """
         reviewer = text.require_shown(reviewer, "reviewer", text.MAX_NAME_CHARS)
         with self.store.transaction():

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from ctx_kernel.kernel import clock, text
 from ctx_kernel.kernel.errors import RefusedError, StoreError, UsageError
 from ctx_kernel.kernel.limits import (
+    AUTO,
     BACKFILL_ON_RECALL,
     DEFAULT_BUDGET,
     DEFAULT_MODE,
@@ -43,9 +44,6 @@ if TYPE_CHECKING:
     from ctx_kernel.kernel.recall.embeddings import Embedder
     from ctx_kernel.kernel.recall.engine import Related, VectorStatus
     from ctx_kernel.kernel.recall.inject import Injection
-
-# The configured embedding model (see kernel.recall.embeddings.resolve).
-AUTO = "auto"
 
 
 @dataclass(frozen=True)

@@ -37,7 +37,11 @@ class VaultService:
         occurred_at: str | None = None,
         redact: bool = True,
     ) -> LogResult:
-        """Append text to the evidence vault; the same text logged again returns its first id."""
+        """Append text to the evidence vault; the same text logged again returns its first id.
+
+        Obvious secrets are replaced by typed placeholders first unless ``redact`` is False;
+        the result says how many.
+        """
         record = EvidenceInput(body, kind, agent, session, tuple(tags), source, speaker, occurred_at)
         prepared = prepare(record, redact=redact)
         with self.store.transaction():
