@@ -7,9 +7,10 @@ from pathlib import Path
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
+from sqlalchemy import Integer, Text
 
 from ctx_kernel.kernel import Ctx
-from ctx_kernel.kernel.store import driver, migrate
+from ctx_kernel.kernel.store import driver, migrate, rows
 from ctx_kernel.kernel.store.models import include_name, metadata
 
 
@@ -38,6 +39,34 @@ def test_migrated_schema_matches_models(kernel: Ctx, store_path: Path):
         )
     engine.dispose()
     assert diffs == []
+
+
+@pytest.mark.parametrize(
+    "row_map", [rows.EVIDENCE, rows.PROPOSAL, rows.DECISION, rows.AUDIT], ids=lambda m: m.table
+)
+def test_each_record_table_holds_exactly_its_records_fields(row_map: rows.RowMap):
+    table = metadata.tables[row_map.table]
+    assert set(table.columns.keys()) == set(row_map.columns)
+    for name in row_map.json_columns:
+        assert isinstance(table.columns[name].type, Text)
+        assert table.columns[name].server_default.arg.text == "'[]'"
+    for name in row_map.bool_columns:
+        assert isinstance(table.columns[name].type, Integer)
+
+
+def test_rows_are_read_by_name_when_a_table_gains_a_column(kernel: Ctx, store_path: Path):
+    kernel.log("the billing service moved to Postgres")
+    proposed = kernel.propose("db.billing", "Use Postgres", rationale="JSONB")
+    conn = driver.connect(store_path, load_vec=False)
+    try:
+        for table in ("evidence", "proposal", "decision"):
+            conn.execute(f"ALTER TABLE {table} ADD COLUMN later TEXT DEFAULT 'not a field'")
+    finally:
+        conn.close()
+    with Ctx.open(store_path) as reopened:
+        assert reopened.proposal(proposed.id) == proposed
+        found, _score, _snippet = reopened.search("billing").evidence[0]
+        assert found.text == "the billing service moved to Postgres"
 
 
 def test_migrated_schema_objects(kernel: Ctx, store_path: Path):
