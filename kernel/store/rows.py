@@ -25,8 +25,8 @@ class RowMap:
     record: type
     table: str
     columns: tuple[str, ...]  # the stored fields, in the record's order
-    json_columns: frozenset[str]  # list fields, stored as JSON text
-    bool_columns: frozenset[str]  # stored as 0 or 1
+    json_columns: tuple[str, ...]  # list fields, stored as JSON text
+    bool_columns: tuple[str, ...]  # stored as 0 or 1
 
     @classmethod
     def of(cls, record: type, table: str, *, linked: tuple[str, ...] = ()) -> RowMap:
@@ -37,8 +37,8 @@ class RowMap:
             record,
             table,
             stored,
-            frozenset(c for c in stored if get_origin(hints[c]) is list),
-            frozenset(c for c in stored if hints[c] is bool),
+            tuple(c for c in stored if get_origin(hints[c]) is list),
+            tuple(c for c in stored if hints[c] is bool),
         )
 
     def select(self, alias: str = "") -> str:
@@ -65,7 +65,8 @@ class RowMap:
 
     def fields_of(self, row: Sequence[Any]) -> dict[str, Any]:
         """A row selected with :meth:`select` as the record's stored fields, by name."""
-        found = dict(zip(self.columns, row, strict=True))
+        # Not strict: the row was selected with these very columns (and this runs per row of a long queue).
+        found = dict(zip(self.columns, row, strict=False))
         for column in self.json_columns:
             raw = found[column]
             # Most lists are empty; skipping the JSON parser for "[]" halves a long queue's load.
