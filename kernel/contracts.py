@@ -15,7 +15,7 @@ import json
 import sys
 from dataclasses import fields
 from pathlib import Path
-from typing import Annotated, Any, Literal, get_type_hints
+from typing import TYPE_CHECKING, Annotated, Any, Literal, get_type_hints
 
 from pydantic import (
     BaseModel,
@@ -222,7 +222,7 @@ class WithdrawInput(_ToolInput):
     )
 
 
-def record_model(record: type[records.Record], name: str, *nested: type[BaseModel]) -> type[BaseModel]:
+def record_model(record: type[Any], name: str, *nested: type[BaseModel]) -> type[BaseModel]:
     """The output model of a record, built from its dataclass: the fields then its computed properties,
     every one required (its JSON always has them); ``nested`` are the models of records it holds."""
     models = {model.__name__.removesuffix("Out"): model for model in nested}
@@ -236,11 +236,24 @@ def record_model(record: type[records.Record], name: str, *nested: type[BaseMode
     return create_model(name, __base__=_Strict, __doc__=record.__doc__, __module__=__name__, **shape)
 
 
-EvidenceOut = record_model(records.Evidence, "EvidenceOut")
-DecisionOut = record_model(records.Decision, "DecisionOut")
-ProposalOut = record_model(records.Proposal, "ProposalOut")
-LogOut = record_model(records.LogResult, "LogOut")
-RatificationOut = record_model(records.Ratification, "RatificationOut", DecisionOut)
+if TYPE_CHECKING:
+    # A type checker cannot follow classes built at run time; to it these are plain models.
+    class EvidenceOut(_Strict): ...
+
+    class DecisionOut(_Strict): ...
+
+    class ProposalOut(_Strict): ...
+
+    class LogOut(_Strict): ...
+
+    class RatificationOut(_Strict): ...
+
+else:
+    EvidenceOut = record_model(records.Evidence, "EvidenceOut")
+    DecisionOut = record_model(records.Decision, "DecisionOut")
+    ProposalOut = record_model(records.Proposal, "ProposalOut")
+    LogOut = record_model(records.LogResult, "LogOut")
+    RatificationOut = record_model(records.Ratification, "RatificationOut", DecisionOut)
 
 
 class LogRecordInput(_Strict):

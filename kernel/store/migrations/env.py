@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from alembic import context
 
 config = context.config
-options = {}
+options: dict[str, Any] = {}
 # Only drafting a migration compares the store with the models; upgrading a store does not need
 # them, and SQLModel costs about half a second to import (every `ctx init` would pay it).
 if config.attributes.get("autogenerate"):
