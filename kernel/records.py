@@ -74,7 +74,7 @@ class Record:
     COMPUTED: ClassVar[tuple[str, ...]] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready form (``schemas/<record>.schema.json``)."""
+        """A JSON-ready form: the fields in order, then the computed properties."""
         data: dict[str, Any] = to_json(self)
         return data
 
