@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import tempfile
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -52,7 +53,7 @@ class Database:
 
 
 @contextmanager
-def _server_uri(base: Path) -> Iterator[str]:
+def _server_uri() -> Iterator[str]:
     if uri := os.environ.get("CTX_TEST_PG"):
         yield uri
         return
@@ -63,17 +64,20 @@ def _server_uri(base: Path) -> Iterator[str]:
             import pgserver
     except ImportError:
         pytest.skip(SKIP_REASON)
-    server = pgserver.get_server(base / "data", cleanup_mode="stop")
-    try:
-        yield server.get_uri()
-    finally:
-        server.cleanup()
+    # Not under pytest's basetemp: its path can be too long for the server's socket (macOS allows
+    # 104 bytes), and another pytest session may prune it while the server still runs.
+    with tempfile.TemporaryDirectory(prefix="ctx-pg-", ignore_cleanup_errors=True) as base:
+        server = pgserver.get_server(Path(base) / "data", cleanup_mode="stop")
+        try:
+            yield server.get_uri()
+        finally:
+            server.cleanup()
 
 
 @pytest.fixture(scope="session")
-def pg_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+def pg_cluster() -> Iterator[Cluster]:
     """A server with the schema and roles in a template database, and one login per group role."""
-    with _server_uri(tmp_path_factory.mktemp("pg")) as admin_uri:
+    with _server_uri() as admin_uri:
         suffix = secrets.token_hex(4)
         template = f"ctx_template_{suffix}"
         logins = {group: (f"{group}_{suffix}", secrets.token_hex(16)) for group in roles.GROUPS}

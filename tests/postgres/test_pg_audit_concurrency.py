@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import threading
 
+import psycopg
 from pg_rows import T0, append_audit, audit_rows
 
-from ctx_kernel.kernel.audit.chain import verify_chain
+from ctx_kernel.kernel.audit.chain import GENESIS_HASH, row_hash, verify_chain
 
 WRITERS = 8
 ROWS_EACH = 25
@@ -46,3 +47,34 @@ def test_concurrent_writers_never_fork_the_audit_chain(pg):
     assert len({row["prev_hash"] for row in rows}) == len(rows)
     report = verify_chain(rows)
     assert report.ok, report.problem
+
+
+def test_a_writer_that_read_the_tail_before_another_appended_is_refused(pg):
+    def first_row(target: str) -> dict[str, object]:
+        row = {"seq": 1, "at": T0, "actor": "a", "action": "evidence.logged", "target": target}
+        row |= {"before": None, "after": None}
+        return row | {"prev_hash": GENESIS_HASH, "hash": row_hash(GENESIS_HASH, row)}
+
+    insert = (
+        "INSERT INTO audit (seq, at, actor, action, target, before, after, prev_hash, hash) VALUES "
+        "(%(seq)s, %(at)s, %(actor)s, %(action)s, %(target)s, %(before)s, %(after)s, %(prev_hash)s, %(hash)s)"
+    )
+    outcome: list[BaseException] = []
+
+    def second_writer() -> None:
+        with pg.connect() as second:
+            try:
+                second.execute(insert, first_row("ev_2"))
+            except psycopg.Error as error:
+                outcome.append(error)
+
+    with pg.connect() as first:
+        first.execute(insert, first_row("ev_1"))
+        # The second writer computed its row from the same empty chain; it waits for the lock.
+        thread = threading.Thread(target=second_writer)
+        thread.start()
+        thread.join(0.3)
+        first.commit()
+    thread.join()
+    assert [type(error) for error in outcome] == [psycopg.errors.IntegrityConstraintViolation]
+    assert "does not link to the previous row" in str(outcome[0])

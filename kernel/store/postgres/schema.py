@@ -33,6 +33,9 @@ GENESIS_HASH = "0" * 64
 # pgvector's limit for the vector type (its HNSW index over bits allows more).
 MAX_VECTOR_DIM = 16_000
 VECTOR_KINDS = ("decision", "evidence")
+# Columns SQLite does not have: its implicit rowid made explicit, the sealed text's own column,
+# and the generated full-text column that stands in for an FTS5 table.
+POSTGRES_ONLY_COLUMNS = {"evidence": ("rowid", "sealed", "search"), "decision": ("rowid", "search")}
 
 # The audit chain and the supersession graph each take a transaction-scoped advisory lock keyed
 # by their table's oid before reading the rows they check, so two writers cannot both read the
