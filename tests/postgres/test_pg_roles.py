@@ -7,6 +7,7 @@ import pytest
 from pg_rows import T0, decision, evidence, link, proposal
 from psycopg import errors, sql
 
+from ctx_kernel.kernel.audit.chain import row_hash
 from ctx_kernel.kernel.store.postgres import roles
 
 # Refused by a missing privilege (42501) or by a row-level policy (42501 too, another message).
@@ -138,3 +139,20 @@ def test_grants_quote_the_login_name(pg):
             assert owner.execute("SELECT to_regclass('evidence')").fetchone() != (None,)
         finally:
             owner.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(awkward)))
+
+
+def test_a_temporary_table_cannot_stand_in_for_the_audit_chain(seeded):
+    with seeded.connect(roles.AGENT, autocommit=True) as agent:
+        append(agent, "evidence.logged", "ev_0")
+        # A forged chain end in the session's own schema, which unqualified names would find first.
+        agent.execute("CREATE TEMP TABLE audit (seq bigint, hash text)")
+        agent.execute("INSERT INTO audit VALUES (1, %s)", ("f" * 64,))
+        forged = {"seq": 2, "at": T0, "actor": "a", "action": "evidence.logged", "target": "ev_0"}
+        forged |= {"before": None, "after": None}
+        with pytest.raises(psycopg.IntegrityError, match="does not link"):
+            agent.execute(
+                "INSERT INTO public.audit (seq, at, actor, action, target, prev_hash, hash) "
+                "VALUES (2, %s, 'a', 'evidence.logged', 'ev_0', %s, %s)",
+                (T0, "f" * 64, row_hash("f" * 64, forged)),
+            )
+        assert agent.execute("SELECT count(*) FROM public.audit").fetchone() == (1,)

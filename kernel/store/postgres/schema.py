@@ -360,8 +360,22 @@ AUDIT_APPEND = f"""CREATE FUNCTION ctx_audit_append(at text, actor text, action 
          RETURN appended;
        END $$"""
 
+# The functions name tables unqualified, and a session's temporary schema comes first in any
+# search_path that does not list it: a login could shadow ``audit`` with a temporary table of its
+# own and make the chain's end look like anything. Each ctx function therefore resolves names in
+# the schema it was created in, with pg_temp last.
+PIN_SEARCH_PATH = """DO $$
+   DECLARE
+     fn regprocedure;
+   BEGIN
+     FOR fn IN SELECT oid::regprocedure FROM pg_proc
+               WHERE pronamespace = current_schema()::regnamespace AND proname LIKE 'ctx\\_%' LOOP
+       EXECUTE format('ALTER FUNCTION %s SET search_path = pg_catalog, %I, pg_temp', fn, current_schema());
+     END LOOP;
+   END $$"""
+
 # The whole schema, in order: what a migration to head runs, in one transaction.
-STATEMENTS = [*EXTENSIONS, *FUNCTIONS, *TABLES, AUDIT_APPEND]
+STATEMENTS = [*EXTENSIONS, *FUNCTIONS, *TABLES, AUDIT_APPEND, PIN_SEARCH_PATH]
 
 
 def vector_statements(dim: int) -> list[str]:
