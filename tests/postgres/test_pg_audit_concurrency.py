@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import itertools
 import threading
 
 import psycopg
-from pg_rows import T0, append_audit, audit_rows
 
 from ctx_kernel.kernel.audit.chain import GENESIS_HASH, row_hash, verify_chain
+
+from .pg_rows import T0, append_audit, audit_rows
 
 WRITERS = 8
 ROWS_EACH = 25
@@ -45,6 +47,9 @@ def test_concurrent_writers_never_fork_the_audit_chain(pg):
         rows = audit_rows(conn)
     assert len(rows) == WRITERS * ROWS_EACH
     assert len({row["prev_hash"] for row in rows}) == len(rows)
+    writers_in_order = [str(row["target"]).split("_")[1] for row in rows]
+    switches = sum(a != b for a, b in itertools.pairwise(writers_in_order))
+    assert switches >= WRITERS, "the writers ran one after another, not at once"
     report = verify_chain(rows)
     assert report.ok, report.problem
 

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import psycopg
 import pytest
-from pg_rows import T0, append_audit, at, audit_rows, decision, evidence, link, proposal
 from psycopg import errors
 
 from ctx_kernel.kernel.audit.chain import GENESIS_HASH, verify_chain
+
+from .pg_rows import T0, append_audit, at, audit_rows, decision, evidence, link, proposal
 
 SEALED = b"CTXE\x01ciphertext"
 

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import psycopg
 import pytest
-from pg_rows import T0, decision, evidence, link, proposal
 from psycopg import errors, sql
 
 from ctx_kernel.kernel.audit.chain import row_hash
 from ctx_kernel.kernel.store.postgres import roles
+
+from .pg_rows import T0, decision, evidence, link, proposal
 
 # Refused by a missing privilege (42501) or by a row-level policy (42501 too, another message).
 DENIED = errors.InsufficientPrivilege

@@ -6,9 +6,10 @@ import sqlite3
 
 import psycopg
 import pytest
-from pg_rows import decision, evidence
 
 from ctx_kernel.kernel.store.postgres import schema
+
+from .pg_rows import decision, evidence
 
 # SQLite tables that stand for something PostgreSQL does differently (FTS5, vec0) or not at all.
 SQLITE_ONLY = ("alembic_version", "sqlite_", "evidence_fts", "decision_fts", "vec_")
