@@ -7,6 +7,7 @@ import json
 import psycopg
 
 from ctx_kernel.kernel.audit.chain import GENESIS_HASH, row_hash
+from ctx_kernel.kernel.store.postgres.schema import AUDIT_LOCK
 
 T0 = "2026-01-01T00:00:00.000000Z"
 
@@ -56,7 +57,7 @@ def append_audit(
     conn: psycopg.Connection, action: str = "evidence.logged", target: str = "ev_1", after: object = None
 ) -> None:
     """Append the next audit row as a client computing the hash itself does: lock, read the tail, insert."""
-    conn.execute("SELECT pg_advisory_xact_lock('audit'::regclass::oid::bigint)")
+    conn.execute(AUDIT_LOCK)
     tail = conn.execute("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1").fetchone()
     seq, prev = (tail[0] + 1, tail[1]) if tail else (1, GENESIS_HASH)
     row = {

@@ -22,6 +22,12 @@ Every refusal raises SQLSTATE 23000 (integrity_constraint_violation), the class 
 check and exclusion violations beside it, so one driver exception (``psycopg.IntegrityError``)
 covers every broken invariant, as ``sqlite3.IntegrityError`` does for the SQLite triggers.
 
+The audit chain is checked on insert: a row must carry the next ``seq`` and the previous row's
+hash, and its own hash must be :func:`ctx_kernel.kernel.audit.chain.row_hash` of its fields
+(recomputed by ``ctx_audit_hash``). Appends are serialised by an advisory lock the insert trigger
+takes, and ``prev_hash`` is unique besides, so concurrent writers cannot fork the chain;
+``ctx_audit_append`` appends a row computed in the server.
+
 The immutability triggers compare whole rows as jsonb minus the columns that may change, so a
 column added later is frozen without rewriting the trigger (the SQLite migrations recreate
 theirs each time a column is added).
@@ -29,7 +35,8 @@ theirs each time a column is added).
 
 from __future__ import annotations
 
-GENESIS_HASH = "0" * 64
+from ctx_kernel.kernel.audit.chain import GENESIS_HASH
+
 # pgvector's limit for the vector type (its HNSW index over bits allows more).
 MAX_VECTOR_DIM = 16_000
 VECTOR_KINDS = ("decision", "evidence")
