@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import secrets
 import sqlite3
 
 import psycopg
 import pytest
+from psycopg import sql
+from psycopg.conninfo import make_conninfo
 
-from ctx_kernel.kernel.store.postgres import schema
+from ctx_kernel.kernel.store.postgres import roles, schema
 
 from .pg_rows import decision, evidence
 
@@ -88,3 +91,32 @@ def test_vector_columns_take_their_dimension_when_a_model_is_chosen(pg):
 def test_a_vector_dimension_is_a_positive_integer(dim):
     with pytest.raises(ValueError, match="vector dimension"):
         schema.vector_statements(dim)
+
+
+def test_the_schema_applies_as_an_owner_that_is_not_a_superuser(pg_cluster):
+    suffix = secrets.token_hex(4)
+    owner, password, database = f"ctx_owner_{suffix}", secrets.token_hex(16), f"ctx_owned_{suffix}"
+    with psycopg.connect(pg_cluster.admin_uri, autocommit=True) as admin:
+        admin.execute(
+            sql.SQL("CREATE ROLE {} LOGIN PASSWORD {}").format(sql.Identifier(owner), sql.Literal(password))
+        )
+        admin.execute(
+            sql.SQL("CREATE DATABASE {} OWNER {}").format(sql.Identifier(database), sql.Identifier(owner))
+        )
+    try:
+        # pgvector is not a trusted extension: a superuser installs it once per database.
+        with psycopg.connect(make_conninfo(pg_cluster.admin_uri, dbname=database)) as admin:
+            admin.execute("CREATE EXTENSION vector")
+        with psycopg.connect(
+            make_conninfo(pg_cluster.admin_uri, dbname=database, user=owner, password=password)
+        ) as conn:
+            for statement in [*schema.STATEMENTS, *roles.STATEMENTS]:
+                conn.execute(statement)
+            conn.commit()
+            evidence(conn, "ev_1")
+            with pytest.raises(psycopg.IntegrityError, match="append-only"):
+                conn.execute("DELETE FROM evidence")
+    finally:
+        with psycopg.connect(pg_cluster.admin_uri, autocommit=True) as admin:
+            admin.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(database)))
+            admin.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(owner)))
