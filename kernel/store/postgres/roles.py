@@ -57,7 +57,7 @@ RESOLUTION_COLUMNS = "status, resolved_at, resolved_by, resolution_note"
 CLOSING_COLUMNS = "valid_until, closed_by, close_reason"
 
 _ALL = ", ".join(GROUPS)
-_agent_actions = ", ".join(f"'{action}'" for action in AGENT_ACTIONS)
+_AGENT_ACTIONS_SQL = ", ".join(f"'{action}'" for action in AGENT_ACTIONS)
 
 STATEMENTS = [
     # CREATE ROLE has no IF NOT EXISTS; another database of the cluster may have made them.
@@ -93,7 +93,7 @@ STATEMENTS = [
     "ALTER TABLE audit ENABLE ROW LEVEL SECURITY",
     f"CREATE POLICY audit_read ON audit FOR SELECT TO {_ALL} USING (true)",
     f"""CREATE POLICY audit_agent_appends ON audit FOR INSERT TO {AGENT}
-        WITH CHECK (action IN ({_agent_actions}))""",
+        WITH CHECK (action IN ({_AGENT_ACTIONS_SQL}))""",
     f"CREATE POLICY audit_reviewer_appends ON audit FOR INSERT TO {REVIEWER} WITH CHECK (true)",
 ]
 
