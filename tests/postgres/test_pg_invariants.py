@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import psycopg
 import pytest
 from psycopg import errors
@@ -174,3 +176,28 @@ def test_the_server_hashes_audit_rows_as_ctx_does(conn):
     report = verify_chain(audit_rows(conn))
     assert report.ok, report.problem
     assert report.rows == 3
+
+
+def test_two_links_written_at_once_cannot_close_a_loop(pg):
+    with pg.connect(autocommit=True) as owner:
+        for name in "ab":
+            decision(owner, f"dc_{name}", subject=name, valid_from=at(1))
+    outcome: list[BaseException] = []
+
+    def second_writer() -> None:
+        with pg.connect() as second:
+            try:
+                link(second, "dc_b", "dc_a")
+            except psycopg.Error as error:
+                outcome.append(error)
+
+    with pg.connect() as first:
+        link(first, "dc_a", "dc_b")
+        # Uncommitted, the first link is invisible to the second writer, which waits for the lock.
+        thread = threading.Thread(target=second_writer)
+        thread.start()
+        thread.join(0.3)
+        first.commit()
+    thread.join()
+    assert len(outcome) == 1
+    assert "cannot loop back on itself" in str(outcome[0])
