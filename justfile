@@ -30,6 +30,10 @@ demo:
 bench-cli runs="15":
     {{venv}}python bench/cli_wall.py --runs {{runs}}
 
+# Import and build-and-serialise cost of a record as a dataclass, a pydantic model and a msgspec Struct.
+bench-shapes runs="15":
+    {{venv}}python bench/record_shapes.py --runs {{runs}}
+
 # Recall latency per mode and store size with the floors of its parts, RSS, and `ctx inject` wall time
 # (e.g. `just bench-recall --sizes 10k,100k,1m --queries 30`; stores are built once and cached).
 bench-recall *args:

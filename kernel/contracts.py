@@ -1,22 +1,33 @@
 """Pydantic models of every machine-readable input and output; ``schemas/`` is generated from them.
 
 Run ``python -m ctx_kernel.kernel.contracts`` to rewrite ``schemas/`` after changing a model; a test
-fails while the files are stale. Hosts build their JSON from the records' ``to_dict`` and
-tests validate it against these schemas. ``ctx propose --input`` imports this module to validate
-its input, and the MCP server (``ctx mcp``) to validate every tool's arguments: the ``*-input``
-schemas are its tools' input schemas, word for word.
+fails while the files are stale. The records' schemas are built from the record dataclasses
+themselves (:func:`record_model`), so a record's fields are written once, in ``kernel/records.py``;
+the hosts print the records' ``to_dict`` and tests validate it against these schemas.
+``ctx propose --input`` imports this module to validate its input, and the MCP server (``ctx mcp``)
+to validate every tool's arguments: the ``*-input`` schemas are its tools' input schemas, word for
+word.
 """
 
 from __future__ import annotations
 
 import json
 import sys
+from dataclasses import fields
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, get_type_hints
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    TypeAdapter,
+    ValidationError,
+    create_model,
+)
 
-from ctx_kernel.kernel import text
+from ctx_kernel.kernel import records, text
 from ctx_kernel.kernel.limits import (
     DEFAULT_BUDGET,
     DEFAULT_MODE,
@@ -29,13 +40,14 @@ from ctx_kernel.kernel.limits import (
     AuditEventType,
     RecallMode,
 )
-from ctx_kernel.kernel.records import EVIDENCE_KINDS
-
-Id = Annotated[str, StringConstraints(pattern=r"^(ev|pr|dc)_[0-9A-HJKMNP-TV-Z]{26}$")]
-EvidenceId = Annotated[str, StringConstraints(pattern=r"^ev_[0-9A-HJKMNP-TV-Z]{26}$")]
-DecisionId = Annotated[str, StringConstraints(pattern=r"^dc_[0-9A-HJKMNP-TV-Z]{26}$")]
-ProposalId = Annotated[str, StringConstraints(pattern=r"^pr_[0-9A-HJKMNP-TV-Z]{26}$")]
-Timestamp = Annotated[str, StringConstraints(pattern=r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$")]
+from ctx_kernel.kernel.records import (
+    EVIDENCE_KINDS,
+    DecisionId,
+    EvidenceId,
+    ProposalId,
+    Sha256,
+    Timestamp,
+)
 
 
 class _Strict(BaseModel):
@@ -220,79 +232,38 @@ class WithdrawInput(_ToolInput):
     )
 
 
-class EvidenceOut(_Strict):
-    """An evidence text: raw, unratified."""
-
-    id: EvidenceId
-    text: str
-    kind: str
-    agent: str | None
-    session: str | None
-    tags: list[str]
-    content_hash: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
-    created_at: Timestamp
-    source: str | None = None
-    speaker: str | None = None
-    occurred_at: Timestamp | None = None
+def record_model(record: type[Any], name: str, *nested: type[BaseModel]) -> type[BaseModel]:
+    """The output model of a record, built from its dataclass: the fields then its computed properties,
+    every one required (its JSON always has them); ``nested`` are the models of records it holds."""
+    models = {model.__name__.removesuffix("Out"): model for model in nested}
+    hints = get_type_hints(record, include_extras=True)
+    shape: dict[str, Any] = {}
+    for item in fields(record):
+        hint = hints[item.name]
+        shape[item.name] = (models.get(getattr(hint, "__name__", ""), hint), ...)
+    for computed in record.COMPUTED:
+        shape[computed] = (get_type_hints(getattr(record, computed).fget)["return"], ...)
+    return create_model(name, __base__=_Strict, __doc__=record.__doc__, __module__=__name__, **shape)
 
 
-class DecisionOut(_Strict):
-    """A ratified decision with its validity window and supersession links."""
+if TYPE_CHECKING:
+    # A type checker cannot follow classes built at run time; to it these are plain models.
+    class EvidenceOut(_Strict): ...
 
-    id: DecisionId
-    subject: str
-    decision: str
-    rationale: str | None
-    valid_from: Timestamp
-    valid_until: Timestamp | None
-    current: bool
-    ratified_by: str
-    ratified_at: Timestamp
-    proposal_id: ProposalId | None
-    amended: bool
-    closed_by: Literal["superseded", "retired"] | None
-    close_reason: str | None
-    evidence: list[EvidenceId]
-    supersedes: list[DecisionId]
-    superseded_by: list[DecisionId]
-    source: str | None
-    adr_number: int | None
-    title: str | None
-    deciders: list[str]
+    class DecisionOut(_Strict): ...
 
+    class ProposalOut(_Strict): ...
 
-class ProposalOut(_Strict):
-    """A proposal and its review state."""
+    class LogOut(_Strict): ...
 
-    id: ProposalId
-    subject: str
-    decision: str
-    rationale: str | None
-    proposer: str
-    session: str | None
-    created_at: Timestamp
-    status: Literal["pending", "ratified", "rejected", "withdrawn"]
-    supersedes: list[DecisionId]
-    explicit_supersedes: list[DecisionId]
-    near_duplicate_of: ProposalId | None
-    near_duplicate_score: float | None
-    resolved_at: Timestamp | None
-    resolved_by: str | None
-    resolution_note: str | None
-    decision_id: DecisionId | None
-    evidence: list[EvidenceId]
-    source: str | None
-    adr_number: int | None
-    title: str | None
-    deciders: list[str]
+    class RatificationOut(_Strict): ...
 
-
-class LogOut(_Strict):
-    """The result of ``ctx log``."""
-
-    id: EvidenceId
-    duplicate: bool
-    redacted: int = Field(ge=0, description="Secrets replaced by placeholders before storing.")
+else:
+    EvidenceOut = record_model(records.Evidence, "EvidenceOut")
+    DecisionOut = record_model(records.Decision, "DecisionOut")
+    ProposalOut = record_model(records.Proposal, "ProposalOut")
+    LogOut = record_model(records.LogResult, "LogOut")
+    RatificationOut = record_model(records.Ratification, "RatificationOut", DecisionOut)
 
 
 class LogRecordInput(_Strict):
@@ -347,15 +318,6 @@ class IngestOut(LogBatchOut):
     """The result of ``ctx ingest transcript``: the vault totals and each file's parse."""
 
     files: list[TranscriptOut]
-
-
-class RatificationOut(_Strict):
-    """The result of ``ctx ratify``."""
-
-    proposal_id: ProposalId
-    decision: DecisionOut
-    superseded: list[DecisionId]
-    settled: list[ProposalId] = Field(description="Pending proposals of its review group closed with it.")
 
 
 class SubjectDecisionOut(_Strict):
@@ -433,7 +395,6 @@ class AuditVerifyOut(_Strict):
     notes: list[str] = Field(description="What this store's log cannot prove (rows from an earlier ctx).")
 
 
-Sha256 = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
 EventType = AuditEventType
 
 

@@ -1,53 +1,122 @@
-"""The records the facade returns: plain frozen dataclasses, cheap to import and to build."""
+"""The records the facade returns: frozen dataclasses, each the one definition of its shape.
+
+A record's JSON form (:func:`to_json`, what the CLI and MCP hosts print) walks its fields, and
+``kernel/contracts.py`` generates its JSON Schema in ``schemas/`` from the same class, reading the
+``Annotated`` facts below (:class:`Spec`). The SQLite store maps rows to records by these field
+names. Dataclasses rather than pydantic models or msgspec Structs: this module loads in every
+``ctx log`` / ``ctx propose`` process, and pydantic costs ~100 ms to import there while a record's
+build-and-serialise cost is microseconds in every spelling (``just bench-shapes``).
+"""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, fields, is_dataclass
+from typing import Annotated, Any, ClassVar, Literal
 
 EVIDENCE_KINDS = ("note", "conversation", "log", "doc", "code", "other")
 
 
 @dataclass(frozen=True)
-class Evidence:
-    """A text in the evidence vault: unratified, never changed."""
+class Spec:
+    """What a field's JSON Schema says beyond its type: a pattern, a minimum, a description.
 
-    id: str
+    Pydantic calls the two hooks when ``kernel/contracts.py`` generates ``schemas/``; nothing reads
+    them at run time, so records stay free of pydantic.
+    """
+
+    pattern: str | None = None
+    ge: int | None = None
+    description: str | None = None
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: Any) -> Any:
+        """The core schema of the annotated type, with this pattern and minimum."""
+        schema = handler(source)
+        if self.pattern is not None:
+            schema["pattern"] = self.pattern
+        if self.ge is not None:
+            schema["ge"] = self.ge
+        return schema
+
+    def __get_pydantic_json_schema__(self, core_schema: Any, handler: Any) -> Any:
+        """The JSON Schema of the annotated type, with this description."""
+        document = handler(core_schema)
+        if self.description is not None:
+            document["description"] = self.description
+        return document
+
+
+_ULID = "[0-9A-HJKMNP-TV-Z]{26}"
+EvidenceId = Annotated[str, Spec(pattern=rf"^ev_{_ULID}$")]
+DecisionId = Annotated[str, Spec(pattern=rf"^dc_{_ULID}$")]
+ProposalId = Annotated[str, Spec(pattern=rf"^pr_{_ULID}$")]
+Timestamp = Annotated[str, Spec(pattern=r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$")]
+Sha256 = Annotated[str, Spec(pattern=r"^[0-9a-f]{64}$")]
+ProposalStatus = Literal["pending", "ratified", "rejected", "withdrawn"]
+ClosedBy = Literal["superseded", "retired"]
+
+
+def to_json(value: Any) -> Any:
+    """A record (or a list of them) as JSON-ready data: each field in order, then its ``COMPUTED``."""
+    if is_dataclass(value) and not isinstance(value, type):
+        data = {f.name: to_json(getattr(value, f.name)) for f in fields(value)}
+        for name in getattr(value, "COMPUTED", ()):
+            data[name] = getattr(value, name)
+        return data
+    if isinstance(value, list | tuple):
+        return [to_json(item) for item in value]
+    return value
+
+
+class Record:
+    """A record the hosts print: its JSON form comes from its fields, never a hand-kept copy."""
+
+    # Read-only properties that the JSON form carries after the fields (and the schema with them).
+    COMPUTED: ClassVar[tuple[str, ...]] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready form: the fields in order, then the computed properties."""
+        data: dict[str, Any] = to_json(self)
+        return data
+
+
+@dataclass(frozen=True)
+class Evidence(Record):
+    """An evidence text: raw, unratified, never changed."""
+
+    id: EvidenceId
     text: str
     kind: str
     agent: str | None
     session: str | None
     tags: list[str]
-    content_hash: str
-    created_at: str
+    content_hash: Sha256
+    created_at: Timestamp
     source: str | None = None
     speaker: str | None = None
-    occurred_at: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready form."""
-        return asdict(self)
+    occurred_at: Timestamp | None = None
 
 
 @dataclass(frozen=True)
-class Decision:
-    """A ratified decision and its validity window."""
+class Decision(Record):
+    """A ratified decision with its validity window and supersession links."""
 
-    id: str
+    COMPUTED: ClassVar[tuple[str, ...]] = ("current",)
+
+    id: DecisionId
     subject: str
     decision: str
     rationale: str | None
-    valid_from: str
-    valid_until: str | None
+    valid_from: Timestamp
+    valid_until: Timestamp | None
     ratified_by: str
-    ratified_at: str
-    proposal_id: str | None
+    ratified_at: Timestamp
+    proposal_id: ProposalId | None
     amended: bool
-    closed_by: str | None
+    closed_by: ClosedBy | None
     close_reason: str | None
-    evidence: list[str] = field(default_factory=list)
-    supersedes: list[str] = field(default_factory=list)
-    superseded_by: list[str] = field(default_factory=list)
+    evidence: list[EvidenceId] = field(default_factory=list)
+    supersedes: list[DecisionId] = field(default_factory=list)
+    superseded_by: list[DecisionId] = field(default_factory=list)
     source: str | None = None
     adr_number: int | None = None
     title: str | None = None  # as the ADR or the proposer titled it
@@ -62,46 +131,36 @@ class Decision:
         """True when ``moment`` falls inside the window ``[valid_from, valid_until)``."""
         return self.valid_from <= moment and (self.valid_until is None or moment < self.valid_until)
 
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready form (``schemas/decision.schema.json``)."""
-        data = asdict(self)
-        data["current"] = self.current
-        return data
-
 
 @dataclass(frozen=True)
-class Proposal:
-    """A proposed decision and its review state."""
+class Proposal(Record):
+    """A proposal and its review state."""
 
-    id: str
+    id: ProposalId
     subject: str
     decision: str
     rationale: str | None
     proposer: str
     session: str | None
-    created_at: str
-    status: str
-    supersedes: list[str]
-    explicit_supersedes: list[str]
-    near_duplicate_of: str | None
+    created_at: Timestamp
+    status: ProposalStatus
+    supersedes: list[DecisionId]
+    explicit_supersedes: list[DecisionId]
+    near_duplicate_of: ProposalId | None
     near_duplicate_score: float | None
-    resolved_at: str | None
+    resolved_at: Timestamp | None
     resolved_by: str | None
     resolution_note: str | None
-    decision_id: str | None
-    evidence: list[str] = field(default_factory=list)
+    decision_id: DecisionId | None
+    evidence: list[EvidenceId] = field(default_factory=list)
     source: str | None = None
     adr_number: int | None = None
     title: str | None = None  # as the ADR or the proposer titled it
     deciders: list[str] = field(default_factory=list)  # who the record says decided (attribution)
 
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready form (``schemas/proposal.schema.json``)."""
-        return asdict(self)
-
 
 @dataclass(frozen=True)
-class AuditEvent:
+class AuditEvent(Record):
     """One row of the hash-chained audit log."""
 
     seq: int
@@ -114,51 +173,26 @@ class AuditEvent:
     prev_hash: str
     hash: str
 
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready form."""
-        return asdict(self)
-
 
 @dataclass(frozen=True)
-class LogResult:
-    """The outcome of logging evidence: its id, and whether the text was already there."""
+class LogResult(Record):
+    """The result of ``ctx log``: the evidence id, and whether the text was already there."""
 
-    id: str
+    id: EvidenceId
     duplicate: bool
-    redacted: int = 0  # secrets replaced by placeholders before the text was stored
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready form."""
-        return asdict(self)
+    redacted: Annotated[int, Spec(ge=0, description="Secrets replaced by placeholders before storing.")] = 0
 
 
 @dataclass(frozen=True)
-class Ratification:
-    """The outcome of ratifying a proposal."""
+class Ratification(Record):
+    """The result of ``ctx ratify``."""
 
-    proposal_id: str
+    proposal_id: ProposalId
     decision: Decision
-    superseded: list[str]
-    # Pending proposals of the same review group closed as settled by this ratification.
-    settled: list[str] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready form."""
-        return {
-            "proposal_id": self.proposal_id,
-            "decision": self.decision.to_dict(),
-            "superseded": list(self.superseded),
-            "settled": list(self.settled),
-        }
-
-
-@dataclass(frozen=True)
-class SearchHit:
-    """A keyword hit with its BM25 score (lower is better, as FTS5 reports it)."""
-
-    id: str
-    score: float
-    snippet: str
+    superseded: list[DecisionId]
+    settled: Annotated[
+        list[ProposalId], Spec(description="Pending proposals of its review group closed with it.")
+    ] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -170,7 +204,7 @@ class SearchResults:
     evidence: list[tuple[Evidence, float, str]]
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready form (``schemas/search.schema.json``)."""
+        """A JSON-ready form (``schemas/search.schema.json``): each hit is its record and score."""
         return {
             "query": self.query,
             "decisions": [{**d.to_dict(), "score": s} for d, s in self.decisions],

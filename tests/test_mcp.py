@@ -277,6 +277,27 @@ def test_show(agent, world, role):
     assert shown["kind"] == {"note": "evidence", "pending": "proposal", "current": "decision"}[role]
 
 
+@pytest.mark.parametrize(
+    ("tool", "arguments", "argv"),
+    [
+        ("list_pending", {}, ["queue"]),
+        ("list_decisions", {"include_closed": True}, ["decisions", "--all"]),
+        ("list_decisions", {"as_of": "2020-01-01"}, ["decisions", "--as-of", "2020-01-01"]),
+        ("decision_history", {"subject": "Auth.Tokens"}, ["history", "Auth.Tokens"]),
+        ("show", {"id": "note"}, ["show", "note"]),
+        ("search", {"query": "tokens"}, ["search", "tokens"]),
+    ],
+)
+def test_the_cli_and_the_server_give_the_same_json(agent, world, capsys, tool, arguments, argv):
+    argv = [world["note"] if arg == "note" else arg for arg in argv]
+    arguments = {key: world["note"] if value == "note" else value for key, value in arguments.items()}
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--db", str(world["db"]), *argv, "--json"])
+    assert exit_info.value.code == 0
+    assert json.loads(capsys.readouterr().out) == ok(agent.call_json(tool, arguments), tool)
+
+
 def test_search(agent, world):
     found = ok(agent.call_json("search", {"query": 'redis NOT "NEAR('}), "search")
     assert world["current"].id in [d["id"] for d in found["decisions"]]

@@ -10,7 +10,7 @@ from ctx_kernel.kernel import clock, text
 from ctx_kernel.kernel.adr import files as adr
 from ctx_kernel.kernel.errors import RefusedError, UsageError
 from ctx_kernel.kernel.limits import DECISION_IMPORTED, PROPOSAL_IMPORTED
-from ctx_kernel.kernel.records import Decision, Proposal
+from ctx_kernel.kernel.records import ClosedBy, Decision, Proposal
 
 if TYPE_CHECKING:
     from ctx_kernel.kernel.decisions.kernel import DecisionService
@@ -382,7 +382,8 @@ def _import_decision(
     valid_from = start[record.path]
     subject, body = cleaned.subject, cleaned.decision
     nexts = successors(record)
-    closed_by, reason = None, None
+    closed_by: ClosedBy | None = None
+    reason: str | None = None
     if nexts:
         until = until or min(start[s.path] for s in nexts)
         closed_by, reason = "superseded", "superseded (imported ADR)"

@@ -18,7 +18,7 @@ from typing import Any, NoReturn
 
 import click
 
-from ctx_kernel.kernel import paths, text
+from ctx_kernel.kernel import envelopes, paths, text
 from ctx_kernel.kernel.capture.ingest import (
     PARALLEL_FROM,
     TRANSCRIPT_FORMATS,
@@ -43,7 +43,7 @@ from ctx_kernel.kernel.limits import (
     RECALL_MODES,
 )
 from ctx_kernel.kernel.recall import fusion
-from ctx_kernel.kernel.records import EVIDENCE_KINDS, Decision, Evidence, Proposal
+from ctx_kernel.kernel.records import EVIDENCE_KINDS, Decision, Proposal
 from ctx_kernel.kernel.store import driver, migrate
 
 MAX_JSON_INPUT_BYTES = 200_000
@@ -504,7 +504,7 @@ def queue(kernel: Ctx, subject: str | None, proposer: str | None, as_json: bool)
     """List pending proposals, oldest first."""
     found = kernel.queue(subject, proposer)
     if as_json:
-        _emit_json({"proposals": [p.to_dict() for p in found]})
+        _emit_json(envelopes.queue(found))
         return
     if not found:
         _say("no pending proposals")
@@ -641,14 +641,7 @@ def decisions(
     """List current decisions (or those valid at a date, or all)."""
     found = kernel.decisions(subject, as_of=as_of, include_closed=include_closed)
     if as_json:
-        from ctx_kernel.kernel.clock import parse_when  # noqa: PLC0415
-
-        _emit_json(
-            {
-                "as_of": parse_when(as_of) if as_of else None,
-                "decisions": [d.to_dict() for d in found],
-            }
-        )
+        _emit_json(envelopes.decisions(found, as_of))
         return
     if not found:
         _say("no decisions")
@@ -664,7 +657,7 @@ def history(kernel: Ctx, subject: str, as_json: bool) -> None:
     """Show SUBJECT's supersede chain with validity windows, oldest first."""
     chain = kernel.history(subject)
     if as_json:
-        _emit_json({"subject": text.normalise_subject(subject), "decisions": [d.to_dict() for d in chain]})
+        _emit_json(envelopes.history(subject, chain))
         return
     for decision in chain:
         _say(_decision_line(decision))
@@ -688,9 +681,8 @@ def history(kernel: Ctx, subject: str, as_json: bool) -> None:
 def show(kernel: Ctx, item_id: str, as_json: bool) -> None:
     """Show one evidence text, proposal or decision by id."""
     record = kernel.show(item_id)
-    kind = {Evidence: "evidence", Proposal: "proposal", Decision: "decision"}[type(record)]
     if as_json:
-        _emit_json({"kind": kind, "record": record.to_dict()})
+        _emit_json(envelopes.show(record))
         return
     for key, value in record.to_dict().items():
         if value not in (None, [], ""):

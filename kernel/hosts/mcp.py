@@ -39,7 +39,7 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
 from pydantic import BaseModel, ValidationError
 
-from ctx_kernel.kernel import clock, contracts, paths, text
+from ctx_kernel.kernel import contracts, envelopes, paths, text
 from ctx_kernel.kernel.capture.json_input import JSONInputError, read_json
 from ctx_kernel.kernel.contracts import (
     DecisionsInput,
@@ -57,7 +57,6 @@ from ctx_kernel.kernel.contracts import (
 from ctx_kernel.kernel.errors import CtxError, RefusedError, StoreError
 from ctx_kernel.kernel.facade import Ctx
 from ctx_kernel.kernel.hosts import mcp_text
-from ctx_kernel.kernel.records import Decision, Evidence, Proposal
 
 INSTRUCTIONS = """\
 ctx holds this project's decisions, ratified by people, and an evidence vault of raw notes.
@@ -171,36 +170,26 @@ class Host:
 
     def decision_history(self, args: SubjectInput, _caller: Caller) -> dict[str, Any]:
         """A subject's supersede chain, oldest first."""
-        chain = self.kernel.history(args.subject)
-        return {"subject": text.normalise_subject(args.subject), "decisions": [d.to_dict() for d in chain]}
+        return envelopes.history(args.subject, self.kernel.history(args.subject))
 
     def get_decision(self, args: SubjectAtInput, _caller: Caller) -> dict[str, Any]:
         """The decision in force on exactly one subject, now or at ``as_of``."""
         subject = text.normalise_subject(args.subject)
         held = [d for d in self.kernel.decisions(subject, as_of=args.as_of) if d.subject == subject]
-        return {
-            "subject": subject,
-            "as_of": clock.parse_when(args.as_of) if args.as_of else None,
-            "decision": held[0].to_dict() if held else None,
-        }
+        return envelopes.subject_decision(subject, args.as_of, held[0] if held else None)
 
     def list_decisions(self, args: DecisionsInput, _caller: Caller) -> dict[str, Any]:
         """Current decisions, those valid at a moment, or all of them."""
         found = self.kernel.decisions(args.subject, as_of=args.as_of, include_closed=args.include_closed)
-        return {
-            "as_of": clock.parse_when(args.as_of) if args.as_of else None,
-            "decisions": [d.to_dict() for d in found],
-        }
+        return envelopes.decisions(found, args.as_of)
 
     def list_pending(self, args: QueueInput, _caller: Caller) -> dict[str, Any]:
         """Pending proposals, oldest first."""
-        return {"proposals": [p.to_dict() for p in self.kernel.queue(args.subject, args.proposer)]}
+        return envelopes.queue(self.kernel.queue(args.subject, args.proposer))
 
     def show(self, args: ShowInput, _caller: Caller) -> dict[str, Any]:
         """One evidence text, proposal or decision."""
-        record = self.kernel.show(args.id)
-        kind = {Evidence: "evidence", Proposal: "proposal", Decision: "decision"}[type(record)]
-        return {"kind": kind, "record": record.to_dict()}
+        return envelopes.show(self.kernel.show(args.id))
 
     def search(self, args: SearchInput, _caller: Caller) -> dict[str, Any]:
         """Keyword search in two sections: ratified decisions, unratified evidence."""

@@ -1,10 +1,12 @@
-"""SQLModel declarations of ctx's ordinary tables.
+"""SQLModel declarations of ctx's ordinary tables: the one place their columns are declared.
 
-These classes are the schema's source of truth for new migrations (``alembic revision
---autogenerate`` compares them with a store), and a test checks that the migrated schema
-matches them exactly. FTS5 and vec0 virtual tables, triggers and partial indexes are
-written as SQL in the migrations. The runtime store does not import this module: SQLModel
-costs most of a second to import, and agents call ``ctx log`` / ``ctx propose`` on a hot path.
+New migrations autogenerate their ordinary-table steps from these classes
+(``python -m ctx_kernel.kernel.store.migrate draft MESSAGE``); tests check that a migrated store
+matches them exactly and that the evidence, proposal, decision and audit tables hold exactly
+their records' fields, by which the store reads rows (``kernel/store/rows.py``). FTS5 and vec0
+virtual tables, triggers and partial indexes are written as SQL in the migrations. The runtime
+store does not import this module: SQLModel costs most of a second to import, and agents call
+``ctx log`` / ``ctx propose`` on a hot path.
 """
 
 from sqlalchemy import REAL, CheckConstraint, Column, ForeignKey, Index, Integer, LargeBinary, Text

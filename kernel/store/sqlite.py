@@ -16,44 +16,16 @@ from ctx_kernel.kernel.errors import RefusedError, StoreError
 from ctx_kernel.kernel.records import AuditEvent, Decision, Evidence, Proposal
 from ctx_kernel.kernel.store import driver, migrate
 from ctx_kernel.kernel.store.query import TextQuery
+from ctx_kernel.kernel.store.rows import AUDIT, DECISION, EVIDENCE, PROPOSAL
 from ctx_kernel.kernel.store.sqlite_fts import match_string
 from ctx_kernel.kernel.store.sqlite_index import IndexQueries
 from ctx_kernel.kernel.store.writelock import WriteLock
 from ctx_kernel.kernel.vault.sealing import SCRUB_PENDING, Vault, VaultError, is_sealed
 from ctx_kernel.kernel.vault.sealing import snippet as vault_snippet
 
-_DECISION_COLS = (
-    "id, subject, decision, rationale, valid_from, valid_until, ratified_by, ratified_at, "
-    "proposal_id, amended, closed_by, close_reason, source, adr_number, title, deciders"
-)
-_PROPOSAL_COLS = (
-    "id, subject, decision, rationale, proposer, session, created_at, status, supersedes, "
-    "explicit_supersedes, near_duplicate_of, near_duplicate_score, resolved_at, resolved_by, "
-    "resolution_note, decision_id, source, adr_number, title, deciders"
-)
-_EVIDENCE_COLS = (
-    "id, text, kind, agent, session, tags, content_hash, created_at, source, speaker, occurred_at"
-)
-
 
 def _placeholders(values: list[Any]) -> str:
     return ",".join("?" * len(values))
-
-
-def _evidence_row(evidence: Evidence, text: str | bytes) -> tuple[Any, ...]:
-    return (
-        evidence.id,
-        text,
-        evidence.kind,
-        evidence.agent,
-        evidence.session,
-        json.dumps(evidence.tags),
-        evidence.content_hash,
-        evidence.created_at,
-        evidence.source,
-        evidence.speaker,
-        evidence.occurred_at,
-    )
 
 
 class SQLiteStore(IndexQueries):
@@ -350,16 +322,16 @@ class SQLiteStore(IndexQueries):
         if self._reader is not None:
             self._reader._vault = None
 
-    def _evidence(self, row: tuple[Any, ...]) -> Evidence:
-        text = row[1]
-        if is_sealed(text):
+    def _evidence(self, row: Sequence[Any]) -> Evidence:
+        found = EVIDENCE.fields_of(row)
+        if is_sealed(found["text"]):
             vault = self.vault()
             if vault is None:
-                raise VaultError(f"evidence {row[0]} is sealed but the store names no vault key")
-            text = vault.open(row[0], text)
-            if hashlib.sha256(text.encode("utf-8")).hexdigest() != row[6]:
-                raise VaultError(f"evidence {row[0]} does not match its content hash: it was altered")
-        return Evidence(row[0], text, *row[2:5], json.loads(row[5]), *row[6:])
+                raise VaultError(f"evidence {found['id']} is sealed but the store names no vault key")
+            found["text"] = vault.open(found["id"], found["text"])
+            if hashlib.sha256(found["text"].encode("utf-8")).hexdigest() != found["content_hash"]:
+                raise VaultError(f"evidence {found['id']} does not match its content hash: it was altered")
+        return Evidence(**found)
 
     def _evidence_match(self, query: TextQuery) -> str:
         """An evidence FTS5 query as the index holds it (keyed tokens in a sealed vault)."""
@@ -378,10 +350,7 @@ class SQLiteStore(IndexQueries):
         """Append evidence to the vault; the FTS index follows (by trigger, or keyed tokens if sealed)."""
         vault = self.vault()
         text = evidence.text if vault is None else vault.seal(evidence.id, evidence.text)
-        cursor = self._conn.execute(
-            f"INSERT INTO evidence ({_EVIDENCE_COLS}) VALUES ({_placeholders([0] * 11)})",
-            _evidence_row(evidence, text),
-        )
+        cursor = self._conn.execute(EVIDENCE.insert(), EVIDENCE.values(evidence, text=text))
         if vault is not None:
             self._conn.execute(
                 "INSERT INTO evidence_fts (rowid, text) VALUES (?, ?)",
@@ -400,7 +369,7 @@ class SQLiteStore(IndexQueries):
 
     def get_evidence(self, evidence_id: str) -> Evidence | None:
         """One evidence row."""
-        row = self._one(f"SELECT {_EVIDENCE_COLS} FROM evidence WHERE id = ?", (evidence_id,))
+        row = self._one(f"SELECT {EVIDENCE.select()} FROM evidence WHERE id = ?", (evidence_id,))
         return self._evidence(row) if row else None
 
     def missing_evidence(self, ids: list[str]) -> list[str]:
@@ -414,31 +383,7 @@ class SQLiteStore(IndexQueries):
 
     def insert_proposal(self, proposal: Proposal) -> None:
         """Queue a proposal with its cited evidence."""
-        self._conn.execute(
-            f"INSERT INTO proposal ({_PROPOSAL_COLS}) VALUES ({_placeholders([0] * 20)})",
-            (
-                proposal.id,
-                proposal.subject,
-                proposal.decision,
-                proposal.rationale,
-                proposal.proposer,
-                proposal.session,
-                proposal.created_at,
-                proposal.status,
-                json.dumps(proposal.supersedes),
-                json.dumps(proposal.explicit_supersedes),
-                proposal.near_duplicate_of,
-                proposal.near_duplicate_score,
-                proposal.resolved_at,
-                proposal.resolved_by,
-                proposal.resolution_note,
-                proposal.decision_id,
-                proposal.source,
-                proposal.adr_number,
-                proposal.title,
-                json.dumps(proposal.deciders),
-            ),
-        )
+        self._conn.execute(PROPOSAL.insert(), PROPOSAL.values(proposal))
         self._conn.executemany(
             "INSERT INTO proposal_evidence (proposal_id, evidence_id) VALUES (?, ?)",
             [(proposal.id, e) for e in proposal.evidence],
@@ -469,29 +414,11 @@ class SQLiteStore(IndexQueries):
                     chunk,
                 ):
                     cited[pid].append(eid)
-        return [
-            Proposal(
-                *r[:8],
-                supersedes=_id_list(r[8]),
-                explicit_supersedes=_id_list(r[9]),
-                near_duplicate_of=r[10],
-                near_duplicate_score=r[11],
-                resolved_at=r[12],
-                resolved_by=r[13],
-                resolution_note=r[14],
-                decision_id=r[15],
-                evidence=cited[r[0]],
-                source=r[16],
-                adr_number=r[17],
-                title=r[18],
-                deciders=_id_list(r[19]),
-            )
-            for r in rows
-        ]
+        return [PROPOSAL.build(r, evidence=cited[r[0]]) for r in rows]
 
     def get_proposal(self, proposal_id: str) -> Proposal | None:
         """One proposal."""
-        rows = self._q(f"SELECT {_PROPOSAL_COLS} FROM proposal WHERE id = ?", (proposal_id,))
+        rows = self._q(f"SELECT {PROPOSAL.select()} FROM proposal WHERE id = ?", (proposal_id,))
         return self._proposals(rows)[0] if rows else None
 
     def list_proposals(
@@ -506,7 +433,7 @@ class SQLiteStore(IndexQueries):
             where.append("(subject = ? OR subject LIKE ? ESCAPE '\\')")
             params += [subject, _like_prefix(subject)]
         clause = " WHERE " + " AND ".join(where) if where else ""
-        sql = f"SELECT {_PROPOSAL_COLS} FROM proposal{clause} ORDER BY created_at, id"
+        sql = f"SELECT {PROPOSAL.select()} FROM proposal{clause} ORDER BY created_at, id"
         rows = self._q(sql + (" LIMIT ?" if limit is not None else ""), [*params, limit] if limit else params)
         return self._proposals(rows, (clause.replace("subject", "proposal.subject"), params))
 
@@ -516,7 +443,7 @@ class SQLiteStore(IndexQueries):
         for chunk in _chunks(ids):
             found += self._proposals(
                 self._q(
-                    f"SELECT {_PROPOSAL_COLS} FROM proposal WHERE status = 'pending' "
+                    f"SELECT {PROPOSAL.select()} FROM proposal WHERE status = 'pending' "
                     f"AND near_duplicate_of IN ({_placeholders(chunk)}) ORDER BY created_at, id",
                     chunk,
                 )
@@ -580,25 +507,13 @@ class SQLiteStore(IndexQueries):
                 if old in newer:
                     newer[old].append(new)
         return [
-            Decision(
-                *r[:9],
-                amended=bool(r[9]),
-                closed_by=r[10],
-                close_reason=r[11],
-                evidence=cited[r[0]],
-                supersedes=older[r[0]],
-                superseded_by=newer[r[0]],
-                source=r[12],
-                adr_number=r[13],
-                title=r[14],
-                deciders=_id_list(r[15]),
-            )
+            DECISION.build(r, evidence=cited[r[0]], supersedes=older[r[0]], superseded_by=newer[r[0]])
             for r in rows
         ]
 
     def get_decision(self, decision_id: str) -> Decision | None:
         """One decision with its evidence and links."""
-        rows = self._q(f"SELECT {_DECISION_COLS} FROM decision WHERE id = ?", (decision_id,))
+        rows = self._q(f"SELECT {DECISION.select()} FROM decision WHERE id = ?", (decision_id,))
         return self._decisions(rows)[0] if rows else None
 
     def decisions_by_ids(self, ids: Sequence[str]) -> dict[str, Decision]:
@@ -606,7 +521,7 @@ class SQLiteStore(IndexQueries):
         found: dict[str, Decision] = {}
         for chunk in _chunks(list(ids)):
             rows = self._q(
-                f"SELECT {_DECISION_COLS} FROM decision WHERE id IN ({_placeholders(chunk)})", chunk
+                f"SELECT {DECISION.select()} FROM decision WHERE id IN ({_placeholders(chunk)})", chunk
             )
             found.update((d.id, d) for d in self._decisions(rows))
         return found
@@ -614,7 +529,7 @@ class SQLiteStore(IndexQueries):
     def current_decision(self, subject: str) -> Decision | None:
         """The decision on ``subject`` whose window is open."""
         rows = self._q(
-            f"SELECT {_DECISION_COLS} FROM decision WHERE subject = ? AND valid_until IS NULL",
+            f"SELECT {DECISION.select()} FROM decision WHERE subject = ? AND valid_until IS NULL",
             (subject,),
         )
         return self._decisions(rows)[0] if rows else None
@@ -632,7 +547,7 @@ class SQLiteStore(IndexQueries):
             params += [as_of, as_of]
         elif not include_closed:
             where.append("valid_until IS NULL")
-        sql = f"SELECT {_DECISION_COLS} FROM decision"
+        sql = f"SELECT {DECISION.select()} FROM decision"
         if where:
             sql += " WHERE " + " AND ".join(where)
         sql += " ORDER BY subject, valid_from, id"
@@ -648,7 +563,7 @@ class SQLiteStore(IndexQueries):
                   UNION
                   SELECT s.old_id FROM supersession s JOIN chain c ON s.new_id = c.id
                 )
-                SELECT {_DECISION_COLS} FROM decision WHERE id IN (SELECT id FROM chain)
+                SELECT {DECISION.select()} FROM decision WHERE id IN (SELECT id FROM chain)
                 ORDER BY valid_from, id""",
             (subject,),
         )
@@ -656,27 +571,7 @@ class SQLiteStore(IndexQueries):
 
     def insert_decision(self, decision: Decision) -> None:
         """Add a decision with its cited evidence."""
-        self._conn.execute(
-            f"INSERT INTO decision ({_DECISION_COLS}) VALUES ({_placeholders([0] * 16)})",
-            (
-                decision.id,
-                decision.subject,
-                decision.decision,
-                decision.rationale,
-                decision.valid_from,
-                decision.valid_until,
-                decision.ratified_by,
-                decision.ratified_at,
-                decision.proposal_id,
-                int(decision.amended),
-                decision.closed_by,
-                decision.close_reason,
-                decision.source,
-                decision.adr_number,
-                decision.title,
-                json.dumps(decision.deciders),
-            ),
-        )
+        self._conn.execute(DECISION.insert(), DECISION.values(decision))
         self._conn.executemany(
             "INSERT INTO decision_evidence (decision_id, evidence_id) VALUES (?, ?)",
             [(decision.id, e) for e in decision.evidence],
@@ -740,9 +635,7 @@ class SQLiteStore(IndexQueries):
 
     def audit_rows(self) -> Iterator[dict[str, Any]]:
         """Every audit row, in order."""
-        cursor = self._conn.execute(
-            "SELECT seq, at, actor, action, target, before, after, prev_hash, hash FROM audit ORDER BY seq"
-        )
+        cursor = self._conn.execute(f"SELECT {AUDIT.select()} FROM audit ORDER BY seq")
         names = [d[0] for d in cursor.description]
         for row in cursor:
             yield dict(zip(names, row, strict=True))
@@ -789,7 +682,7 @@ class SQLiteStore(IndexQueries):
             window = "d.valid_from <= ? AND (d.valid_until IS NULL OR d.valid_until > ?)"
             params = [match, as_of, as_of]
         rows = self._q(
-            f"""SELECT {", ".join("d." + c for c in _DECISION_COLS.split(", "))},
+            f"""SELECT {DECISION.select("d")},
                        bm25(decision_fts, 4.0, 1.0, 0.5) AS score
                 FROM decision_fts JOIN decision d ON d.rowid = decision_fts.rowid
                 WHERE decision_fts MATCH ? AND {window}
@@ -804,13 +697,13 @@ class SQLiteStore(IndexQueries):
         vault = self.vault()
         snippet = "snippet(evidence_fts, 0, '[', ']', '…', 16)" if vault is None else "''"
         rows = self._q(
-            f"""SELECT {", ".join("e." + c for c in _EVIDENCE_COLS.split(", "))},
+            f"""SELECT {EVIDENCE.select("e")},
                        bm25(evidence_fts) AS score, {snippet}
                 FROM evidence_fts JOIN evidence e ON e.rowid = evidence_fts.rowid
                 WHERE evidence_fts MATCH ? ORDER BY score LIMIT ?""",
             (self._evidence_match(query), limit),
         )
-        found = [(self._evidence(r[:11]), -r[11], r[12]) for r in rows]
+        found = [(self._evidence(r[:-2]), -r[-2], r[-1]) for r in rows]
         if vault is not None:
             found = [(e, score, vault_snippet(e.text, match)) for e, score, _ in found]
         return found
@@ -844,11 +737,6 @@ def _like_prefix(subject: str) -> str:
 
 
 _CHUNK = 500
-
-
-def _id_list(raw: str) -> list[str]:
-    # Most proposals supersede nothing; skipping the JSON parser for "[]" halves a long queue's load.
-    return [] if raw == "[]" else json.loads(raw)
 
 
 def _chunks(ids: list[str], size: int = _CHUNK) -> Iterator[list[str]]:

@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from alembic import context
 
-from ctx_kernel.kernel.store.models import include_name, metadata
+config = context.config
+options: dict[str, Any] = {}
+# Only drafting a migration compares the store with the models; upgrading a store does not need
+# them, and SQLModel costs about half a second to import (every `ctx init` would pay it).
+if config.attributes.get("autogenerate"):
+    from ctx_kernel.kernel.store.models import include_name, metadata
 
-connection = context.config.attributes["connection"]
+    options = {"target_metadata": metadata, "include_name": include_name}
 context.configure(
-    connection=connection,
-    target_metadata=metadata,
+    connection=config.attributes["connection"],
     transaction_per_migration=True,
     render_as_batch=True,
-    include_name=include_name,
+    **options,
 )
 with context.begin_transaction():
     context.run_migrations()

@@ -10,7 +10,7 @@ revision = ${repr(up_revision)}
 down_revision = ${repr(down_revision)}
 branch_labels = None
 depends_on = None
-SCHEMA_VERSION = 0  # set to the previous migration's number + 1
+SCHEMA_VERSION = ${int(up_revision[1:4])}
 
 
 def upgrade() -> None:

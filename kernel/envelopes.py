@@ -1,0 +1,48 @@
+"""The JSON answers the CLI (``--json``) and the MCP server (``format: "json"``) both give.
+
+One function per answer, so the two hosts cannot drift apart; each answer is valid against the
+schema named in its docstring. Answers that are a single record (``ctx propose``, ``ctx log``,
+``ctx search``, ...) are that record's ``to_dict``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ctx_kernel.kernel import clock, text
+from ctx_kernel.kernel.records import Decision, Evidence, Proposal
+
+RECORD_KINDS: dict[type, str] = {Evidence: "evidence", Proposal: "proposal", Decision: "decision"}
+
+
+def queue(proposals: list[Proposal]) -> dict[str, Any]:
+    """Pending proposals, oldest first (``schemas/queue.schema.json``)."""
+    return {"proposals": [p.to_dict() for p in proposals]}
+
+
+def decisions(found: list[Decision], as_of: str | None) -> dict[str, Any]:
+    """Decisions current, valid at ``as_of`` (as the caller wrote it), or all
+    (``schemas/decisions.schema.json``)."""
+    return {
+        "as_of": clock.parse_when(as_of) if as_of else None,
+        "decisions": [d.to_dict() for d in found],
+    }
+
+
+def history(subject: str, chain: list[Decision]) -> dict[str, Any]:
+    """A subject's supersede chain, oldest first (``schemas/history.schema.json``)."""
+    return {"subject": text.normalise_subject(subject), "decisions": [d.to_dict() for d in chain]}
+
+
+def show(record: Evidence | Proposal | Decision) -> dict[str, Any]:
+    """One record of any kind, named (``schemas/show.schema.json``)."""
+    return {"kind": RECORD_KINDS[type(record)], "record": record.to_dict()}
+
+
+def subject_decision(subject: str, as_of: str | None, held: Decision | None) -> dict[str, Any]:
+    """The decision in force on exactly one subject, or null (``schemas/subject-decision.schema.json``)."""
+    return {
+        "subject": text.normalise_subject(subject),
+        "as_of": clock.parse_when(as_of) if as_of else None,
+        "decision": held.to_dict() if held else None,
+    }

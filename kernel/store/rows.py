@@ -1,0 +1,86 @@
+"""Records to table rows and back, by column name: each table's columns are the record's fields.
+
+A :class:`RowMap` is generated from a record's dataclass fields: every field is the column of the
+same name, except the fields a link table holds (a decision's cited evidence, its supersession
+links). Lists are stored as JSON text and booleans as integers, as ``kernel/store/models.py``
+declares the tables; ``tests/test_migrations.py`` checks that each table's columns are exactly its
+record's. Queries select ``RowMap.columns`` and rows are read back by those names, so a column
+added to a table cannot shift a field.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
+from typing import Any, get_origin, get_type_hints
+
+from ctx_kernel.kernel.records import AuditEvent, Decision, Evidence, Proposal
+
+
+@dataclass(frozen=True)
+class RowMap:
+    """How one record type is stored in one table."""
+
+    record: type
+    table: str
+    columns: tuple[str, ...]  # the stored fields, in the record's order
+    json_columns: tuple[str, ...]  # list fields, stored as JSON text
+    bool_columns: tuple[str, ...]  # stored as 0 or 1
+
+    @classmethod
+    def of(cls, record: type, table: str, *, linked: tuple[str, ...] = ()) -> RowMap:
+        """The map of ``record`` to ``table``; ``linked`` fields live in link tables, not columns."""
+        hints = get_type_hints(record)
+        stored = tuple(f.name for f in fields(record) if f.name not in linked)
+        return cls(
+            record,
+            table,
+            stored,
+            tuple(c for c in stored if get_origin(hints[c]) is list),
+            tuple(c for c in stored if hints[c] is bool),
+        )
+
+    def select(self, alias: str = "") -> str:
+        """The column list of a SELECT, each prefixed with ``alias.`` when given."""
+        prefix = f"{alias}." if alias else ""
+        return ", ".join(prefix + c for c in self.columns)
+
+    def insert(self) -> str:
+        """An INSERT of one row, its values from :meth:`values`."""
+        marks = ", ".join("?" * len(self.columns))
+        return f"INSERT INTO {self.table} ({self.select()}) VALUES ({marks})"
+
+    def values(self, record: Any, **stored: Any) -> tuple[Any, ...]:
+        """The row of ``record`` for :meth:`insert`; ``stored`` overrides a field's stored value."""
+        row = []
+        for column in self.columns:
+            value = stored[column] if column in stored else getattr(record, column)
+            if column in self.json_columns:
+                value = json.dumps(value)
+            elif column in self.bool_columns:
+                value = int(value)
+            row.append(value)
+        return tuple(row)
+
+    def fields_of(self, row: Sequence[Any]) -> dict[str, Any]:
+        """A row selected with :meth:`select` as the record's stored fields, by name."""
+        # Not strict: the row was selected with these very columns (and this runs per row of a long queue).
+        found = dict(zip(self.columns, row, strict=False))
+        for column in self.json_columns:
+            raw = found[column]
+            # Most lists are empty; skipping the JSON parser for "[]" halves a long queue's load.
+            found[column] = [] if raw == "[]" else json.loads(raw)
+        for column in self.bool_columns:
+            found[column] = bool(found[column])
+        return found
+
+    def build(self, row: Sequence[Any], **linked: Any) -> Any:
+        """The record of a row selected with :meth:`select`, with its linked fields."""
+        return self.record(**self.fields_of(row), **linked)
+
+
+EVIDENCE = RowMap.of(Evidence, "evidence")
+PROPOSAL = RowMap.of(Proposal, "proposal", linked=("evidence",))
+DECISION = RowMap.of(Decision, "decision", linked=("evidence", "supersedes", "superseded_by"))
+AUDIT = RowMap.of(AuditEvent, "audit")
