@@ -450,7 +450,8 @@ class Recaller:
         # BM25 scores every row that holds any term. A term in tens of thousands of texts
         # costs tens of milliseconds and, with its low idf, barely moves the order: when rarer
         # terms remain, leave it out (Lucene's "common terms" idea).
-        rare = [t for t in terms if not self.store.evidence_term_is_common(t, COMMON_TERM_DOCS)]
+        common = self.store.evidence_common_terms(terms, COMMON_TERM_DOCS)
+        rare = [t for t in terms if t not in common]
         if rare and len(rare) < len(terms):
             match = fts.match_query(" ".join(rare)) or match
         return [(i, -s, None) for i, s in self.store.fts_evidence_ids(match, fetch)]
@@ -622,8 +623,8 @@ class Recaller:
                     # Placed by its predecessor's match; its own scores, if it matched too.
                     own = own_scores.get(successor.id, dict.fromkeys(RANKERS))
                     hits.append(DecisionHit(successor, len(hits) + 1, score, own, via=decision.id))
-        pending = self.store.list_proposals("pending")
         hit_ids = [hit.decision.id for hit in hits]
+        pending = self.store.pending_proposals_on(sorted({h.decision.subject for h in hits}), hit_ids)
         self._conflicts = self.store.conflicts_at(hit_ids, moment)
         self._load(hit_ids)
         return [self._expand(hit, moment, matched_ids, pending) for hit in hits], closed

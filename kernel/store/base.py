@@ -98,6 +98,9 @@ class Store(Protocol):
     def pending_near_duplicates(self, ids: list[str]) -> list[Proposal]:
         """Pending proposals flagged as near-duplicates of any of ``ids``."""
 
+    def pending_proposals_on(self, subjects: Sequence[str], decision_ids: Sequence[str]) -> list[Proposal]:
+        """Pending proposals, oldest first, on any of ``subjects`` or superseding any of ``decision_ids``."""
+
     def pending_texts(self) -> list[tuple[str, str, str]]:
         """``(id, subject, decision)`` of every pending proposal, for near-duplicate checks."""
 
@@ -221,8 +224,8 @@ class Store(Protocol):
     def fts_evidence_ids(self, match: str, limit: int) -> list[tuple[str, float]]:
         """Evidence ids matching an FTS5 query, with BM25."""
 
-    def evidence_term_is_common(self, term: str, threshold: int) -> bool:
-        """True when at least ``threshold`` evidence texts contain ``term``."""
+    def evidence_common_terms(self, terms: Sequence[str], threshold: int) -> set[str]:
+        """Those of ``terms`` that at least ``threshold`` evidence texts contain."""
 
     def evidence_snippets(self, match: str, ids: Sequence[str]) -> dict[str, str]:
         """FTS5 snippets of the evidence ``ids`` that match ``match``."""
