@@ -428,6 +428,8 @@ class Recaller:
         self.embedder = embedder
         self._decision_vectors: Future[Ranked] | None = None
         self._evidence_vectors: Future[Ranked] | None = None
+        self._worker: tuple[Executor, Store] | None = None  # start_vectors' pool and its connection
+        self._evidence_answer: tuple[tuple[str, str, int, int], Future[list[EvidenceHit]]] | None = None
         self._chains: dict[str, dict[str, Decision]] = {}
         self._entities: list[tuple[int, str, float]] | None = None
         self._conflicts: dict[str, list[ConflictRow]] = {}
@@ -516,6 +518,7 @@ class Recaller:
             self._evidence_vectors.set_result(work())
         else:
             self._evidence_vectors = pool.submit(work)
+            self._worker = (pool, reader)
 
     def _vector(self, query: str, kind: str, fetch: int) -> Ranked:
         if self.embedder is None:
@@ -584,9 +587,14 @@ class Recaller:
         """Decision hits that hold at ``moment``; matching ones that no longer hold are mapped
         to their successors in force, or reported as closed."""
         fetch = max(OVERFETCH, 5 * k)
-        if self._evidence_vectors is not None and not self._evidence_vectors.done():
-            # Rank the evidence by keyword and entity now, while the vectors are still coming.
+        if self._worker is not None:
+            # Rank the evidence by keyword and entity now, while the vectors are still coming; the
+            # worker then answers for the evidence (fusion, records, snippets) on its connection
+            # once its searches are done, while this thread expands the decision hits.
             self._lexical(query, "evidence", mode, fetch)
+            pool, reader = self._worker
+            answer = pool.submit(self._evidence, reader, query, mode, k, rrf_k)
+            self._evidence_answer = ((query, mode, k, rrf_k), answer)
         lists = self.rank(query, "decision", mode, fetch)
         fused = fuse(lists, rrf_k, WEIGHTS)
         ids = [item for item, _, _ in fused]
@@ -715,26 +723,31 @@ class Recaller:
 
     def evidence(self, query: str, mode: str, k: int, rrf_k: int) -> list[EvidenceHit]:
         """Evidence hits, best first."""
+        if self._evidence_answer is not None and self._evidence_answer[0] == (query, mode, k, rrf_k):
+            return self._evidence_answer[1].result()
+        return self._evidence(self.store, query, mode, k, rrf_k)
+
+    def _evidence(self, store: Store, query: str, mode: str, k: int, rrf_k: int) -> list[EvidenceHit]:
+        """:meth:`evidence`, reading through ``store`` (this recall's store or its worker's connection)."""
         fetch = max(OVERFETCH, 5 * k)
         if mode == "hybrid":
             # Normalised scores carry each ranker's confidence; see kernel/recall/fusion.py.
             lists = self.rank(query, "evidence", mode, fetch, floors=False)
-            timed = fusion.timed_candidates(query, lists, self._evidence_texts)
-            fused = fusion.with_neighbours(fusion.combsum(lists, timed), self.store.evidence_neighbours)[:k]
+            timed = fusion.timed_candidates(
+                query, lists, lambda ids: {i: e.text for i, e in store.evidence_by_ids(ids).items()}
+            )
+            fused = fusion.with_neighbours(fusion.combsum(lists, timed), store.evidence_neighbours)[:k]
         else:
             fused = fuse(self.rank(query, "evidence", mode, fetch), rrf_k, WEIGHTS)[:k]
-        records = self.store.evidence_by_ids([item for item, _, _ in fused])
+        records = store.evidence_by_ids([item for item, _, _ in fused])
         match = fts.match_query(query, drop_stopwords=True)
-        snippets = self.store.evidence_snippets(match, [item for item, _, _ in fused]) if match else {}
+        snippets = store.evidence_snippets(match, [item for item, _, _ in fused]) if match else {}
         return [
             EvidenceHit(records[item], rank, score, scores, snippets.get(item) or _lead(records[item].text))
             for rank, (item, score, scores) in enumerate(
                 ((i, s, sc) for i, s, sc in fused if i in records), 1
             )
         ]
-
-    def _evidence_texts(self, ids: list[str]) -> dict[str, str]:
-        return {item: record.text for item, record in self.store.evidence_by_ids(ids).items()}
 
 
 class ConflictDetector:

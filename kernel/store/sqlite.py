@@ -107,6 +107,7 @@ class SQLiteStore(IndexQueries):
         if self._reader is None:
             self._reader = SQLiteStore(self.path, driver.connect(self.path))
             self._reader._vault = self._vault
+            self._reader._offered = self._offered  # the same list: keys offered later unlock it too
         return self._reader
 
     # -- transactions -------------------------------------------------------------------
