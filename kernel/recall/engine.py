@@ -43,6 +43,10 @@ PREFILTER_NAMES = 5000
 COMMON_TERM_DOCS = 5000
 # Decision records a warm process keeps between recalls (about 1 KB each).
 CACHED_DECISIONS = 50_000
+# Entities whose counts and newest items (up to ENTITY_ITEMS ids) a warm process keeps.
+CACHED_POSTINGS = 2_000
+# Query phrases whose fuzzy matches over the entity names a warm process keeps.
+CACHED_PHRASES = 20_000
 # Decisions naming a hit's entities that are checked for an opposite stance.
 CONFLICT_CANDIDATES = 20
 # Related subjects: token_set_ratio of the subjects' words ("cache.sessions" ~ "auth.sessions").
@@ -255,6 +259,8 @@ class EntityIndex:
         self._lengths: Any = None  # numpy int32, one per name
         self._masks: Any = None  # numpy uint64, shape (2, names): see _char_masks
         self._asked = 0
+        # phrase -> (name index, fuzz.ratio) in process.extract's order, while the names are unchanged
+        self._phrases: dict[str, list[tuple[int, float]]] = {}
 
     def refresh(self, store: Store) -> None:
         """Reload the names when the store has new ones."""
@@ -269,6 +275,7 @@ class EntityIndex:
             self._display += [p[1] for p in pairs]
             self._known.update(p[1] for p in pairs)
             self._version = version
+            self._phrases.clear()
 
     def known(self, store: Store, words: list[str]) -> list[str]:
         """Those of ``words`` that some record names as an entity."""
@@ -289,16 +296,25 @@ class EntityIndex:
         prefilter = self._asked > 1 and len(self._names) >= PREFILTER_NAMES
         if prefilter:
             self._mask_new_names()
+        if len(self._phrases) > CACHED_PHRASES:
+            self._phrases.clear()
         best: dict[int, float] = {}
         for phrase in phrases:
-            near = self._near(phrase) if prefilter else None
-            # In index order, so ties among more than ``limit`` names break as over the full list.
-            names = self._names if near is None else [self._names[i] for i in near]
-            for _, score, index in process.extract(
-                phrase, names, scorer=fuzz.ratio, score_cutoff=ENTITY_CUTOFF, limit=50
-            ):
-                found = index if near is None else near[index]
-                best[found] = max(best.get(found, 0.0), float(score))
+            found = self._phrases.get(phrase)
+            if found is None:
+                near = self._near(phrase) if prefilter else None
+                # In index order, so ties among more than ``limit`` names break as over the full list.
+                names = self._names if near is None else [self._names[i] for i in near]
+                found = [
+                    (index if near is None else near[index], float(score))
+                    for _, score, index in process.extract(
+                        phrase, names, scorer=fuzz.ratio, score_cutoff=ENTITY_CUTOFF, limit=50
+                    )
+                ]
+                if CACHED_PHRASES:
+                    self._phrases[phrase] = found
+            for index, score in found:
+                best[index] = max(best.get(index, 0.0), score)
         return [(self._ids[i], self._display[i], score) for i, score in best.items()]
 
     def _mask_new_names(self) -> None:
@@ -387,20 +403,24 @@ def query_phrases(query: str) -> list[str]:
 
 
 class DecisionCache:
-    """Decision records and supersession chains read by earlier recalls, kept while the store
-    is unchanged: no commit by another connection (SQLite's ``data_version``) and no row
-    changed by this one. Agents ask about the same decisions again and again."""
+    """Decision records, supersession chains and entity postings read by earlier recalls, kept
+    while the store is unchanged: no commit by another connection (SQLite's ``data_version``)
+    and no row changed by this one. Agents ask about the same decisions again and again."""
 
     def __init__(self) -> None:
         self._signature: tuple[int, int] | None = None
         self.records: dict[str, Decision] = {}
         self.chains: dict[str, list[str]] = {}  # decision id -> ids of its chain (itself included)
+        # (id prefix, entity id) -> (items mentioning it, the newest ENTITY_ITEMS of them)
+        self.postings: dict[tuple[str, int], tuple[int, list[str]]] = {}
+        self.sizes: dict[str, int] = {}  # kind -> item_count
 
     def check(self, store: Store) -> None:
         """Forget everything when the store changed since the last recall (or holds too much)."""
         signature = (store.data_version(), store.change_count())
-        if signature != self._signature or len(self.records) > CACHED_DECISIONS:
-            self.records, self.chains = {}, {}
+        full = len(self.records) > CACHED_DECISIONS or len(self.postings) > CACHED_POSTINGS
+        if signature != self._signature or full:
+            self.records, self.chains, self.postings, self.sizes = {}, {}, {}, {}
             self._signature = signature
 
 
@@ -462,19 +482,25 @@ class Recaller:
         if not matched:
             return []
         prefix = "dc_" if kind == "decision" else "ev_"
-        ids = [m[0] for m in matched]
-        counts = self.store.entity_counts(ids, prefix)
-        total = max(self.store.item_count(kind), 1)
-        items = self.store.entity_items(ids, prefix, ENTITY_ITEMS)
+        postings = self._cache.postings
+        missing = [m[0] for m in matched if (prefix, m[0]) not in postings]
+        if missing:
+            counts = self.store.entity_counts(missing, prefix)
+            items = self.store.entity_items(missing, prefix, ENTITY_ITEMS)
+            for entity_id in missing:
+                postings[(prefix, entity_id)] = (counts.get(entity_id, 0), items.get(entity_id, []))
+        if kind not in self._cache.sizes:
+            self._cache.sizes[kind] = self.store.item_count(kind)
+        total = max(self._cache.sizes[kind], 1)
         scores: dict[str, float] = {}
         names: dict[str, list[str]] = {}
         for entity_id, name, ratio in matched:
-            df = counts.get(entity_id, 0)
+            df, items = postings[(prefix, entity_id)]
             if not df:
                 continue
             # Rare names say more than common ones (idf), and exact names more than near ones.
             weight = (ratio / 100.0) ** 2 * math.log(1.0 + total / df)
-            for item in items.get(entity_id, []):
+            for item in items:
                 scores[item] = scores.get(item, 0.0) + weight
                 names.setdefault(item, []).append(name)
         order = sorted(scores, key=lambda i: (-scores[i], i))[:fetch]
