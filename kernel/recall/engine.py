@@ -615,7 +615,7 @@ class Recaller:
         fetch = max(OVERFETCH, 5 * k)
         if self._worker is not None:
             # Rank the evidence by keyword and entity now, while the vectors are still coming; the
-            # worker then answers for the evidence (fusion, records, snippets) on its connection
+            # worker may then answer for the evidence (fusion, records, snippets) on its connection
             # once its searches are done, while this thread expands the decision hits.
             self._lexical(query, "evidence", mode, fetch)
             pool, reader = self._worker
@@ -750,7 +750,11 @@ class Recaller:
     def evidence(self, query: str, mode: str, k: int, rrf_k: int) -> list[EvidenceHit]:
         """Evidence hits, best first."""
         if self._evidence_answer is not None and self._evidence_answer[0] == (query, mode, k, rrf_k):
-            return self._evidence_answer[1].result()
+            answer = self._evidence_answer[1]
+            # Whichever thread is free first answers: the worker if it has started, else this one
+            # (taking the task back from the queue), which waits for the vectors only.
+            if not answer.cancel():
+                return answer.result()
         return self._evidence(self.store, query, mode, k, rrf_k)
 
     def _evidence(self, store: Store, query: str, mode: str, k: int, rrf_k: int) -> list[EvidenceHit]:
