@@ -446,7 +446,9 @@ class Recaller:
                 raise UsageError(f"the minimum score for {name} must be a finite number, not {minimum}")
         self.entity_index = entity_index
         self.embedder = embedder
-        self._decision_vectors: Future[Ranked] | None = None
+        self._query_vector: Future[bytes] | None = None
+        self._vector_fetch = OVERFETCH
+        self._decision_vectors: Ranked | None = None  # searched by the calling thread
         self._evidence_vectors: Future[Ranked] | None = None
         self._worker: tuple[Executor, Store] | None = None  # start_vectors' pool and its connection
         self._evidence_answer: tuple[tuple[str, str, int, int], Future[list[EvidenceHit]]] | None = None
@@ -507,37 +509,27 @@ class Recaller:
         return [(i, scores[i], ", ".join(sorted(set(names[i]))[:5])) for i in order]
 
     def start_vectors(self, query: str, fetch: int, pool: Executor | None) -> None:
-        """Embed the query and search both stores' vectors, in ``pool``'s thread when there is one.
+        """Embed the query and search the evidence vectors, in ``pool``'s thread when there is one.
 
         Embedding and KNN are the costliest steps of a recall; on its own connection they run
         while this thread ranks by keyword and entity (SQLite and onnxruntime release the GIL).
-        Decisions are searched first: their list is needed first.
+        This thread searches the decision vectors itself once the query vector is there, so the
+        worker goes on at once to the evidence, the larger store.
         """
         if self.embedder is None:
             return
         embedder, reader = self.embedder, self.store.reader() if pool is not None else self.store
-        candidates = max(VECTOR_CANDIDATES, 2 * fetch)
-        self._decision_vectors = Future()
-
-        def ranked(kind: str, vector: bytes) -> Ranked:
-            nearest = [
-                (r, sim)
-                for r, sim in reader.nearest(kind, vector, candidates, fetch)
-                if sim >= MIN_SIMILARITY
-            ]
-            ids = reader.ids_for_rowids(kind, [r for r, _ in nearest])
-            return [(ids[r], sim, None) for r, sim in nearest if r in ids]
+        self._query_vector = query_vector = Future()
+        self._vector_fetch = fetch
 
         def work() -> Ranked:
-            assert self._decision_vectors is not None
             try:
                 vector = embedder.embed_query(query)
-                decisions = ranked("decision", vector)
             except BaseException as exc:
-                self._decision_vectors.set_exception(exc)
+                query_vector.set_exception(exc)
                 raise
-            self._decision_vectors.set_result(decisions)
-            return ranked("evidence", vector)
+            query_vector.set_result(vector)
+            return self._nearest(reader, "evidence", vector, fetch)
 
         if pool is None:
             self._evidence_vectors = Future()
@@ -546,13 +538,27 @@ class Recaller:
             self._evidence_vectors = pool.submit(work)
             self._worker = (pool, reader)
 
+    def _nearest(self, store: Store, kind: str, vector: bytes, fetch: int) -> Ranked:
+        """The records of ``kind`` nearest to ``vector``, read through ``store``; weak ones left out."""
+        candidates = max(VECTOR_CANDIDATES, 2 * fetch)
+        nearest = [
+            (r, sim) for r, sim in store.nearest(kind, vector, candidates, fetch) if sim >= MIN_SIMILARITY
+        ]
+        ids = store.ids_for_rowids(kind, [r for r, _ in nearest])
+        return [(ids[r], sim, None) for r, sim in nearest if r in ids]
+
     def _vector(self, query: str, kind: str, fetch: int) -> Ranked:
         if self.embedder is None:
             return []
-        if self._decision_vectors is None or self._evidence_vectors is None:
+        if self._query_vector is None or self._evidence_vectors is None:
             self.start_vectors(query, fetch, None)
-        assert self._decision_vectors is not None and self._evidence_vectors is not None
-        return (self._evidence_vectors if kind == "evidence" else self._decision_vectors).result()
+        assert self._query_vector is not None and self._evidence_vectors is not None
+        if kind == "evidence":
+            return self._evidence_vectors.result()
+        if self._decision_vectors is None:
+            vector = self._query_vector.result()
+            self._decision_vectors = self._nearest(self.store, "decision", vector, self._vector_fetch)
+        return self._decision_vectors
 
     def rank(self, query: str, kind: str, mode: str, fetch: int, *, floors: bool = True) -> dict[str, Ranked]:
         """Each requested ranker's list for one store.
