@@ -679,7 +679,8 @@ class Recaller:
             known.update(self.store.chains_of(unknown))
         members = {i: known[i] for i in todo}
         wanted = {m for ids in members.values() for m in ids}.union(records)
-        missing = wanted - self._loaded.keys()
+        # Not ``wanted - self._loaded.keys()``: a set minus a dict view walks every key of the view.
+        missing = {i for i in wanted if i not in self._loaded}
         if missing:
             self._loaded.update(self.store.decisions_by_ids(sorted(missing)))
         for decision_id in todo:
