@@ -9,6 +9,7 @@ contains the moment asked about.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, Future
@@ -869,6 +870,9 @@ def conflict_item(other: Decision, term: str, clause: str, other_clause: str) ->
     )
 
 
+# A pure function of its arguments, whose result is frozen: a warm process builds each entry once
+# (a hit of a contested subject carries tens of them, each clipping two clauses).
+@functools.lru_cache(maxsize=4096)
 def _conflict_related(
     other_id: str,
     subject: str,
