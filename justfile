@@ -14,6 +14,10 @@ test:
 lint:
     {{venv}}ruff check . && {{venv}}ruff format --check . && {{venv}}lint-imports
 
+# mypy --strict on the package as it is imported (ctx_kernel.kernel, ctx_kernel.tui).
+typecheck:
+    {{venv}}python tests/typecheck.py
+
 # Rewrite schemas/ from kernel/contracts.py, and the migrated schema verify checks against.
 schemas:
     {{venv}}python -m ctx_kernel.kernel.contracts && {{venv}}python -m ctx_kernel.kernel.audit.schema

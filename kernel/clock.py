@@ -57,7 +57,8 @@ def to_datetime(stamp: str) -> datetime:
     if match is None:
         raise ValueError(f"not a timestamp: {stamp!r}")
     try:
-        return datetime(*(int(part) for part in match.groups()), tzinfo=UTC)
+        year, month, day, hour, minute, second, micro = (int(part) for part in match.groups())
+        return datetime(year, month, day, hour, minute, second, micro, tzinfo=UTC)
     except ValueError:
         raise ValueError(f"not a timestamp: {stamp!r}") from None
 

@@ -54,7 +54,10 @@ EVIDENCE = [
 ]
 
 # (proposer, subject, decision, rationale, cited evidence indexes)
-HISTORY = [
+# (proposer, subject, decision, rationale, indexes of the evidence it cites)
+Story = tuple[str, str, str, str | None, list[int]]
+
+HISTORY: list[Story] = [
     (
         "claude",
         "auth.tokens",
@@ -108,7 +111,7 @@ HISTORY = [
     ),
 ]
 
-PENDING = [
+PENDING: list[Story] = [
     (
         "claude",
         "auth.tokens",

@@ -96,7 +96,7 @@ class ReviewApp(App[None]):
         title = getattr(screen, "HELP_TITLE", "") or type(screen).__name__
         self.push_screen(HelpDialog(screen, title))
 
-    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+    def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
         """Command palette entries for every screen and the app's actions."""
         yield from super().get_system_commands(screen)
         yield SystemCommand("Queue", "Pending proposals (1)", lambda: self.switch_mode("queue"))
@@ -117,7 +117,7 @@ class ReviewApp(App[None]):
                 )
 
 
-def _runner(screen: Screen, action: str) -> Callable[[], object]:
+def _runner(screen: Screen[object], action: str) -> Callable[[], object]:
     async def run() -> None:
         await screen.run_action(action)
 

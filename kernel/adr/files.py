@@ -860,11 +860,11 @@ def _parse_text(text: str, path: Path, rel: str) -> _Parsed:
         subject_stated=bool(_as_text(_fm_get(front, "subject")).strip()),
     )
     mentions = {
-        ref.filename.lower()
+        linked.filename.lower()
         for index, line in enumerate(lines)
         if not code[index]
         for link in _LINK_RE.finditer(line)
-        if (ref := _link_ref(link.group("target"))) is not None and ref.filename is not None
+        if (linked := _link_ref(link.group("target"))) is not None and linked.filename is not None
     }
     return _Parsed(record, links, frozenset(mentions))
 
@@ -1061,8 +1061,16 @@ def read_adr_folder(
 
     resolved = []
     for index, record in enumerate(records):
-        lists = {kind: list(dict.fromkeys(edges[index][kind])) for kind in RELATIONS}
-        resolved.append(dataclasses.replace(record, **lists))
+        links = edges[index]
+        resolved.append(
+            dataclasses.replace(
+                record,
+                supersedes=list(dict.fromkeys(links["supersedes"])),
+                superseded_by=list(dict.fromkeys(links["superseded_by"])),
+                amends=list(dict.fromkeys(links["amends"])),
+                amended_by=list(dict.fromkeys(links["amended_by"])),
+            )
+        )
     resolved.sort(key=lambda r: (r.number is None, r.number if r.number is not None else 0, r.path))
     return resolved, errors, warnings
 
@@ -1262,9 +1270,9 @@ def set_front_matter(text: str, values: Mapping[str, str | list[str] | None]) ->
     done: set[str] = set()
     replacing = False
     for line in block:
-        key = _FM_KEY_RE.match(line)
-        if key is not None:
-            name = wanted.get(key.group(1).lower().replace("_", "-"))
+        key_match = _FM_KEY_RE.match(line)
+        if key_match is not None:
+            name = wanted.get(key_match.group(1).lower().replace("_", "-"))
             replacing = name is not None
             if name is not None and name not in done:
                 kept += rendered[name]

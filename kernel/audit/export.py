@@ -290,7 +290,8 @@ class ExportResult:
     @property
     def manifest(self) -> dict[str, Any]:
         """The signed manifest."""
-        return self.document["manifest"]
+        manifest: dict[str, Any] = self.document["manifest"]
+        return manifest
 
     def to_dict(self) -> dict[str, Any]:
         """The manifest document (``schemas/audit-manifest.schema.json``)."""

@@ -110,7 +110,7 @@ def read_manifest(path: Path) -> dict[str, Any]:
     except OSError as exc:
         raise StoreError(f"cannot read {path}: {exc.strerror or exc}") from exc
     try:
-        document = read_json(raw, max_bytes=MAX_MANIFEST_BYTES)
+        document: dict[str, Any] = read_json(raw, max_bytes=MAX_MANIFEST_BYTES)
     except JSONInputError as exc:
         if exc.kind == "size":
             raise RefusedError(f"{path} is too large to be a ctx audit manifest") from None

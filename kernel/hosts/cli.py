@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from contextlib import nullcontext
 from datetime import UTC, datetime
-from functools import wraps
+from functools import update_wrapper
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -71,9 +71,6 @@ def _db_option(func: Callable[..., Any]) -> Callable[..., Any]:
 def _with_store(func: Callable[..., Any]) -> Callable[..., Any]:
     """Open the project's store for the command (``--db`` before or after it) and close it afterwards."""
 
-    @_db_option
-    @click.pass_context
-    @wraps(func)
     def wrapper(ctx: click.Context, *args: Any, db_here: str | None, **kwargs: Any) -> Any:
         kernel = Ctx.open(paths.find_store(db_here or ctx.find_root().obj.get("db")))
         try:
@@ -81,7 +78,9 @@ def _with_store(func: Callable[..., Any]) -> Callable[..., Any]:
         finally:
             kernel.close()
 
-    return wrapper
+    # The command's name, help and options (click keeps them on the function) carry over to the wrapper.
+    update_wrapper(wrapper, func)
+    return _db_option(click.pass_context(wrapper))
 
 
 def _check_utf8(value: str, what: str) -> str:

@@ -607,7 +607,7 @@ class _AnswerUnreadable:
     async def receive(self) -> SessionMessage:
         """The next message that parsed; the others are answered on the way."""
         while True:
-            item = await self._inner.receive()
+            item: SessionMessage | Exception = await self._inner.receive()
             if not isinstance(item, Exception):
                 return item
             await self._write.send(SessionMessage(unreadable_reply(item)))

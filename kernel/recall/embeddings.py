@@ -20,10 +20,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ctx_kernel.kernel import paths
 from ctx_kernel.kernel.errors import UsageError
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
 
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 # The files fastembed reads from a model directory for this model family.
@@ -84,7 +88,7 @@ class FastEmbedder:
         self.model_id = model_id
         self.dim = len(self._vectors(["dimension probe"])[0])
 
-    def _vectors(self, texts: Sequence[str], *, query: bool = False) -> list[Any]:
+    def _vectors(self, texts: Sequence[str], *, query: bool = False) -> list[NDArray[np.float32]]:
         import numpy as np  # noqa: PLC0415
 
         out = []

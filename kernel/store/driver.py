@@ -14,7 +14,7 @@ import os
 import sqlite3
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, cast
 
 BUSY_TIMEOUT_MS = 30_000
 MMAP_BYTES = 256 * 1024 * 1024
@@ -25,7 +25,7 @@ def _pick_module() -> ModuleType:
         return sqlite3
     import sqlean  # noqa: PLC0415 - only needed where the stdlib cannot load extensions
 
-    return sqlean
+    return cast("ModuleType", sqlean)
 
 
 dbapi: ModuleType = _pick_module()

@@ -24,9 +24,12 @@ import secrets
 import unicodedata
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ctx_kernel.kernel.errors import CtxError, UsageError
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 MAGIC = b"CTXE\x01"
 KEY_BYTES = 32
@@ -101,7 +104,7 @@ def read_key_file(path: Path) -> bytes | None:
 # -- sealing ----------------------------------------------------------------------------------
 
 
-def _aead(key: bytes) -> Any:
+def _aead(key: bytes) -> AESGCM:
     from cryptography.hazmat.primitives.ciphers.aead import AESGCM  # noqa: PLC0415 - sealed stores only
 
     return AESGCM(key)

@@ -15,7 +15,7 @@ from ctx_kernel.tui.screens.base import KernelScreen
 class ReviewActions(KernelScreen):
     """Approve, edit then approve, reject, withdraw; every act is confirmed only when irreversible."""
 
-    def as_reviewer(self, act: Callable[[], None]) -> None:
+    def as_reviewer(self, act: Callable[[], object]) -> None:
         """Run ``act`` once the name to record is settled: a login-name guess is confirmed once."""
         backend = self.backend
         if backend.reviewer_confirmed:
@@ -73,7 +73,7 @@ class ReviewActions(KernelScreen):
             amended = plan.text if plan.amended else None
             self.approve(plan.proposal.id, amended, note=f"The store changed: {result.message}")
             return
-        self.app.last_ratified = result.decision  # type: ignore[attr-defined]
+        self.review_app.last_ratified = result.decision
         parts = [f"Ratified {result.decision.subject} as {result.decision.id}"]
         if result.superseded:
             parts.append(f"superseding {', '.join(result.superseded)}")
@@ -138,7 +138,7 @@ class ReviewActions(KernelScreen):
             self.reload()
             return
         if results:
-            self.app.last_ratified = results[-1].decision  # type: ignore[attr-defined]
+            self.review_app.last_ratified = results[-1].decision
         self.acted(f"Ratified {len(results)} proposals.")
 
     # -- reject and withdraw --------------------------------------------------------------

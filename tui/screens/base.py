@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from textual.app import App
 from textual.screen import Screen
@@ -12,6 +12,9 @@ from textual.worker import Worker, WorkerState, get_current_worker
 from ctx_kernel.kernel.facade import Ctx, CtxError
 from ctx_kernel.tui.backend import Backend
 
+if TYPE_CHECKING:
+    from ctx_kernel.tui.app import ReviewApp
+
 T = TypeVar("T")
 
 
@@ -19,10 +22,14 @@ class KernelScreen(Screen[Any]):
     """A screen that reads and writes the store through the app's backend, off the UI thread."""
 
     @property
+    def review_app(self) -> ReviewApp:
+        """The review app this screen runs in (Textual types ``self.app`` as any App)."""
+        return cast("ReviewApp", self.app)
+
+    @property
     def backend(self) -> Backend:
         """The app's backend."""
-        backend: Backend = self.app.backend  # type: ignore[attr-defined]
-        return backend
+        return self.review_app.backend
 
     def fetch(
         self,

@@ -297,7 +297,7 @@ class QueueScreen(ReviewActions):
 
     def action_undo(self) -> None:
         """Ratifications cannot be undone; offer a proposal that supersedes the last one instead."""
-        last = self.app.last_ratified  # type: ignore[attr-defined]
+        last = self.review_app.last_ratified
         if last is None:
             self.notify(
                 "Nothing to undo. Ratified decisions are never undone in place; "

@@ -385,8 +385,8 @@ def _arguments(raw: object) -> str:
         return text
     if isinstance(value, dict) and "command" in value:
         return _command(value["command"])
-    if isinstance(value, dict) and isinstance(value.get("cmd"), str):  # exec_command (unified exec)
-        return value["cmd"]
+    if isinstance(value, dict) and isinstance(cmd := value.get("cmd"), str):  # exec_command (unified exec)
+        return cmd
     return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
 
 
