@@ -489,9 +489,9 @@ class Recaller:
         missing = [m[0] for m in matched if (prefix, m[0]) not in postings]
         if missing:
             counts = self.store.entity_counts(missing, prefix)
-            items = self.store.entity_items(missing, prefix, ENTITY_ITEMS)
+            newest = self.store.entity_items(missing, prefix, ENTITY_ITEMS)
             for entity_id in missing:
-                postings[(prefix, entity_id)] = (counts.get(entity_id, 0), items.get(entity_id, []))
+                postings[(prefix, entity_id)] = (counts.get(entity_id, 0), newest.get(entity_id, []))
         if kind not in self._cache.sizes:
             self._cache.sizes[kind] = self.store.item_count(kind)
         total = max(self._cache.sizes[kind], 1)
@@ -520,7 +520,8 @@ class Recaller:
         if self.embedder is None:
             return
         embedder, reader = self.embedder, self.store.reader() if pool is not None else self.store
-        self._query_vector = query_vector = Future()
+        query_vector: Future[bytes] = Future()
+        self._query_vector = query_vector
         self._vector_fetch = fetch
 
         def work() -> Ranked:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ctx_kernel.kernel.records import AuditEvent, Decision, Evidence, Proposal
 
 if TYPE_CHECKING:
+    from ctx_kernel.kernel.store.sqlite_index import ConflictRow
     from ctx_kernel.kernel.vault.sealing import Vault
 
 
@@ -212,6 +213,9 @@ class Store(Protocol):
     def conflicts_for(self, decision_id: str) -> list[tuple[str, str, str, str]]:
         """``(other id, term, clause, other clause)`` of a decision's recorded conflicts."""
 
+    def conflicts_at(self, decision_ids: Sequence[str], moment: str | None) -> dict[str, list[ConflictRow]]:
+        """The recorded conflicts of each decision with others that hold at ``moment`` (None: now)."""
+
     def current_conflict_pairs(self) -> list[tuple[str, str, str, str, str]]:
         """Each conflict between two current decisions, once."""
 
@@ -247,6 +251,9 @@ class Store(Protocol):
 
     def chain_ids(self, decision_id: str) -> list[str]:
         """Every decision linked to ``decision_id`` through supersession."""
+
+    def chains_of(self, decision_ids: Sequence[str]) -> dict[str, list[str]]:
+        """:meth:`chain_ids` of several decisions at once."""
 
     def current_subjects(self) -> list[str]:
         """Subjects that have a current decision."""

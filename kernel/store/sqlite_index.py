@@ -16,6 +16,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ctx_kernel.kernel.records import Evidence
+from ctx_kernel.kernel.vault.sealing import Vault
 from ctx_kernel.kernel.vault.sealing import snippet as vault_snippet
 
 KINDS = ("decision", "evidence")
@@ -52,6 +53,9 @@ class IndexQueries:
         raise NotImplementedError
 
     def is_sealed(self) -> bool:
+        raise NotImplementedError
+
+    def vault(self) -> Vault | None:
         raise NotImplementedError
 
     # -- entities -------------------------------------------------------------------------
