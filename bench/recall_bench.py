@@ -40,10 +40,10 @@ import numpy as np
 
 from ctx_kernel.kernel import Ctx
 from ctx_kernel.kernel.capture.ingest import EvidenceInput, Item
-from ctx_kernel.kernel.recall import fts
 from ctx_kernel.kernel.recall.embeddings import chunks
 from ctx_kernel.kernel.recall.engine import MODES, fuse
-from ctx_kernel.kernel.store.sqlite_index import CHUNK_SLOTS
+from ctx_kernel.kernel.store.query import TextQuery
+from ctx_kernel.kernel.store.sqlite_fts import match_string
 
 HERE = Path(__file__).resolve().parent
 CORPUS_VERSION = 2
@@ -197,11 +197,11 @@ def build(path: Path, decisions: int, evidence: int, real: int) -> None:
     pool: list[np.ndarray] = []
     rng = np.random.default_rng(5)
     for kind, limit in (("decision", decisions), ("evidence", real)):
-        for chunk_ids, owners, matrix in _real_vectors(store, embedder, kind, limit):
+        for pieces, matrix in _real_vectors(store, embedder, kind, limit):
             pool += list(matrix)
             with store.transaction():
-                triples = zip(chunk_ids.tolist(), owners.tolist(), matrix, strict=True)
-                store.insert_vectors(kind, [(c, o, m.tobytes()) for c, o, m in triples])
+                triples = zip(pieces, matrix, strict=True)
+                store.insert_vectors(kind, [(item, n, m.tobytes()) for (item, n), m in triples])
         while rows := store.pending_vectors(kind, 1024):
             base = np.stack([pool[j] for j in rng.integers(0, len(pool), len(rows))])
             noisy = base + rng.normal(0.0, NOISE, base.shape).astype("<f4")
@@ -209,10 +209,7 @@ def build(path: Path, decisions: int, evidence: int, real: int) -> None:
             with store.transaction():
                 store.insert_vectors(
                     kind,
-                    [
-                        (rowid * CHUNK_SLOTS, rowid, v.astype("<f4").tobytes())
-                        for (rowid, _), v in zip(rows, noisy, strict=True)
-                    ],
+                    [(item, 0, v.astype("<f4").tobytes()) for (item, _), v in zip(rows, noisy, strict=True)],
                 )
     print(
         f"  vectors in {time.perf_counter() - started:.0f} s (real: {decisions} decisions, {real} evidence)"
@@ -222,30 +219,33 @@ def build(path: Path, decisions: int, evidence: int, real: int) -> None:
 
 def _real_vectors(
     store, embedder, kind: str, limit: int
-) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:  # type: ignore[no-untyped-def]
-    """Real vectors of the first ``limit`` rows of ``kind``, cached (every size shares its first rows)."""
-    cached = cache_dir() / f"vectors-v{CORPUS_VERSION}-{kind}-{limit}.npz"
+) -> Iterator[tuple[list[tuple[str, int]], np.ndarray]]:  # type: ignore[no-untyped-def]
+    """``(item id, chunk number)`` and real vectors of the first ``limit`` rows of ``kind``, cached by
+    row position (every size shares its first rows, not their ids)."""
+    cached = cache_dir() / f"vectors-v{CORPUS_VERSION}-{kind}-{limit}-positions.npz"
     if cached.exists():
         saved = np.load(cached)
-        yield saved["chunk_ids"], saved["owners"], saved["matrix"]
+        ids = [item for item, _ in store.pending_vectors(kind, limit)]
+        positions, numbers = saved["positions"].tolist(), saved["chunks"].tolist()
+        yield [(ids[p], n) for p, n in zip(positions, numbers, strict=True)], saved["matrix"]
         return
-    chunk_ids: list[int] = []
-    owners: list[int] = []
+    positions: list[int] = []
+    numbers: list[int] = []
     parts: list[np.ndarray] = []
     done = 0
     while done < limit and (rows := store.pending_vectors(kind, min(256, limit - done))):
-        pieces = [(rowid, i, p) for rowid, text in rows for i, p in enumerate(chunks(text))]
+        pieces = [
+            (done + r, item, i, p) for r, (item, text) in enumerate(rows) for i, p in enumerate(chunks(text))
+        ]
         matrix = np.stack(
-            [np.frombuffer(v, dtype="<f4") for v in embedder.embed_documents([p for _, _, p in pieces])]
+            [np.frombuffer(v, dtype="<f4") for v in embedder.embed_documents([p for *_, p in pieces])]
         )
-        ids = np.array([rowid * CHUNK_SLOTS + i for rowid, i, _ in pieces])
-        own = np.array([rowid for rowid, _, _ in pieces])
-        chunk_ids += ids.tolist()
-        owners += own.tolist()
+        positions += [position for position, _, _, _ in pieces]
+        numbers += [i for _, _, i, _ in pieces]
         parts.append(matrix)
         done += len(rows)
-        yield ids, own, matrix
-    np.savez(cached, chunk_ids=np.array(chunk_ids), owners=np.array(owners), matrix=np.concatenate(parts))
+        yield [(item, i) for _, item, i, _ in pieces], matrix
+    np.savez(cached, positions=np.array(positions), chunks=np.array(numbers), matrix=np.concatenate(parts))
 
 
 def corpus(decisions: int, evidence: int, real: int = 500) -> Path:
@@ -325,9 +325,9 @@ def measure(path: Path, asked: list[str]) -> dict[str, tuple[float, float]]:
     knn = "SELECT chunk_id FROM vec_evidence WHERE bits MATCH vec_quantize_binary(?) AND k = 100"
     times = _timed(lambda v: store._q(knn, (v,)), vectors)
     out["floor: KNN bits k=100"] = (pct(times, 0.5), pct(times, 0.95))
-    matches = [fts.match_query(q, drop_stopwords=True) for q in asked]
+    matches = [TextQuery.from_text(q, drop_stopwords=True) for q in asked]
     plain = "SELECT rowid FROM evidence_fts WHERE evidence_fts MATCH ? ORDER BY bm25(evidence_fts) LIMIT 50"
-    times = _timed(lambda m: store._q(plain, (m,)), [m for m in matches if m])
+    times = _timed(lambda m: store._q(plain, (m,)), [match_string(m) for m in matches if m])
     out["floor: FTS5 OR"] = (pct(times, 0.5), pct(times, 0.95))
     lists = {
         name: [(f"id{random.Random(i).randrange(300)}-{j}", 1.0 / (j + 1), None) for j in range(100)]
@@ -346,7 +346,10 @@ def _quantisation_recall(kernel: Ctx, vectors: list[bytes]) -> None:
     """Share of the exact top 10 that the binary KNN + exact rescoring finds (real decision vectors)."""
     store = kernel.store
     for kind in ("decision", "evidence"):
-        rows = store._q(f"SELECT owner_rowid, emb FROM {kind}_vector ORDER BY chunk_id")
+        rows = store._q(
+            f"SELECT t.id, v.emb FROM {kind}_vector v JOIN {kind} t ON t.rowid = v.owner_rowid "
+            "ORDER BY v.chunk_id"
+        )
         owners = np.array([r[0] for r in rows])
         matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype="<f4").reshape(len(rows), -1)
         found = []

@@ -36,7 +36,6 @@ from ctx_kernel.kernel.errors import (
     UsageError,
 )
 from ctx_kernel.kernel.recall import entities
-from ctx_kernel.kernel.recall.fts import match_query
 from ctx_kernel.kernel.records import (
     AuditEvent,
     Decision,
@@ -46,8 +45,9 @@ from ctx_kernel.kernel.records import (
     Ratification,
     SearchResults,
 )
+from ctx_kernel.kernel.store import create_store, open_store
 from ctx_kernel.kernel.store.base import Store
-from ctx_kernel.kernel.store.sqlite import SQLiteStore
+from ctx_kernel.kernel.store.query import TextQuery
 from ctx_kernel.kernel.text import visible
 
 __all__ = [
@@ -142,7 +142,7 @@ class Ctx:
         created = not path.exists()
         if path.exists() and not path.is_file():
             raise UsageError(f"{path} exists and is not a file")
-        store = SQLiteStore.create(path)
+        store = create_store(path)
         if store.get_meta("store_id") is None:
             with store.transaction():
                 store.set_meta("store_id", clock.new_id("ev")[3:])
@@ -153,7 +153,7 @@ class Ctx:
     @classmethod
     def open(cls, path: Path, *, embedder: Embedder | str | None = AUTO) -> Ctx:
         """Open an existing store; ``embedder`` is AUTO (the configured model), an embedder, or None."""
-        return cls(SQLiteStore.open(path), embedder=embedder)
+        return cls(open_store(path), embedder=embedder)
 
     def close(self) -> None:
         """Release the store."""
@@ -783,14 +783,16 @@ class Ctx:
         """Keyword search, answered as ratified decisions and unratified evidence, never blended."""
         if limit < 1 or limit > 1000:
             raise UsageError("limit must be between 1 and 1000")
-        match = match_query(query)
-        if match is None:
+        wanted = TextQuery.from_text(query)
+        if wanted is None:
             raise UsageError("the query has no words to search for")
         moment = clock.parse_when(as_of) if as_of is not None else None
+        # The store's relevance is higher-is-better; search answers with BM25 (lower is better),
+        # as schemas/search.schema.json documents.
         return SearchResults(
             query=query,
-            decisions=self.store.search_decisions(match, limit, moment),
-            evidence=self.store.search_evidence(match, limit),
+            decisions=[(d, -s) for d, s in self.store.search_decisions(wanted, limit, moment)],
+            evidence=[(e, -s, snip) for e, s, snip in self.store.search_evidence(wanted, limit)],
         )
 
     def recall(
@@ -811,7 +813,7 @@ class Ctx:
         from ctx_kernel.kernel.recall import engine as recall  # noqa: PLC0415 - lazy, see the imports
 
         query = text.require_text(query, "query", MAX_QUERY_CHARS)
-        if match_query(query) is None:
+        if TextQuery.from_text(query) is None:
             raise UsageError("the query has no words to search for")
         if mode not in recall.MODES:
             raise UsageError(f"unknown mode {mode!r}: use one of {', '.join(recall.MODES)}")
@@ -858,7 +860,7 @@ class Ctx:
             raise UsageError(f"budget must be between {MIN_BUDGET} and {MAX_BUDGET} tokens")
         if query is not None:
             query = text.require_text(query, "query", MAX_QUERY_CHARS)
-            if match_query(query) is None:
+            if TextQuery.from_text(query) is None:
                 raise UsageError("the query has no words to search for")
         return inject.build(self, query, budget)
 
@@ -1075,9 +1077,9 @@ class Ctx:
         total, done = self.store.count_evidence_to_seal(None), 0
         while rows := self.store.plain_evidence(SEAL_BATCH):
             with self.store.transaction():
-                for rowid, evidence_id, text in rows:
+                for evidence_id, text in rows:
                     blob = sealer.seal(evidence_id, text)
-                    self.store.seal_evidence(rowid, blob, text, sealer.index_text(text))
+                    self.store.seal_evidence(evidence_id, blob, text, sealer.index_text(text))
             done += len(rows)
             if progress is not None:
                 progress(done, total)
@@ -1141,9 +1143,9 @@ class Ctx:
         total, done = self.store.count_evidence_to_seal(upcoming), 0
         while rows := self.store.sealed_evidence_not_under(upcoming, SEAL_BATCH):
             with self.store.transaction():
-                for rowid, evidence_id, blob in rows:
+                for evidence_id, blob in rows:
                     self.store.seal_evidence(
-                        rowid, sealer.seal(evidence_id, sealer.open(evidence_id, blob)), None, None
+                        evidence_id, sealer.seal(evidence_id, sealer.open(evidence_id, blob)), None, None
                     )
             done += len(rows)
             if progress is not None:

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 
 from ctx_kernel.kernel.recall.entities import normalise
-from ctx_kernel.kernel.recall.fts import STOPWORDS
+from ctx_kernel.kernel.store.query import STOPWORDS
 
 # Bump when the rules below change: stores then detect their conflicts again.
 RULES_VERSION = "2"

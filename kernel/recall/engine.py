@@ -17,12 +17,13 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ctx_kernel.kernel.errors import UsageError
-from ctx_kernel.kernel.recall import conflicts, entities, fts, fusion, vocabulary
+from ctx_kernel.kernel.recall import conflicts, entities, fusion, vocabulary
 from ctx_kernel.kernel.recall.embeddings import Embedder, chunks
 from ctx_kernel.kernel.recall.fusion import RANKERS, Ranked, RankerScore
 from ctx_kernel.kernel.records import Decision, Evidence, Proposal
-from ctx_kernel.kernel.store.base import Store
-from ctx_kernel.kernel.store.sqlite_index import CHUNK_SLOTS, ConflictRow
+from ctx_kernel.kernel.store import query as fulltext
+from ctx_kernel.kernel.store.base import ConflictRow, Store
+from ctx_kernel.kernel.store.query import TextQuery
 from ctx_kernel.kernel.text import clip
 
 MODES = ("hybrid", "keyword", "entity", "vector")
@@ -393,7 +394,7 @@ def _char_masks(text: str) -> tuple[int, int]:
 
 def query_phrases(query: str) -> list[str]:
     """The content words of ``query`` with their pairs and triples, plus identifiers it names."""
-    words = [w for w in entities.normalise(query).split() if w not in fts.STOPWORDS]
+    words = [w for w in entities.normalise(query).split() if w not in fulltext.STOPWORDS]
     phrases = dict.fromkeys(words)
     for size in (2, 3):
         for start in range(len(words) - size + 1):
@@ -405,7 +406,7 @@ def query_phrases(query: str) -> list[str]:
 
 class DecisionCache:
     """Decision records, supersession chains and entity postings read by earlier recalls, kept
-    while the store is unchanged: no commit by another connection (SQLite's ``data_version``)
+    while the store is unchanged: no commit by another connection (the store's ``data_version``)
     and no row changed by this one. Agents ask about the same decisions again and again."""
 
     def __init__(self) -> None:
@@ -464,22 +465,22 @@ class Recaller:
     def _keyword(self, query: str, kind: str, fetch: int) -> Ranked:
         if kind == "decision":
             # Subjects are terse ("db.driver"); the query gains the short forms of its words.
-            match = fts.match_query(vocabulary.expand(query), drop_stopwords=True)
-            if match is None:
+            expanded = TextQuery.from_text(vocabulary.expand(query), drop_stopwords=True)
+            if expanded is None:
                 return []
-            return [(i, -s, None) for i, s in self.store.fts_decision_ids(match, fetch)]
-        match = fts.match_query(query, drop_stopwords=True)
-        if match is None:
+            return [(i, s, None) for i, s in self.store.fts_decision_ids(expanded, fetch)]
+        wanted = TextQuery.from_text(query, drop_stopwords=True)
+        if wanted is None:
             return []
-        terms = fts.words(match)
+        terms = wanted.terms
         # BM25 scores every row that holds any term. A term in tens of thousands of texts
         # costs tens of milliseconds and, with its low idf, barely moves the order: when rarer
         # terms remain, leave it out (Lucene's "common terms" idea).
         common = self.store.evidence_common_terms(terms, COMMON_TERM_DOCS)
         rare = [t for t in terms if t not in common]
         if rare and len(rare) < len(terms):
-            match = fts.match_query(" ".join(rare)) or match
-        return [(i, -s, None) for i, s in self.store.fts_evidence_ids(match, fetch)]
+            wanted = TextQuery(tuple(rare))
+        return [(i, s, None) for i, s in self.store.fts_evidence_ids(wanted, fetch)]
 
     def _entity(self, kind: str, fetch: int, matched: list[tuple[int, str, float]]) -> Ranked:
         if not matched:
@@ -543,11 +544,11 @@ class Recaller:
     def _nearest(self, store: Store, kind: str, vector: bytes, fetch: int) -> Ranked:
         """The records of ``kind`` nearest to ``vector``, read through ``store``; weak ones left out."""
         candidates = max(VECTOR_CANDIDATES, 2 * fetch)
-        nearest = [
-            (r, sim) for r, sim in store.nearest(kind, vector, candidates, fetch) if sim >= MIN_SIMILARITY
+        return [
+            (item, sim, None)
+            for item, sim in store.nearest(kind, vector, candidates, fetch)
+            if sim >= MIN_SIMILARITY
         ]
-        ids = store.ids_for_rowids(kind, [r for r, _ in nearest])
-        return [(ids[r], sim, None) for r, sim in nearest if r in ids]
 
     def _vector(self, query: str, kind: str, fetch: int) -> Ranked:
         if self.embedder is None:
@@ -610,7 +611,7 @@ class Recaller:
         """
         if entities.extract(query):
             return True
-        words = [w for w in fts.words(query) if len(w) >= 3 and w not in fts.STOPWORDS]
+        words = [w for w in fulltext.words(query) if len(w) >= 3 and w not in fulltext.STOPWORDS]
         return bool(self.entity_index.known(self.store, words))
 
     # -- decisions ------------------------------------------------------------------------
@@ -779,8 +780,8 @@ class Recaller:
         else:
             fused = fuse(self.rank(query, "evidence", mode, fetch), rrf_k, WEIGHTS)[:k]
         records = store.evidence_by_ids([item for item, _, _ in fused])
-        match = fts.match_query(query, drop_stopwords=True)
-        snippets = store.evidence_snippets(match, [item for item, _, _ in fused]) if match else {}
+        wanted = TextQuery.from_text(query, drop_stopwords=True)
+        snippets = store.evidence_snippets(wanted, [item for item, _, _ in fused]) if wanted else {}
         return [
             EvidenceHit(records[item], rank, score, scores, snippets.get(item) or _lead(records[item].text))
             for rank, (item, score, scores) in enumerate(
@@ -802,15 +803,17 @@ class ConflictDetector:
         chain = set(self.store.chain_ids(decision.id))
         text = f"{decision.decision}\n{decision.rationale or ''}"
         # Its own entities, and plain words that other records name as entities ("redis" vs `redis`).
-        words = [w for w in fts.words(text) if len(w) >= 3 and w not in fts.STOPWORDS]
+        words = [w for w in fulltext.words(text) if len(w) >= 3 and w not in fulltext.STOPWORDS]
         named = dict.fromkeys([*entities.extract(text), *self.entity_index.known(self.store, words)])
         names = [n for n in named if len(entities.normalise(n)) >= 3][:16]
         # Decisions naming the same entities...
         candidates: dict[str, bool] = {}
         phrases = [entities.normalise(n) for n in names]
         if phrases:
-            match = " OR ".join(f'"{p}"' for p in dict.fromkeys(phrases))
-            for other_id, _ in self.store.fts_decision_ids(match, CONFLICT_CANDIDATES, current_only=True):
+            named_query = TextQuery(tuple(dict.fromkeys(phrases)))
+            for other_id, _ in self.store.fts_decision_ids(
+                named_query, CONFLICT_CANDIDATES, current_only=True
+            ):
                 candidates[other_id] = False
         # ...and decisions on fuzzy-similar subjects, compared on their shared content words.
         candidates.update(
@@ -954,17 +957,13 @@ def backfill(
             rows = store.pending_vectors(kind, min(batch, limit - done))
             if not rows:
                 break
-            pieces = [(rowid, i, piece) for rowid, text in rows for i, piece in enumerate(chunks(text))]
+            pieces = [(item, i, piece) for item, text in rows for i, piece in enumerate(chunks(text))]
             vectors = embedder.embed_documents([p for _, _, p in pieces])
             with store.transaction():
                 if store.get_meta("vector_model") != embedder.model_id:
                     return done  # the model changed under us (ctx reindex in another process)
                 store.insert_vectors(
-                    kind,
-                    [
-                        (rowid * CHUNK_SLOTS + i, rowid, vector)
-                        for (rowid, i, _), vector in zip(pieces, vectors, strict=True)
-                    ],
+                    kind, [(item, i, vector) for (item, i, _), vector in zip(pieces, vectors, strict=True)]
                 )
             done += len(rows)
             if progress is not None:

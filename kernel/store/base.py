@@ -1,7 +1,37 @@
-"""The interface the kernel facade needs from a storage backend.
+"""The interface the kernel needs from a storage backend, and what every backend must guarantee.
 
-SQLite is the embedded default; a shared server backend (PostgreSQL with pgvector)
-implements the same protocol without touching the kernel's logic.
+SQLite is the embedded default (kernel/store/sqlite.py); a shared server backend (PostgreSQL
+with pgvector) implements the same protocol without touching the kernel's logic. Every backend
+passes the shared contract suite in tests/backend/.
+
+What crosses this interface is backend-neutral:
+
+- records (:mod:`ctx_kernel.kernel.records`) and their string ids (``ev_``, ``pr_``, ``dc_``);
+  no row number, rowid or chunk key ever leaves a backend;
+- full-text queries as :class:`~ctx_kernel.kernel.store.query.TextQuery` (words, never a query
+  language), answered best first with a *relevance* where higher is better; the scale is the
+  backend's own (SQLite: negated BM25), so callers compare scores within one answer only;
+- vectors as little-endian float32 bytes, owned by an item id and a chunk number.
+
+Invariants the database itself must enforce, so that no code path (nor a hand-written SQL
+statement) can break them; a refused write raises :class:`~ctx_kernel.kernel.errors.RefusedError`
+from :meth:`Store.transaction`:
+
+- evidence is append-only: no row is updated or deleted, except that sealing may replace a
+  text by its encrypted form (the content hash stays);
+- a proposal is resolved once, from pending, and never edited or deleted;
+- a decision's kernel fields never change; only its validity window is closed, once; no
+  decision is deleted;
+- one current decision per subject (at most one open window), and windows of a subject never
+  overlap;
+- supersession links are permanent, never self-links, and a successor never starts before
+  the decision it supersedes (cycles are refused by the kernel through :meth:`Store.is_ancestor`
+  inside the same transaction);
+- the audit log is append-only and each row's ``prev_hash`` is the hash of the row before it.
+
+Transactions: writes happen inside :meth:`Store.transaction`, which serialises writers (one at a
+time per store, across processes) and commits everything or nothing. Reads outside a
+transaction see committed data; inside :meth:`Store.snapshot` they all see the same state.
 """
 
 from __future__ import annotations
@@ -11,90 +41,144 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ctx_kernel.kernel.records import AuditEvent, Decision, Evidence, Proposal
+from ctx_kernel.kernel.store.query import TextQuery
 
 if TYPE_CHECKING:
-    from ctx_kernel.kernel.store.sqlite_index import ConflictRow
     from ctx_kernel.kernel.vault.sealing import Vault
+
+# (other id, term, clause, other clause, other's subject, other's text, valid_from, valid_until)
+ConflictRow = tuple[str, str, str, str, str, str, str, str | None]
 
 
 class Store(Protocol):
-    """What the facade calls; every method's SQL stays inside the backend."""
+    """What the kernel calls; every statement of the backend's query language stays inside it."""
 
     location: str
 
     def close(self) -> None:
-        """Release the connection."""
+        """Release the connection (and the reader's)."""
 
     def reader(self) -> Store:
-        """A second connection for reads that run in parallel with this one's (another thread)."""
+        """A second connection to the same store, for reads that run beside this one's (another thread)."""
+
+    # -- transactions -------------------------------------------------------------------
 
     def transaction(self) -> AbstractContextManager[None]:
-        """A write transaction that holds the store's write lock until it commits or rolls back."""
+        """A write transaction: takes the store's write lock up front (so read-then-write cannot
+        race another writer), commits on exit, rolls back on error. Nested calls join the outer one.
+        A write an invariant refuses raises RefusedError; a store that stays busy raises StoreError."""
 
     def savepoint(self) -> AbstractContextManager[None]:
-        """A nested step inside a transaction that can fail alone."""
+        """A nested step inside a transaction that can fail alone (its writes are undone)."""
 
     def snapshot(self) -> AbstractContextManager[None]:
         """A read transaction: every read inside it sees the same committed state, and no writer waits."""
 
+    def data_version(self) -> int:
+        """A value that changes when another connection commits (equal values: nothing new)."""
+
+    def change_count(self) -> int:
+        """Rows this connection has inserted, updated or deleted since it opened."""
+
     def schema_version(self) -> int:
         """The number of the last migration applied."""
+
+    def integrity_check(self) -> str:
+        """The database's own consistency check ('ok' when sound)."""
+
+    def schema_objects(self) -> list[tuple[str, str, str, str | None]]:
+        """``(type, name, table, definition)`` of every table, index and trigger, for audit checks."""
+
+    # -- meta -----------------------------------------------------------------------------
 
     def get_meta(self, key: str) -> str | None:
         """A metadata value, or None."""
 
-    def delete_meta(self, key: str) -> None: ...
-
-    def vault(self) -> Vault | None: ...
-
-    def is_sealed(self) -> bool: ...
-
-    def offer_key(self, where: str, key: bytes) -> None: ...
-
-    def forget_vault(self) -> None: ...
-
-    def plain_evidence(self, limit: int) -> list[tuple[int, str, str]]: ...
-
-    def sealed_evidence_not_under(self, key_id: str, limit: int) -> list[tuple[int, str, bytes]]: ...
-
-    def count_evidence_to_seal(self, key_id: str | None) -> int: ...
-
-    def seal_evidence(self, rowid: int, blob: bytes, plain: str | None, index_text: str | None) -> None: ...
-
-    def forget_evidence_derivatives(self) -> None: ...
-
-    def secure_delete(self) -> None: ...
-
-    def scrub(self) -> None: ...
-
     def set_meta(self, key: str, value: str) -> None:
         """Set a metadata value."""
 
+    def delete_meta(self, key: str) -> None:
+        """Forget one metadata key."""
+
+    # -- the sealed vault -----------------------------------------------------------------
+
+    def vault(self) -> Vault | None:
+        """The keys of a sealed (encrypted) vault, unlocked on first use; None for a plain one."""
+
+    def is_sealed(self) -> bool:
+        """True when evidence text is encrypted at rest (known without the key)."""
+
+    def offer_key(self, where: str, key: bytes) -> None:
+        """Make a key from elsewhere (a key file, a rekey's new key) available to unlock the vault."""
+
+    def forget_vault(self) -> None:
+        """Read the vault's keys again on next use (after encrypt or rekey changed them)."""
+
+    def plain_evidence(self, limit: int) -> list[tuple[str, str]]:
+        """``(id, text)`` of up to ``limit`` evidence rows still in clear, oldest first."""
+
+    def sealed_evidence_not_under(self, key_id: str, limit: int) -> list[tuple[str, bytes]]:
+        """``(id, sealed blob)`` of up to ``limit`` rows sealed under another key than ``key_id``,
+        oldest first."""
+
+    def count_evidence_to_seal(self, key_id: str | None) -> int:
+        """Rows that are plain, or sealed under another key than ``key_id``."""
+
+    def seal_evidence(self, evidence_id: str, blob: bytes, plain: str | None, index_text: str | None) -> None:
+        """Replace a row's text by its sealed form (the one update evidence allows); for a row that
+        was plain (``plain`` given), its full-text entry becomes ``index_text`` (keyed tokens)."""
+
+    def forget_evidence_derivatives(self) -> None:
+        """Drop what was derived from plain evidence text: vectors, entity mentions, lone entities."""
+
+    def secure_delete(self) -> None:
+        """Overwrite what this connection frees from now on, where the backend can."""
+
+    def scrub(self) -> None:
+        """Leave no freed page or log segment holding old text, then clear the scrub-pending marker."""
+
+    # -- evidence -------------------------------------------------------------------------
+
     def evidence_id_for_hash(self, content_hash: str) -> str | None:
-        """The id of the evidence with this content hash, if any."""
+        """The id of the evidence with this content hash, if any (the hash is unique)."""
 
     def insert_evidence(self, evidence: Evidence) -> None:
-        """Append evidence to the vault."""
+        """Append evidence (sealed when the vault is) and index its text; a second row with the
+        same content hash is refused."""
 
     def ids_with_prefix(self, prefix: str, limit: int) -> list[str]:
-        """Up to ``limit`` ids starting with ``prefix`` (whose ``ev_``/``pr_``/``dc_`` names the kind)."""
+        """Up to ``limit`` ids starting with ``prefix`` (``ev_``/``pr_``/``dc_`` names the kind), in order."""
 
     def get_evidence(self, evidence_id: str) -> Evidence | None:
-        """One evidence row."""
+        """One evidence row (opened when sealed)."""
 
     def missing_evidence(self, ids: list[str]) -> list[str]:
-        """Those of ``ids`` that name no evidence."""
+        """Those of ``ids`` that name no evidence, in the order given."""
+
+    def evidence_ids(self) -> list[str]:
+        """The id of every evidence row, oldest first."""
+
+    def evidence_by_ids(self, ids: Sequence[str]) -> dict[str, Evidence]:
+        """Evidence rows by id (unknown ids are left out)."""
+
+    def evidence_neighbours(self, ids: Sequence[str]) -> dict[str, list[str]]:
+        """The evidence logged just before and after each of ``ids`` in the same session or source."""
+
+    def recent_evidence_ids(self, limit: int) -> list[str]:
+        """Ids of the newest evidence texts, newest first."""
+
+    # -- proposals ------------------------------------------------------------------------
 
     def insert_proposal(self, proposal: Proposal) -> None:
-        """Queue a proposal with its cited evidence."""
+        """Queue a proposal with its cited evidence (which must exist)."""
 
     def get_proposal(self, proposal_id: str) -> Proposal | None:
-        """One proposal."""
+        """One proposal with its cited evidence."""
 
     def list_proposals(
         self, status: str | None = "pending", subject: str | None = None, limit: int | None = None
     ) -> list[Proposal]:
-        """Proposals, oldest first."""
+        """Proposals (by status; ``subject`` matching its whole subtree), oldest first."""
 
     def pending_near_duplicates(self, ids: list[str]) -> list[Proposal]:
         """Pending proposals flagged as near-duplicates of any of ``ids``."""
@@ -114,170 +198,163 @@ class Store(Protocol):
         note: str | None,
         decision_id: str | None,
     ) -> None:
-        """Move a pending proposal to ratified, rejected or withdrawn."""
+        """Move a pending proposal to ratified, rejected or withdrawn; a second resolution is refused."""
 
     def find_source(self, source: str) -> str | None:
         """The id of the decision or proposal imported from ``source``, if any."""
 
+    # -- decisions ------------------------------------------------------------------------
+
     def get_decision(self, decision_id: str) -> Decision | None:
         """One decision with its evidence and links."""
 
+    def decisions_by_ids(self, ids: Sequence[str]) -> dict[str, Decision]:
+        """Decisions by id (unknown ids are left out)."""
+
     def current_decision(self, subject: str) -> Decision | None:
-        """The decision on ``subject`` whose window is open."""
+        """The decision on ``subject`` whose window is open (there is at most one)."""
 
     def decisions(
         self, subject: str | None = None, as_of: str | None = None, include_closed: bool = False
     ) -> list[Decision]:
-        """Decisions (current, valid at ``as_of``, or all), with ``subject`` matching a whole subtree."""
+        """Decisions (current, valid at ``as_of``, or all), with ``subject`` matching a whole
+        subtree, by subject, then start of window, then id."""
 
     def connected_decisions(self, subject: str) -> list[Decision]:
         """The subject's decisions and every decision linked to them by supersession, oldest first."""
 
+    def current_ids(self, subjects: Sequence[str]) -> list[str]:
+        """Ids of the current decisions on ``subjects``, in id order."""
+
+    def current_subjects(self) -> list[str]:
+        """Subjects that have a current decision, in order."""
+
+    def known_subjects(self) -> list[str]:
+        """Every subject a decision (current or not) or a pending proposal is on."""
+
     def insert_decision(self, decision: Decision) -> None:
-        """Add a decision with its cited evidence."""
+        """Add a decision with its cited evidence; a second open window on a subject is refused."""
 
     def close_decision(self, decision_id: str, until: str, closed_by: str, reason: str | None) -> None:
-        """Close an open window, once."""
+        """Close an open window; closing it again, or changing anything else, is refused."""
 
     def link(self, old_id: str, new_id: str, at: str) -> None:
-        """Record that ``new_id`` supersedes ``old_id``."""
+        """Record that ``new_id`` supersedes ``old_id`` (permanently)."""
 
     def is_ancestor(self, candidate: str, decision_id: str) -> bool:
         """True when ``candidate`` is ``decision_id`` or one of its successors (a link would cycle)."""
 
+    def chain_ids(self, decision_id: str) -> list[str]:
+        """Every decision linked to ``decision_id`` through supersession either way (itself included)."""
+
+    def chains_of(self, decision_ids: Sequence[str]) -> dict[str, list[str]]:
+        """:meth:`chain_ids` of several decisions at once."""
+
+    # -- audit ----------------------------------------------------------------------------
+
     def append_audit(
         self, at: str, actor: str, action: str, target: str, before: Any, after: Any
     ) -> AuditEvent:
-        """Append a hash-chained audit row inside the current transaction."""
+        """Append a hash-chained audit row; only inside :meth:`transaction`.
+
+        Atomic per backend: the previous row (its sequence number and hash) is read inside the
+        same write transaction that appends, never cached across transactions, so two writers
+        can never both link to one row (fork the chain); the database refuses a row whose
+        ``prev_hash`` is not the last row's hash.
+        """
 
     def audit_rows(self) -> Iterator[dict[str, Any]]:
-        """Every audit row, in order."""
+        """Every audit row, in sequence order."""
 
     def link_rows(self, table: str) -> list[tuple[Any, ...]]:
-        """Every row of a link table the audit replay checks (supersession, citations, conflicts)."""
+        """Every row of a link table the audit replay checks (supersession, citations, conflicts), sorted."""
+
+    # -- full-text search (relevance: higher is better) -----------------------------------
 
     def rebuild_text_index(self, *, evidence: bool) -> None:
-        """Rebuild the keyword index of decisions (and of evidence) from the rows, and forget mentions."""
-
-    def evidence_ids(self) -> list[str]:
-        """The id of every evidence row, oldest first."""
-
-    def schema_objects(self) -> list[tuple[str, str, str, str | None]]:
-        """``(type, name, table, sql)`` of every table, index and trigger in the database."""
+        """Rebuild the full-text index of decisions (and of evidence) from the rows, and forget mentions."""
 
     def search_decisions(
-        self, match: str, limit: int, as_of: str | None = None
+        self, query: TextQuery, limit: int, as_of: str | None = None
     ) -> list[tuple[Decision, float]]:
-        """Decisions matching an FTS5 query, best BM25 first."""
+        """Decisions (current, or valid at ``as_of``) matching ``query``, best first, with relevance."""
 
-    def search_evidence(self, match: str, limit: int) -> list[tuple[Evidence, float, str]]:
-        """Evidence matching an FTS5 query with a snippet, best BM25 first."""
+    def search_evidence(self, query: TextQuery, limit: int) -> list[tuple[Evidence, float, str]]:
+        """Evidence matching ``query``, best first, with relevance and a snippet (matches in [brackets])."""
 
-    def data_version(self) -> int:
-        """A counter that changes when another connection commits."""
+    def fts_decision_ids(
+        self, query: TextQuery, limit: int, current_only: bool = False
+    ) -> list[tuple[str, float]]:
+        """Ids of decisions (any window, or current only) matching ``query``, best first, with relevance."""
 
-    def change_count(self) -> int:
-        """Rows this connection has inserted, updated or deleted since it opened."""
+    def fts_evidence_ids(self, query: TextQuery, limit: int) -> list[tuple[str, float]]:
+        """Ids of evidence matching ``query``, best first, with relevance."""
 
-    def integrity_check(self) -> str:
-        """The database's own consistency check ('ok' when sound)."""
+    def evidence_common_terms(self, terms: Sequence[str], threshold: int) -> set[str]:
+        """Those of the words ``terms`` that at least ``threshold`` evidence texts hold."""
 
-    # -- recall index (derived data: entities and vectors) -------------------------------
+    def evidence_snippets(self, query: TextQuery, ids: Sequence[str]) -> dict[str, str]:
+        """Snippets (matches in [brackets]) of those evidence ``ids`` that match ``query``."""
+
+    # -- entities and conflicts (derived data) --------------------------------------------
 
     def add_mentions(self, item: str, names: Iterable[str]) -> None:
-        """Record that record ``item`` mentions each entity in ``names``."""
+        """Record that record ``item`` mentions each entity in ``names`` (idempotent)."""
 
     def entity_version(self) -> int:
         """Grows whenever an entity is added."""
 
     def entity_names(self, after: int = 0) -> list[tuple[int, str]]:
-        """``(id, name)`` of the entities whose id is above ``after``."""
+        """``(id, name)`` of the entities whose id is above ``after``, oldest first."""
 
     def entity_items(self, entity_ids: Sequence[int], prefix: str, limit: int) -> dict[int, list[str]]:
-        """Newest items with id prefix ``prefix`` mentioning each entity."""
+        """Up to ``limit`` newest items (by id) with id prefix ``prefix`` mentioning each entity."""
 
     def entity_counts(self, entity_ids: Sequence[int], prefix: str) -> dict[int, int]:
         """How many items with id prefix ``prefix`` mention each entity."""
 
     def item_count(self, kind: str) -> int:
-        """How many decisions or evidence texts the store holds."""
-
-    def fts_decision_ids(self, match: str, limit: int, current_only: bool = False) -> list[tuple[str, float]]:
-        """Decision ids (any window, or current only) matching an FTS5 query, with BM25."""
+        """How many decisions or evidence texts (``kind``) the store holds."""
 
     def add_conflict(
         self, decision_id: str, other_id: str, term: str, clause: str, other_clause: str
     ) -> None:
-        """Record that two decisions take opposite stances on ``term``."""
+        """Record that two decisions take opposite stances on ``term`` (in both directions)."""
 
     def conflicts_for(self, decision_id: str) -> list[tuple[str, str, str, str]]:
-        """``(other id, term, clause, other clause)`` of a decision's recorded conflicts."""
+        """``(other id, term, clause, other clause)`` of a decision's recorded conflicts, by other id."""
 
     def conflicts_at(self, decision_ids: Sequence[str], moment: str | None) -> dict[str, list[ConflictRow]]:
-        """The recorded conflicts of each decision with others that hold at ``moment`` (None: now)."""
+        """:meth:`conflicts_for` of each decision, keeping the others that hold at ``moment`` (None: now)."""
 
     def current_conflict_pairs(self) -> list[tuple[str, str, str, str, str]]:
-        """Each conflict between two current decisions, once."""
+        """Each conflict between two current decisions, once, newest first."""
 
     def clear_conflicts(self) -> None:
         """Forget every recorded conflict."""
 
-    def current_ids(self, subjects: Sequence[str]) -> list[str]:
-        """Ids of the current decisions on ``subjects``."""
-
-    def fts_evidence_ids(self, match: str, limit: int) -> list[tuple[str, float]]:
-        """Evidence ids matching an FTS5 query, with BM25."""
-
-    def evidence_common_terms(self, terms: Sequence[str], threshold: int) -> set[str]:
-        """Those of ``terms`` that at least ``threshold`` evidence texts contain."""
-
-    def evidence_snippets(self, match: str, ids: Sequence[str]) -> dict[str, str]:
-        """FTS5 snippets of the evidence ``ids`` that match ``match``."""
-
-    def evidence_by_ids(self, ids: Sequence[str]) -> dict[str, Evidence]:
-        """Evidence rows by id."""
-
-    def decisions_by_ids(self, ids: Sequence[str]) -> dict[str, Decision]:
-        """Decisions by id."""
-
-    def evidence_neighbours(self, ids: Sequence[str]) -> dict[str, list[str]]:
-        """The evidence logged just before and after each of ``ids`` in the same session or source."""
-
-    def recent_evidence_ids(self, limit: int) -> list[str]:
-        """Ids of the newest evidence texts, newest first."""
-
-    def ids_for_rowids(self, kind: str, rowids: Sequence[int]) -> dict[int, str]:
-        """Record ids of decision or evidence rowids."""
-
-    def chain_ids(self, decision_id: str) -> list[str]:
-        """Every decision linked to ``decision_id`` through supersession."""
-
-    def chains_of(self, decision_ids: Sequence[str]) -> dict[str, list[str]]:
-        """:meth:`chain_ids` of several decisions at once."""
-
-    def current_subjects(self) -> list[str]:
-        """Subjects that have a current decision."""
-
-    def known_subjects(self) -> list[str]:
-        """Every subject a decision (current or not) or a pending proposal is on."""
+    # -- vectors (derived data) -----------------------------------------------------------
 
     def vector_tables_exist(self) -> bool:
-        """True when the KNN tables exist."""
+        """True when vectors can be stored (the index for the model's dimension exists)."""
 
     def create_vector_tables(self, dim: int) -> None:
-        """Create the KNN tables for ``dim``-dimensional vectors."""
+        """Create the nearest-neighbour index for ``dim``-dimensional vectors."""
 
     def drop_vectors(self) -> None:
-        """Forget every vector."""
+        """Forget every vector (the model changed)."""
 
-    def pending_vectors(self, kind: str, limit: int) -> list[tuple[int, str]]:
-        """``(rowid, text)`` of the oldest rows without a vector."""
+    def pending_vectors(self, kind: str, limit: int) -> list[tuple[str, str]]:
+        """``(id, text)`` of the oldest ``kind`` rows without a vector, oldest first (none for
+        sealed evidence: a vector would give its meaning away)."""
 
     def pending_vector_count(self, kind: str) -> int:
         """How many rows wait for a vector."""
 
-    def insert_vectors(self, kind: str, rows: Sequence[tuple[int, int, bytes]]) -> int:
-        """Store ``(chunk_id, owner_rowid, float32 bytes)`` rows."""
+    def insert_vectors(self, kind: str, rows: Sequence[tuple[str, int, bytes]]) -> int:
+        """Store ``(item id, chunk number, float32 bytes)`` rows; chunks already stored (by another
+        process) are skipped; returns how many were added."""
 
-    def nearest(self, kind: str, query: bytes, candidates: int, limit: int) -> list[tuple[int, float]]:
-        """``(owner rowid, cosine similarity)`` of the nearest rows."""
+    def nearest(self, kind: str, query: bytes, candidates: int, limit: int) -> list[tuple[str, float]]:
+        """``(item id, cosine similarity)`` of up to ``limit`` items whose best chunk is nearest
+        ``query``, most similar first (``candidates``: how many chunks the index may consider)."""

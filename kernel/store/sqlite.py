@@ -15,6 +15,8 @@ from ctx_kernel.kernel.audit.chain import GENESIS_HASH, row_hash
 from ctx_kernel.kernel.errors import RefusedError, StoreError
 from ctx_kernel.kernel.records import AuditEvent, Decision, Evidence, Proposal
 from ctx_kernel.kernel.store import driver, migrate
+from ctx_kernel.kernel.store.query import TextQuery
+from ctx_kernel.kernel.store.sqlite_fts import match_string
 from ctx_kernel.kernel.store.sqlite_index import IndexQueries
 from ctx_kernel.kernel.store.writelock import WriteLock
 from ctx_kernel.kernel.vault.sealing import SCRUB_PENDING, Vault, VaultError, is_sealed
@@ -66,10 +68,9 @@ class SQLiteStore(IndexQueries):
         self._reader: SQLiteStore | None = None
         self._vault: Vault | None = None
         self._offered: list[tuple[str, bytes]] = []
-        # Facts that hold until this connection's transaction ends: it holds the write lock, so
-        # no other writer can change them (the vault's state; the audit chain's last row).
+        # True while this connection's transaction holds the write lock and the vault is known
+        # to be plain: no other writer can seal it before the transaction ends.
         self._tx_plain = False
-        self._tx_audit_tail: tuple[int, str] | None = None
         self._write_lock = WriteLock(path)
         self._term_counts = {}
 
@@ -121,7 +122,7 @@ class SQLiteStore(IndexQueries):
         with self._writer():
             self._begin()
             self._in_tx = True
-            self._tx_plain, self._tx_audit_tail = False, None
+            self._tx_plain = False
             try:
                 yield
                 self._conn.execute("COMMIT")
@@ -135,7 +136,7 @@ class SQLiteStore(IndexQueries):
                 raise
             finally:
                 self._in_tx = False
-                self._tx_plain, self._tx_audit_tail = False, None
+                self._tx_plain = False
 
     @contextmanager
     def _writer(self) -> Iterator[None]:
@@ -155,7 +156,6 @@ class SQLiteStore(IndexQueries):
         except BaseException as exc:
             self._conn.execute("ROLLBACK TO step")
             self._conn.execute("RELEASE step")
-            self._tx_audit_tail = None  # the step's audit rows are gone
             if isinstance(exc, driver.dbapi.IntegrityError):
                 raise RefusedError(f"refused by the store: {exc}") from exc
             raise
@@ -241,22 +241,22 @@ class SQLiteStore(IndexQueries):
         self._offered.append((where, key))
         self.forget_vault()
 
-    def plain_evidence(self, limit: int) -> list[tuple[int, str, str]]:
-        """``(rowid, id, text)`` of evidence rows still in clear, oldest first."""
+    def plain_evidence(self, limit: int) -> list[tuple[str, str]]:
+        """``(id, text)`` of evidence rows still in clear, oldest first."""
         return [
-            (r[0], r[1], r[2])
+            (r[0], r[1])
             for r in self._q(
-                "SELECT rowid, id, text FROM evidence WHERE typeof(text) = 'text' ORDER BY rowid LIMIT ?",
+                "SELECT id, text FROM evidence WHERE typeof(text) = 'text' ORDER BY rowid LIMIT ?",
                 (limit,),
             )
         ]
 
-    def sealed_evidence_not_under(self, key_id: str, limit: int) -> list[tuple[int, str, bytes]]:
-        """``(rowid, id, blob)`` of sealed rows whose key is not ``key_id``, oldest first."""
+    def sealed_evidence_not_under(self, key_id: str, limit: int) -> list[tuple[str, bytes]]:
+        """``(id, blob)`` of sealed rows whose key is not ``key_id``, oldest first."""
         return [
-            (r[0], r[1], r[2])
+            (r[0], r[1])
             for r in self._q(
-                "SELECT rowid, id, text FROM evidence WHERE typeof(text) = 'blob' "
+                "SELECT id, text FROM evidence WHERE typeof(text) = 'blob' "
                 "AND substr(text, 6, 8) <> ? ORDER BY rowid LIMIT ?",
                 (bytes.fromhex(key_id), limit),
             )
@@ -271,8 +271,12 @@ class SQLiteStore(IndexQueries):
         )
         return int(row[0]) if row else 0
 
-    def seal_evidence(self, rowid: int, blob: bytes, plain: str | None, index_text: str | None) -> None:
+    def seal_evidence(self, evidence_id: str, blob: bytes, plain: str | None, index_text: str | None) -> None:
         """Replace a row's text by its sealed form; a plain row's index words become keyed tokens."""
+        row = self._one("SELECT rowid FROM evidence WHERE id = ?", (evidence_id,))
+        if row is None:
+            raise StoreError(f"no evidence {evidence_id} to seal")
+        rowid = row[0]
         if plain is not None:
             self._conn.execute(
                 "INSERT INTO evidence_fts (evidence_fts, rowid, text) VALUES ('delete', ?, ?)", (rowid, plain)
@@ -358,8 +362,9 @@ class SQLiteStore(IndexQueries):
                 raise VaultError(f"evidence {row[0]} does not match its content hash: it was altered")
         return Evidence(row[0], text, *row[2:5], json.loads(row[5]), *row[6:])
 
-    def evidence_match(self, match: str) -> str:
+    def _evidence_match(self, query: TextQuery) -> str:
         """An evidence FTS5 query as the index holds it (keyed tokens in a sealed vault)."""
+        match = match_string(query)
         vault = self.vault()
         return match if vault is None else vault.match(match)
 
@@ -723,10 +728,15 @@ class SQLiteStore(IndexQueries):
     def append_audit(
         self, at: str, actor: str, action: str, target: str, before: Any, after: Any
     ) -> AuditEvent:
-        """Append a hash-chained audit row; must run inside :meth:`transaction`."""
+        """Append a hash-chained audit row; must run inside :meth:`transaction`.
+
+        The last row is read here, inside the write transaction (BEGIN IMMEDIATE holds SQLite's
+        write lock), so no other writer can append between the read and the insert; the
+        ``audit_linked`` trigger refuses a row that does not link to the last one anyway.
+        """
         if not self._in_tx:
             raise RuntimeError("append_audit needs an open transaction")
-        last = self._tx_audit_tail or self._one("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1")
+        last = self._one("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1")
         seq, prev = (last[0] + 1, last[1]) if last else (1, GENESIS_HASH)
         row = {
             "seq": seq,
@@ -743,7 +753,6 @@ class SQLiteStore(IndexQueries):
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (*row.values(), prev, digest),
         )
-        self._tx_audit_tail = (seq, digest)
         return AuditEvent(**row, prev_hash=prev, hash=digest)
 
     def audit_rows(self) -> Iterator[dict[str, Any]]:
@@ -786,9 +795,11 @@ class SQLiteStore(IndexQueries):
     # -- search ---------------------------------------------------------------------------
 
     def search_decisions(
-        self, match: str, limit: int, as_of: str | None = None
+        self, query: TextQuery, limit: int, as_of: str | None = None
     ) -> list[tuple[Decision, float]]:
-        """Decisions matching an FTS5 query, best BM25 first (current ones unless ``as_of``)."""
+        """Decisions matching ``query``, best first with their relevance (negated BM25), current
+        ones unless ``as_of``."""
+        match = match_string(query)
         if as_of is None:
             window, params = "d.valid_until IS NULL", [match]
         else:
@@ -802,10 +813,11 @@ class SQLiteStore(IndexQueries):
                 ORDER BY score LIMIT ?""",
             [*params, limit],
         )
-        return list(zip(self._decisions([r[:-1] for r in rows]), [r[-1] for r in rows], strict=True))
+        return list(zip(self._decisions([r[:-1] for r in rows]), [-r[-1] for r in rows], strict=True))
 
-    def search_evidence(self, match: str, limit: int) -> list[tuple[Evidence, float, str]]:
-        """Evidence matching an FTS5 query with a snippet, best BM25 first."""
+    def search_evidence(self, query: TextQuery, limit: int) -> list[tuple[Evidence, float, str]]:
+        """Evidence matching ``query`` with a snippet, best first with its relevance (negated BM25)."""
+        match = match_string(query)
         vault = self.vault()
         snippet = "snippet(evidence_fts, 0, '[', ']', '…', 16)" if vault is None else "''"
         rows = self._q(
@@ -813,9 +825,9 @@ class SQLiteStore(IndexQueries):
                        bm25(evidence_fts) AS score, {snippet}
                 FROM evidence_fts JOIN evidence e ON e.rowid = evidence_fts.rowid
                 WHERE evidence_fts MATCH ? ORDER BY score LIMIT ?""",
-            (self.evidence_match(match), limit),
+            (self._evidence_match(query), limit),
         )
-        found = [(self._evidence(r[:11]), r[11], r[12]) for r in rows]
+        found = [(self._evidence(r[:11]), -r[11], r[12]) for r in rows]
         if vault is not None:
             found = [(e, score, vault_snippet(e.text, match)) for e, score, _ in found]
         return found

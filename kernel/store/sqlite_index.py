@@ -16,12 +16,13 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ctx_kernel.kernel.records import Evidence
+from ctx_kernel.kernel.store.base import ConflictRow
+from ctx_kernel.kernel.store.query import TextQuery
+from ctx_kernel.kernel.store.sqlite_fts import match_string
 from ctx_kernel.kernel.vault.sealing import Vault
 from ctx_kernel.kernel.vault.sealing import snippet as vault_snippet
 
 KINDS = ("decision", "evidence")
-# (other id, term, clause, other clause, other's subject, other's text, valid_from, valid_until)
-ConflictRow = tuple[str, str, str, str, str, str, str, str | None]
 CHUNK_SLOTS = 16  # chunk_id = owner rowid * CHUNK_SLOTS + chunk number
 # Evidence terms whose frequency is remembered (a few bytes each).
 TERM_CACHE = 100_000
@@ -49,7 +50,7 @@ class IndexQueries:
     def _evidence(self, row: tuple[Any, ...]) -> Evidence:
         raise NotImplementedError
 
-    def evidence_match(self, match: str) -> str:
+    def _evidence_match(self, query: TextQuery) -> str:
         raise NotImplementedError
 
     def is_sealed(self) -> bool:
@@ -183,8 +184,12 @@ class IndexQueries:
 
     # -- keyword --------------------------------------------------------------------------
 
-    def fts_decision_ids(self, match: str, limit: int, current_only: bool = False) -> list[tuple[str, float]]:
-        """Ids of decisions (any window, or only current ones) matching an FTS5 query, with BM25."""
+    def fts_decision_ids(
+        self, query: TextQuery, limit: int, current_only: bool = False
+    ) -> list[tuple[str, float]]:
+        """Ids of decisions (any window, or only current ones) matching ``query``, best first,
+        with their relevance (negated BM25)."""
+        match = match_string(query)
         if not current_only:
             # Rank inside the FTS index and look ids up for the top rows only (as for evidence).
             top = self._q(
@@ -192,11 +197,11 @@ class IndexQueries:
                 "WHERE decision_fts MATCH ? ORDER BY score LIMIT ?",
                 (match, limit),
             )
-            ids = self.ids_for_rowids("decision", [r[0] for r in top])
-            return [(ids[rowid], score) for rowid, score in top if rowid in ids]
+            ids = self._ids_for_rowids("decision", [r[0] for r in top])
+            return [(ids[rowid], -score) for rowid, score in top if rowid in ids]
         window = "AND d.valid_until IS NULL"
         return [
-            (r[0], r[1])
+            (r[0], -r[1])
             for r in self._q(
                 f"""SELECT d.id, bm25(decision_fts, 4.0, 1.0, 0.5) AS score
                    FROM decision_fts JOIN decision d ON d.rowid = decision_fts.rowid
@@ -218,17 +223,17 @@ class IndexQueries:
             )
         ]
 
-    def fts_evidence_ids(self, match: str, limit: int) -> list[tuple[str, float]]:
-        """Ids of evidence matching an FTS5 query, with BM25 (lower is better)."""
+    def fts_evidence_ids(self, query: TextQuery, limit: int) -> list[tuple[str, float]]:
+        """Ids of evidence matching ``query``, best first, with their relevance (negated BM25)."""
         # Rank inside the FTS index first and look ids up for the top rows only: joining every
         # match to the evidence table costs more than the ranking itself on frequent words.
         top = self._q(
             "SELECT rowid, bm25(evidence_fts) AS score FROM evidence_fts WHERE evidence_fts MATCH ? "
             "ORDER BY score LIMIT ?",
-            (self.evidence_match(match), limit),
+            (self._evidence_match(query), limit),
         )
-        ids = self.ids_for_rowids("evidence", [r[0] for r in top])
-        return [(ids[rowid], score) for rowid, score in top if rowid in ids]
+        ids = self._ids_for_rowids("evidence", [r[0] for r in top])
+        return [(ids[rowid], -score) for rowid, score in top if rowid in ids]
 
     def evidence_common_terms(self, terms: Sequence[str], threshold: int) -> set[str]:
         """Those of ``terms`` that at least ``threshold`` evidence texts contain (counting stops there).
@@ -243,7 +248,8 @@ class IndexQueries:
         cache = self._term_counts
         common: set[str] = set()
         for term in terms:
-            match = f'"{term}"' if vault is None else vault.match(f'"{term}"')
+            plain = match_string(TextQuery((term,)))
+            match = plain if vault is None else vault.match(plain)
             known = cache.get((match, threshold))
             if known is not None and (known[0] >= threshold or known[0] + rows - known[1] < threshold):
                 count = known[0]
@@ -260,8 +266,9 @@ class IndexQueries:
                 common.add(term)
         return common
 
-    def evidence_snippets(self, match: str, ids: Sequence[str]) -> dict[str, str]:
-        """FTS5 snippets (matches in [brackets]) of the evidence ``ids`` that match ``match``."""
+    def evidence_snippets(self, query: TextQuery, ids: Sequence[str]) -> dict[str, str]:
+        """FTS5 snippets (matches in [brackets]) of the evidence ``ids`` that match ``query``."""
+        match = match_string(query)
         if self.is_sealed():  # the index holds tokens, not words: cut the snippet from the text
             return {e.id: vault_snippet(e.text, match) for e in self.evidence_by_ids(ids).values()}
         out = {}
@@ -311,12 +318,20 @@ class IndexQueries:
         """Ids of the newest evidence texts, newest first."""
         return [r[0] for r in self._q("SELECT id FROM evidence ORDER BY rowid DESC LIMIT ?", (limit,))]
 
-    def ids_for_rowids(self, kind: str, rowids: Sequence[int]) -> dict[int, str]:
-        """Record ids of decision or evidence rowids."""
+    def _ids_for_rowids(self, kind: str, rowids: Sequence[int]) -> dict[int, str]:
+        """Record ids of decision or evidence rowids (which never leave this backend)."""
         if not rowids:
             return {}
         table = _table(kind)
         rows = self._q(f"SELECT rowid, id FROM {table} WHERE rowid IN ({_marks(rowids)})", list(rowids))
+        return {r[0]: r[1] for r in rows}
+
+    def _rowids_for_ids(self, kind: str, ids: Sequence[str]) -> dict[str, int]:
+        """Rowids of decision or evidence ids."""
+        if not ids:
+            return {}
+        table = _table(kind)
+        rows = self._q(f"SELECT id, rowid FROM {table} WHERE id IN ({_marks(ids)})", list(ids))
         return {r[0]: r[1] for r in rows}
 
     def chain_ids(self, decision_id: str) -> list[str]:
@@ -385,8 +400,8 @@ class IndexQueries:
             self._conn.execute(f"DROP TABLE IF EXISTS vec_{kind}")
             self._conn.execute(f"DELETE FROM {kind}_vector")
 
-    def pending_vectors(self, kind: str, limit: int) -> list[tuple[int, str]]:
-        """``(rowid, text)`` of the oldest rows that have no vector yet.
+    def pending_vectors(self, kind: str, limit: int) -> list[tuple[str, str]]:
+        """``(id, text)`` of the oldest rows that have no vector yet.
 
         Rows are embedded in rowid order and never change, so the newest embedded rowid
         is a high-water mark.
@@ -400,7 +415,7 @@ class IndexQueries:
         return [
             (r[0], r[1])
             for r in self._q(
-                f"SELECT rowid, {column} FROM {table} "
+                f"SELECT id, {column} FROM {table} "
                 f"WHERE rowid > (SELECT coalesce(max(owner_rowid), 0) FROM {kind}_vector) "
                 "ORDER BY rowid LIMIT ?",
                 (limit,),
@@ -418,11 +433,16 @@ class IndexQueries:
         )
         return int(row[0]) if row else 0
 
-    def insert_vectors(self, kind: str, rows: Sequence[tuple[int, int, bytes]]) -> int:
-        """Store ``(chunk_id, owner_rowid, float32 bytes)``; chunks another process stored are skipped."""
+    def insert_vectors(self, kind: str, rows: Sequence[tuple[str, int, bytes]]) -> int:
+        """Store ``(item id, chunk number, float32 bytes)``; chunks another process stored are skipped."""
         table = _table(kind)
+        rowids = self._rowids_for_ids(kind, list(dict.fromkeys(item for item, _, _ in rows)))
         added = 0
-        for chunk_id, owner, emb in rows:
+        for item, chunk, emb in rows:
+            if not 0 <= chunk < CHUNK_SLOTS:
+                raise ValueError(f"chunk number {chunk} is outside 0..{CHUNK_SLOTS - 1}")
+            owner = rowids[item]
+            chunk_id = owner * CHUNK_SLOTS + chunk
             cursor = self._conn.execute(
                 f"INSERT OR IGNORE INTO {table}_vector (chunk_id, owner_rowid, emb) VALUES (?, ?, ?)",
                 (chunk_id, owner, emb),
@@ -435,22 +455,22 @@ class IndexQueries:
                 added += 1
         return added
 
-    def nearest(self, kind: str, query: bytes, candidates: int, limit: int) -> list[tuple[int, float]]:
-        """``(owner rowid, cosine similarity)``: Hamming KNN over bits, then exact rescoring."""
+    def nearest(self, kind: str, query: bytes, candidates: int, limit: int) -> list[tuple[str, float]]:
+        """``(id, cosine similarity)``, most similar first: Hamming KNN over bits, then exact rescoring."""
         table = _table(kind)
         rows = self._q(
-            f"""SELECT v.owner_rowid, 1.0 - vec_distance_cosine(v.emb, ?) AS similarity
-                FROM {table}_vector v
+            f"""SELECT t.id, 1.0 - vec_distance_cosine(v.emb, ?) AS similarity
+                FROM {table}_vector v JOIN {table} t ON t.rowid = v.owner_rowid
                 WHERE v.chunk_id IN (
                   SELECT chunk_id FROM vec_{table} WHERE bits MATCH vec_quantize_binary(?) AND k = ?)
                 ORDER BY similarity DESC""",
             (query, query, candidates),
         )
-        best: dict[int, float] = {}
-        for owner, similarity in rows:
+        best: dict[str, float] = {}
+        for item, similarity in rows:
             # A vector of zeros has no direction: its cosine is undefined (NULL), not a match.
-            if similarity is not None and owner not in best:
-                best[owner] = float(similarity)
+            if similarity is not None and item not in best:
+                best[item] = float(similarity)
         return list(best.items())[:limit]
 
 

@@ -1,0 +1,100 @@
+"""Contract: full-text queries are words, answered best first with a higher-is-better relevance."""
+
+from __future__ import annotations
+
+import pytest
+
+from ctx_kernel.kernel.store.base import Store
+from ctx_kernel.kernel.store.query import TextQuery
+
+from .support import decision, evidence
+
+LATER = "2026-02-01T00:00:00.000000Z"
+
+
+def _words(text: str) -> TextQuery:
+    query = TextQuery.from_text(text)
+    assert query is not None
+    return query
+
+
+@pytest.fixture
+def logged(store: Store) -> dict[str, str]:
+    texts = {
+        "strong": "retry retry retry the billing job with backoff",
+        "weak": "a long note about many things, once mentioning retry among other words here",
+        "other": "the cache is warmed at startup",
+        "phrase": "billing retry policy",
+    }
+    ids = {}
+    with store.transaction():
+        for name, text in texts.items():
+            record = evidence(text)
+            store.insert_evidence(record)
+            ids[name] = record.id
+    return ids
+
+
+def test_evidence_matches_come_best_first_with_falling_relevance(
+    store: Store, logged: dict[str, str]
+) -> None:
+    found = store.fts_evidence_ids(_words("retry"), 10)
+    assert found[0][0] == logged["strong"]
+    assert {i for i, _ in found} == {logged["strong"], logged["weak"], logged["phrase"]}
+    scores = [s for _, s in found]
+    assert scores == sorted(scores, reverse=True)
+    assert store.fts_evidence_ids(_words("retry"), 1) == found[:1]
+
+
+def test_search_evidence_returns_records_relevance_and_snippets(store: Store, logged: dict[str, str]) -> None:
+    found = store.search_evidence(_words("cache"), 10)
+    assert [(e.id, "[cache]" in snippet) for e, _, snippet in found] == [(logged["other"], True)]
+    snippets = store.evidence_snippets(_words("cache"), [logged["other"], logged["strong"]])
+    assert list(snippets) == [logged["other"]] and "[cache]" in snippets[logged["other"]]
+
+
+def test_all_mode_needs_every_term(store: Store, logged: dict[str, str]) -> None:
+    every = TextQuery(("billing", "backoff"), mode="all")
+    assert [i for i, _ in store.fts_evidence_ids(every, 10)] == [logged["strong"]]
+
+
+def test_a_phrase_matches_adjacent_words_in_order(store: Store, logged: dict[str, str]) -> None:
+    assert [i for i, _ in store.fts_evidence_ids(TextQuery(("billing retry",)), 10)] == [logged["phrase"]]
+    assert store.fts_evidence_ids(TextQuery(("retry billing",)), 10) == []
+
+
+@pytest.mark.parametrize("typed", ['"retry', "retry NOT", "NEAR(retry", "retry*", "text:retry", "retry AND"])
+def test_query_syntax_is_searched_as_plain_words(store: Store, logged: dict[str, str], typed: str) -> None:
+    found = {i for i, _ in store.fts_evidence_ids(_words(typed), 10)}
+    assert logged["strong"] in found
+
+
+def test_common_terms_are_counted_up_to_a_threshold(store: Store, logged: dict[str, str]) -> None:
+    assert store.evidence_common_terms(["retry", "absent"], 3) == {"retry"}
+    assert store.evidence_common_terms(["retry"], 4) == set()
+    assert store.evidence_common_terms(["absent"], 1) == set()
+
+
+def test_decision_search_respects_windows(store: Store) -> None:
+    old = decision("db.engine", "use mysql for the orders database")
+    new = decision("db.engine", "use postgres for the orders database", valid_from=LATER)
+    with store.transaction():
+        store.insert_decision(old)
+        store.close_decision(old.id, LATER, "superseded", None)
+        store.insert_decision(new)
+    orders = _words("orders database")
+    assert [d.id for d, _ in store.search_decisions(orders, 10)] == [new.id]
+    assert [d.id for d, _ in store.search_decisions(orders, 10, "2026-01-15T00:00:00.000000Z")] == [old.id]
+    assert {i for i, _ in store.fts_decision_ids(orders, 10)} == {old.id, new.id}
+    assert [i for i, _ in store.fts_decision_ids(orders, 10, current_only=True)] == [new.id]
+    best, _ = store.fts_decision_ids(_words("mysql"), 10)[0]
+    assert best == old.id
+
+
+def test_subjects_weigh_more_than_rationale(store: Store) -> None:
+    named = decision("cache.redis", "keep sessions in memory")
+    mentioned = decision("sessions.store", "keep sessions in memory, unlike redis")
+    with store.transaction():
+        store.insert_decision(named)
+        store.insert_decision(mentioned)
+    assert [i for i, _ in store.fts_decision_ids(_words("redis"), 10)] == [named.id, mentioned.id]
