@@ -1,0 +1,13 @@
+"""The PostgreSQL schema of a shared team store, and the roles that keep ratification human.
+
+This package owns SQL only: :mod:`.schema` holds the tables, indexes and invariant triggers (the
+same schema the SQLite migrations produce at head, in PostgreSQL's native types), and
+:mod:`.roles` the group roles ``ctx_agent``, ``ctx_reviewer`` and ``ctx_auditor`` with their
+grants and row-level security policies. A migration runs ``schema.STATEMENTS`` and then
+``roles.STATEMENTS``, in order, in one transaction, as the role that is to own the tables; that
+owner is the administrator, and every other login is a member of exactly one group role.
+
+The owner need not be a superuser: pg_trgm and btree_gist are trusted extensions, but pgvector
+is not, so a superuser runs ``CREATE EXTENSION vector`` in the database first; and the group
+roles are created only if missing, which needs CREATEROLE unless they already exist.
+"""

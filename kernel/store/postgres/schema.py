@@ -1,0 +1,405 @@
+"""The PostgreSQL DDL of the store: the SQLite head schema (m001..m007) and its invariants.
+
+Tables, columns and their meaning are those of the SQLite migrations, with native types where
+they let the database hold an invariant or a type SQLite cannot:
+
+- Timestamps are ``timestamptz`` (ctx's canonical ``...Z`` strings parse losslessly: UTC,
+  microseconds), so an exclusion constraint over ``tstzrange(valid_from, valid_until)`` forbids
+  overlapping windows of one subject, concurrent writers included. The one exception is
+  ``audit.at``: the audit hash covers its exact text, so it stays text.
+- JSON lists (tags, supersedes, deciders) are ``jsonb`` arrays, checked to be arrays. The audit
+  row's ``before``/``after`` stay text for the same reason as ``at``: jsonb would rewrite them.
+- ``evidence`` and ``decision`` have an identity ``rowid``, the key the vector tables' owner
+  columns point at in SQLite, here with a foreign key.
+- Sealed evidence: SQLite swaps a row's text for a BLOB in place; a column has one type here, so
+  the ciphertext goes to ``sealed`` and ``text`` becomes NULL (exactly one of them is set).
+- Full-text search is a generated ``tsvector`` column with a GIN index on evidence and decisions
+  (PostgreSQL's English stemmer, like FTS5's porter), entity names have a trigram index, and the
+  vector columns are pgvector ``vector``, given a dimension by :func:`vector_statements` once a
+  model is chosen, as SQLite creates its KNN tables on the first embedding.
+
+Every refusal raises SQLSTATE 23000 (integrity_constraint_violation), the class of the unique,
+check and exclusion violations beside it, so one driver exception (``psycopg.IntegrityError``)
+covers every broken invariant, as ``sqlite3.IntegrityError`` does for the SQLite triggers.
+
+The audit chain is checked on insert: a row must carry the next ``seq`` and the previous row's
+hash, and its own hash must be :func:`ctx_kernel.kernel.audit.chain.row_hash` of its fields
+(recomputed by ``ctx_audit_hash``). Appends are serialised by an advisory lock the insert trigger
+takes, and ``prev_hash`` is unique besides, so concurrent writers cannot fork the chain;
+``ctx_audit_append`` appends a row computed in the server.
+
+The immutability triggers compare whole rows as jsonb minus the columns that may change, so a
+column added later is frozen without rewriting the trigger (the SQLite migrations recreate
+theirs each time a column is added).
+"""
+
+from __future__ import annotations
+
+from ctx_kernel.kernel.audit.chain import GENESIS_HASH
+
+# pgvector's limit for the vector type (its HNSW index over bits allows more).
+MAX_VECTOR_DIM = 16_000
+VECTOR_KINDS = ("decision", "evidence")
+# Columns SQLite does not have: its implicit rowid made explicit, the sealed text's own column,
+# and the generated full-text column that stands in for an FTS5 table.
+POSTGRES_ONLY_COLUMNS = {"evidence": ("rowid", "sealed", "search"), "decision": ("rowid", "search")}
+
+# The audit chain and the supersession graph each take a transaction-scoped advisory lock keyed
+# by their table's oid before reading the rows they check, so two writers cannot both read the
+# same tail (and fork the chain) or both miss each other's link (and close a cycle).
+_AUDIT_LOCK_KEY = "'audit'::regclass::oid::bigint"
+# What a writer that computes the next row itself runs first, in the transaction that appends.
+AUDIT_LOCK = f"SELECT pg_advisory_xact_lock({_AUDIT_LOCK_KEY})"
+
+_REFUSED = "USING ERRCODE = 'integrity_constraint_violation'"
+
+EXTENSIONS = [
+    "CREATE EXTENSION IF NOT EXISTS vector",
+    "CREATE EXTENSION IF NOT EXISTS pg_trgm",
+    "CREATE EXTENSION IF NOT EXISTS btree_gist",
+]
+
+FUNCTIONS = [
+    # One refusal for the triggers that forbid an operation outright; the message is the argument.
+    f"""CREATE FUNCTION ctx_refuse() RETURNS trigger LANGUAGE plpgsql AS $$
+       BEGIN
+         RAISE EXCEPTION '%', TG_ARGV[0] {_REFUSED};
+       END $$""",
+    # The one change evidence allows: its plain text sealed (or a sealed text sealed again).
+    f"""CREATE FUNCTION ctx_evidence_seal_only() RETURNS trigger LANGUAGE plpgsql AS $$
+       BEGIN
+         IF NEW.sealed IS NULL OR NEW.text IS NOT NULL
+            OR (to_jsonb(NEW) - ARRAY['text', 'sealed', 'search'])
+               IS DISTINCT FROM (to_jsonb(OLD) - ARRAY['text', 'sealed', 'search']) THEN
+           RAISE EXCEPTION 'evidence is append-only' {_REFUSED};
+         END IF;
+         RETURN NEW;
+       END $$""",
+    f"""CREATE FUNCTION ctx_proposal_resolve_once() RETURNS trigger LANGUAGE plpgsql AS $$
+       DECLARE
+         resolution CONSTANT text[] := ARRAY['status', 'resolved_at', 'resolved_by', 'resolution_note',
+                                             'decision_id'];
+       BEGIN
+         IF OLD.status <> 'pending' OR NEW.status = 'pending'
+            OR (to_jsonb(NEW) - resolution) IS DISTINCT FROM (to_jsonb(OLD) - resolution) THEN
+           RAISE EXCEPTION 'a proposal is resolved once, from pending, and never edited' {_REFUSED};
+         END IF;
+         RETURN NEW;
+       END $$""",
+    # search is excluded: in a BEFORE trigger NEW does not hold the generated value yet.
+    f"""CREATE FUNCTION ctx_decision_close_once() RETURNS trigger LANGUAGE plpgsql AS $$
+       DECLARE
+         closing CONSTANT text[] := ARRAY['valid_until', 'closed_by', 'close_reason', 'search'];
+       BEGIN
+         IF OLD.valid_until IS NOT NULL OR NEW.valid_until IS NULL OR NEW.valid_until < OLD.valid_from
+            OR (to_jsonb(NEW) - closing) IS DISTINCT FROM (to_jsonb(OLD) - closing) THEN
+           RAISE EXCEPTION 'a decision only has its window closed, once' {_REFUSED};
+         END IF;
+         RETURN NEW;
+       END $$""",
+    # Forward in time, and no cycle: the link is refused when new_id already precedes old_id in
+    # some chain (it is among the decisions old_id supersedes, directly or through others).
+    f"""CREATE FUNCTION ctx_supersession_check() RETURNS trigger LANGUAGE plpgsql AS $$
+       BEGIN
+         IF (SELECT valid_from FROM decision WHERE id = NEW.new_id)
+            < (SELECT valid_from FROM decision WHERE id = NEW.old_id) THEN
+           RAISE EXCEPTION 'a successor cannot start before the decision it supersedes' {_REFUSED};
+         END IF;
+         PERFORM pg_advisory_xact_lock('supersession'::regclass::oid::bigint);
+         IF EXISTS (
+           WITH RECURSIVE superseded (id) AS (
+             SELECT old_id FROM supersession WHERE new_id = NEW.old_id
+             UNION
+             SELECT s.old_id FROM supersession s JOIN superseded ON s.new_id = superseded.id)
+           SELECT 1 FROM superseded WHERE id = NEW.new_id) THEN
+           RAISE EXCEPTION 'a supersession chain cannot loop back on itself' {_REFUSED}, DETAIL =
+             format('%s already supersedes %s, directly or through others', NEW.old_id, NEW.new_id);
+         END IF;
+         RETURN NEW;
+       END $$""",
+    # sha256 over the previous hash and the canonical JSON of the hashed fields, byte for byte
+    # what ctx_kernel.kernel.audit.chain.row_hash computes: keys in sorted order, no whitespace,
+    # and to_json escapes a string as json.dumps(ensure_ascii=False) does.
+    """CREATE FUNCTION ctx_audit_hash(prev_hash text, seq bigint, at text, actor text, action text,
+                                      target text, before text, after text)
+       RETURNS text LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+         SELECT encode(sha256(convert_to(prev_hash
+           || '{"action":' || to_json(action)::text
+           || ',"actor":' || to_json(actor)::text
+           || ',"after":' || coalesce(to_json(after)::text, 'null')
+           || ',"at":' || to_json(at)::text
+           || ',"before":' || coalesce(to_json(before)::text, 'null')
+           || ',"seq":' || seq::text
+           || ',"target":' || to_json(target)::text
+           || '}', 'UTF8')), 'hex')
+       $$""",
+    # Under READ COMMITTED each statement after the lock sees the rows committed before it was
+    # granted; under REPEATABLE READ a writer that waited sees an old tail and is refused instead.
+    f"""CREATE FUNCTION ctx_audit_linked() RETURNS trigger LANGUAGE plpgsql AS $$
+       DECLARE
+         tail_seq bigint;
+         tail_hash text;
+       BEGIN
+         PERFORM pg_advisory_xact_lock({_AUDIT_LOCK_KEY});
+         SELECT a.seq, a.hash INTO tail_seq, tail_hash FROM audit a ORDER BY a.seq DESC LIMIT 1;
+         IF NEW.seq IS DISTINCT FROM coalesce(tail_seq, 0) + 1
+            OR NEW.prev_hash IS DISTINCT FROM coalesce(tail_hash, '{GENESIS_HASH}') THEN
+           RAISE EXCEPTION 'audit row does not link to the previous row' {_REFUSED}, DETAIL =
+             format('the chain ends at row %s', coalesce(tail_seq, 0));
+         END IF;
+         IF NEW.hash IS DISTINCT FROM ctx_audit_hash(NEW.prev_hash, NEW.seq, NEW.at, NEW.actor,
+                                                     NEW.action, NEW.target, NEW.before, NEW.after) THEN
+           RAISE EXCEPTION 'audit row hash does not match its content' {_REFUSED};
+         END IF;
+         RETURN NEW;
+       END $$""",
+]
+
+
+def _forbid(table: str, operations: str, message: str) -> list[str]:
+    """Row triggers refusing ``operations`` on ``table``, and a statement trigger refusing TRUNCATE.
+
+    TRUNCATE fires no row trigger, so without the second one the table owner could empty an
+    append-only table.
+    """
+    name = operations.lower().replace(" or ", "_")
+    return [
+        f"""CREATE TRIGGER {table}_no_{name} BEFORE {operations} ON {table}
+           FOR EACH ROW EXECUTE FUNCTION ctx_refuse('{message}')""",
+        f"""CREATE TRIGGER {table}_no_truncate BEFORE TRUNCATE ON {table}
+           FOR EACH STATEMENT EXECUTE FUNCTION ctx_refuse('{message}')""",
+    ]
+
+
+TABLES = [
+    """CREATE TABLE meta (
+        key text NOT NULL PRIMARY KEY,
+        value text NOT NULL
+    )""",
+    # Evidence vault: append-only, deduplicated by the sha256 of its plain text.
+    """CREATE TABLE evidence (
+        id text NOT NULL PRIMARY KEY,
+        rowid bigint GENERATED ALWAYS AS IDENTITY UNIQUE,
+        content_hash text NOT NULL UNIQUE,
+        text text,
+        sealed bytea,
+        kind text NOT NULL,
+        agent text,
+        session text,
+        tags jsonb NOT NULL DEFAULT '[]' CHECK (jsonb_typeof(tags) = 'array'),
+        created_at timestamptz NOT NULL,
+        source text,
+        speaker text,
+        occurred_at timestamptz,
+        search tsvector GENERATED ALWAYS AS (to_tsvector('english', coalesce(text, ''))) STORED,
+        CONSTRAINT evidence_text_or_sealed CHECK ((text IS NULL) <> (sealed IS NULL)),
+        CONSTRAINT evidence_sealed_magic CHECK (substring(sealed FROM 1 FOR 5) = '\\x4354584501'::bytea)
+    )""",
+    "CREATE INDEX ix_evidence_search ON evidence USING gin (search)",
+    """CREATE TRIGGER evidence_no_update BEFORE UPDATE ON evidence
+       FOR EACH ROW EXECUTE FUNCTION ctx_evidence_seal_only()""",
+    *_forbid("evidence", "DELETE", "evidence is append-only"),
+    # Proposal queue: only the status and resolution fields change, once, from pending.
+    """CREATE TABLE proposal (
+        id text NOT NULL PRIMARY KEY,
+        subject text NOT NULL,
+        decision text NOT NULL,
+        rationale text,
+        proposer text NOT NULL,
+        session text,
+        created_at timestamptz NOT NULL,
+        supersedes jsonb NOT NULL DEFAULT '[]' CHECK (jsonb_typeof(supersedes) = 'array'),
+        explicit_supersedes jsonb NOT NULL DEFAULT '[]'
+            CHECK (jsonb_typeof(explicit_supersedes) = 'array'),
+        near_duplicate_of text REFERENCES proposal (id),
+        near_duplicate_score double precision,
+        status text NOT NULL DEFAULT 'pending'
+            CHECK (status IN ('pending', 'ratified', 'rejected', 'withdrawn')),
+        resolved_at timestamptz,
+        resolved_by text,
+        resolution_note text,
+        decision_id text,
+        source text,
+        adr_number integer,
+        title text,
+        deciders jsonb NOT NULL DEFAULT '[]' CHECK (jsonb_typeof(deciders) = 'array')
+    )""",
+    "CREATE INDEX ix_proposal_status ON proposal (status, created_at)",
+    "CREATE INDEX ix_proposal_subject ON proposal (subject)",
+    "CREATE INDEX ix_proposal_source ON proposal (source)",
+    """CREATE TRIGGER proposal_resolve_once BEFORE UPDATE ON proposal
+       FOR EACH ROW EXECUTE FUNCTION ctx_proposal_resolve_once()""",
+    *_forbid("proposal", "DELETE", "proposals are kept for audit"),
+    """CREATE TABLE proposal_evidence (
+        proposal_id text NOT NULL REFERENCES proposal (id),
+        evidence_id text NOT NULL REFERENCES evidence (id),
+        PRIMARY KEY (proposal_id, evidence_id)
+    )""",
+    # Decision kernel: a row's window closes once; nothing else ever changes.
+    """CREATE TABLE decision (
+        id text NOT NULL PRIMARY KEY,
+        rowid bigint GENERATED ALWAYS AS IDENTITY UNIQUE,
+        subject text NOT NULL,
+        decision text NOT NULL,
+        rationale text,
+        valid_from timestamptz NOT NULL,
+        valid_until timestamptz,
+        ratified_by text NOT NULL,
+        ratified_at timestamptz NOT NULL,
+        proposal_id text REFERENCES proposal (id),
+        amended boolean NOT NULL DEFAULT false,
+        closed_by text CHECK (closed_by IN ('superseded', 'retired')),
+        close_reason text,
+        source text,
+        adr_number integer,
+        title text,
+        deciders jsonb NOT NULL DEFAULT '[]' CHECK (jsonb_typeof(deciders) = 'array'),
+        search tsvector GENERATED ALWAYS AS (
+            setweight(to_tsvector('english', translate(subject, '._-/', '    ')), 'A')
+            || setweight(to_tsvector('english', decision), 'B')
+            || setweight(to_tsvector('english', coalesce(rationale, '')), 'C')) STORED,
+        CONSTRAINT decision_window_order CHECK (valid_until IS NULL OR valid_until >= valid_from),
+        CONSTRAINT decision_closed_by CHECK ((valid_until IS NULL) = (closed_by IS NULL))
+    )""",
+    # At most one current decision per subject. Created before the exclusion constraint, which
+    # also refuses a second open window, so that this case is reported by its own name.
+    "CREATE UNIQUE INDEX ux_decision_current ON decision (subject) WHERE valid_until IS NULL",
+    # No two windows of one subject overlap; an open window runs to infinity. A window closed the
+    # moment it opened is empty and overlaps nothing (SQLite's trigger counts it as overlapping).
+    """ALTER TABLE decision ADD CONSTRAINT decision_no_overlap
+       EXCLUDE USING gist (subject WITH =, tstzrange(valid_from, valid_until) WITH &&)""",
+    "CREATE INDEX ix_decision_subject ON decision (subject, valid_from)",
+    "CREATE INDEX ix_decision_source ON decision (source)",
+    "CREATE INDEX ix_decision_search ON decision USING gin (search)",
+    """CREATE TRIGGER decision_close_once BEFORE UPDATE ON decision
+       FOR EACH ROW EXECUTE FUNCTION ctx_decision_close_once()""",
+    *_forbid("decision", "DELETE", "decisions are never deleted"),
+    # Deferred: a ratification writes the decision, then the proposal pointing at it.
+    """ALTER TABLE proposal ADD CONSTRAINT proposal_decision_id_fkey
+       FOREIGN KEY (decision_id) REFERENCES decision (id) DEFERRABLE INITIALLY DEFERRED""",
+    """CREATE TABLE decision_evidence (
+        decision_id text NOT NULL REFERENCES decision (id),
+        evidence_id text NOT NULL REFERENCES evidence (id),
+        PRIMARY KEY (decision_id, evidence_id)
+    )""",
+    # Supersession links: many-to-many, across subjects; a successor never predates what it replaces.
+    """CREATE TABLE supersession (
+        old_id text NOT NULL REFERENCES decision (id),
+        new_id text NOT NULL REFERENCES decision (id),
+        created_at timestamptz NOT NULL,
+        PRIMARY KEY (old_id, new_id),
+        CONSTRAINT supersession_not_itself CHECK (old_id <> new_id)
+    )""",
+    "CREATE INDEX ix_supersession_new ON supersession (new_id)",
+    """CREATE TRIGGER supersession_checked BEFORE INSERT ON supersession
+       FOR EACH ROW EXECUTE FUNCTION ctx_supersession_check()""",
+    *_forbid("supersession", "UPDATE OR DELETE", "supersession links are permanent"),
+    # Audit log: a hash chain; each row links to the row before it and no two rows to the same one.
+    """CREATE TABLE audit (
+        seq bigint NOT NULL PRIMARY KEY CHECK (seq > 0),
+        at text NOT NULL,
+        actor text NOT NULL,
+        action text NOT NULL,
+        target text NOT NULL,
+        before text,
+        after text,
+        prev_hash text NOT NULL UNIQUE CHECK (prev_hash ~ '^[0-9a-f]{64}$'),
+        hash text NOT NULL UNIQUE CHECK (hash ~ '^[0-9a-f]{64}$')
+    )""",
+    """CREATE TRIGGER audit_linked BEFORE INSERT ON audit
+       FOR EACH ROW EXECUTE FUNCTION ctx_audit_linked()""",
+    *_forbid("audit", "UPDATE OR DELETE", "the audit log is append-only"),
+    # Recall: entities and their mentions, conflicts, and the exact vectors.
+    """CREATE TABLE entity (
+        id bigint GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,
+        name text NOT NULL UNIQUE
+    )""",
+    "CREATE INDEX ix_entity_name_trgm ON entity USING gin (name gin_trgm_ops)",
+    # item is a record id (ev_… or dc_…); mentions are never rewritten.
+    """CREATE TABLE entity_mention (
+        entity_id bigint NOT NULL REFERENCES entity (id),
+        item text NOT NULL,
+        PRIMARY KEY (entity_id, item)
+    )""",
+    "CREATE INDEX ix_entity_mention_item ON entity_mention (item)",
+    """CREATE TABLE decision_conflict (
+        decision_id text NOT NULL REFERENCES decision (id),
+        other_id text NOT NULL REFERENCES decision (id),
+        term text NOT NULL,
+        clause text NOT NULL,
+        other_clause text NOT NULL,
+        PRIMARY KEY (decision_id, other_id)
+    )""",
+    # chunk_id = owner rowid * 16 + chunk number, as in SQLite; emb is normalised.
+    *(
+        statement
+        for kind in VECTOR_KINDS
+        for statement in (
+            f"""CREATE TABLE {kind}_vector (
+                chunk_id bigint NOT NULL PRIMARY KEY,
+                owner_rowid bigint NOT NULL REFERENCES {kind} (rowid),
+                emb vector NOT NULL
+            )""",
+            f"CREATE INDEX ix_{kind}_vector_owner ON {kind}_vector (owner_rowid)",
+        )
+    ),
+]
+
+# Appends one row at the chain's end. SECURITY INVOKER (the default), so the insert is held to
+# the caller's privileges and row-level policies: an agent can only append an agent's act.
+AUDIT_APPEND = f"""CREATE FUNCTION ctx_audit_append(at text, actor text, action text, target text,
+                                        before text, after text)
+       RETURNS audit LANGUAGE plpgsql AS $$
+       #variable_conflict use_variable
+       DECLARE
+         next_seq bigint;
+         prev text;
+         appended audit;
+       BEGIN
+         PERFORM pg_advisory_xact_lock({_AUDIT_LOCK_KEY});
+         SELECT a.seq + 1, a.hash INTO next_seq, prev FROM audit a ORDER BY a.seq DESC LIMIT 1;
+         next_seq := coalesce(next_seq, 1);
+         prev := coalesce(prev, '{GENESIS_HASH}');
+         INSERT INTO audit (seq, at, actor, action, target, before, after, prev_hash, hash)
+         VALUES (next_seq, at, actor, action, target, before, after, prev,
+                 ctx_audit_hash(prev, next_seq, at, actor, action, target, before, after))
+         RETURNING * INTO appended;
+         RETURN appended;
+       END $$"""
+
+# The functions name tables unqualified, and a session's temporary schema comes first in any
+# search_path that does not list it: a login could shadow ``audit`` with a temporary table of its
+# own and make the chain's end look like anything. Each ctx function therefore resolves names in
+# the schema it was created in, with pg_temp last.
+PIN_SEARCH_PATH = """DO $$
+   DECLARE
+     fn regprocedure;
+   BEGIN
+     FOR fn IN SELECT oid::regprocedure FROM pg_proc
+               WHERE pronamespace = current_schema()::regnamespace AND proname LIKE 'ctx\\_%' LOOP
+       EXECUTE format('ALTER FUNCTION %s SET search_path = pg_catalog, %I, pg_temp', fn, current_schema());
+     END LOOP;
+   END $$"""
+
+# The whole schema, in order: what a migration to head runs, in one transaction.
+STATEMENTS = [*EXTENSIONS, *FUNCTIONS, *TABLES, AUDIT_APPEND, PIN_SEARCH_PATH]
+
+
+def vector_statements(dim: int) -> list[str]:
+    """SQL that fixes the vector columns at ``dim`` dimensions and indexes them for KNN.
+
+    As in SQLite, KNN runs over the sign bits (Hamming distance, an HNSW index over
+    ``binary_quantize``) and candidates are rescored exactly against ``emb``. Run by the
+    tables' owner, when the embedding model is chosen and before any vector is written.
+    """
+    if isinstance(dim, bool) or not isinstance(dim, int) or not 1 <= dim <= MAX_VECTOR_DIM:
+        raise ValueError(f"a vector dimension is an integer from 1 to {MAX_VECTOR_DIM}, not {dim!r}")
+    return [
+        statement
+        for kind in VECTOR_KINDS
+        for statement in (
+            f"ALTER TABLE {kind}_vector ALTER COLUMN emb TYPE vector({dim})",
+            f"""CREATE INDEX ix_{kind}_vector_bits ON {kind}_vector
+                USING hnsw ((binary_quantize(emb)::bit({dim})) bit_hamming_ops)""",
+        )
+    ]

@@ -1,0 +1,1 @@
+"""Tests of the PostgreSQL schema and roles against a real server."""

@@ -1,0 +1,159 @@
+"""The human gate in the database: connected as an agent's login, raw SQL cannot ratify."""
+
+from __future__ import annotations
+
+import psycopg
+import pytest
+from psycopg import errors, sql
+
+from ctx_kernel.kernel.audit.chain import row_hash
+from ctx_kernel.kernel.store.postgres import roles
+
+from .pg_rows import T0, decision, evidence, link, proposal
+
+# Refused by a missing privilege (42501) or by a row-level policy (42501 too, another message).
+DENIED = errors.InsufficientPrivilege
+
+
+@pytest.fixture
+def seeded(pg):
+    """A pending proposal, an evidence row and a current decision, written by the owner."""
+    with pg.connect(autocommit=True) as owner:
+        evidence(owner, "ev_0")
+        proposal(owner, "pr_0")
+        decision(owner, "dc_0", subject="cache.policy")
+    return pg
+
+
+def append(conn, action: str, target: str = "pr_0") -> None:
+    conn.execute("SELECT ctx_audit_append(%s, 'someone', %s, %s, NULL, NULL)", (T0, action, target))
+
+
+def test_an_agent_logs_proposes_and_withdraws(seeded):
+    with seeded.connect(roles.AGENT, autocommit=True) as agent:
+        evidence(agent, "ev_1")
+        proposal(agent, "pr_1")
+        agent.execute("INSERT INTO proposal_evidence VALUES ('pr_1', 'ev_1')")
+        append(agent, "evidence.logged", "ev_1")
+        append(agent, "proposal.created", "pr_1")
+        agent.execute("UPDATE proposal SET status = 'withdrawn', resolved_by = 'agent-1' WHERE id = 'pr_1'")
+        append(agent, "proposal.withdrawn", "pr_1")
+        agent.execute("INSERT INTO entity (name) VALUES ('postgres')")
+        assert agent.execute("SELECT count(*) FROM audit").fetchone() == (3,)
+
+
+def test_an_agent_cannot_ratify_with_raw_sql(seeded):
+    with seeded.connect(roles.AGENT, autocommit=True) as agent:
+        with pytest.raises(DENIED, match="row-level security"):
+            agent.execute("UPDATE proposal SET status = 'ratified', resolved_by = 'a' WHERE id = 'pr_0'")
+        with pytest.raises(DENIED, match="row-level security"):
+            agent.execute("UPDATE proposal SET status = 'rejected' WHERE id = 'pr_0'")
+        with pytest.raises(DENIED, match="permission denied"):
+            agent.execute("UPDATE proposal SET decision_id = 'dc_0' WHERE id = 'pr_0'")
+        with pytest.raises(DENIED, match="row-level security"):
+            proposal(agent, "pr_2", status="ratified")
+        with pytest.raises(DENIED, match="permission denied"):
+            decision(agent, "dc_1", subject="db.engine")
+        with pytest.raises(DENIED, match="permission denied"):
+            agent.execute("UPDATE decision SET valid_until = now(), closed_by = 'retired'")
+        with pytest.raises(DENIED, match="permission denied"):
+            link(agent, "dc_0", "dc_0")
+        for action in ("proposal.ratified", "proposal.rejected", "decision.superseded", "vault.encrypted"):
+            with pytest.raises(DENIED, match="row-level security"):
+                append(agent, action)
+        with pytest.raises(DENIED, match="permission denied"):
+            agent.execute("DELETE FROM evidence")
+        assert agent.execute("SELECT status FROM proposal WHERE id = 'pr_0'").fetchone() == ("pending",)
+
+
+def test_a_reviewer_ratifies(seeded):
+    with seeded.connect(roles.REVIEWER) as reviewer, reviewer.transaction():
+        decision(reviewer, "dc_1", subject="db.engine", proposal_id="pr_0")
+        reviewer.execute("INSERT INTO decision_evidence VALUES ('dc_1', 'ev_0')")
+        reviewer.execute(
+            "UPDATE proposal SET status = 'ratified', resolved_by = 'alice', resolved_at = %s, "
+            "decision_id = 'dc_1' WHERE id = 'pr_0'",
+            (T0,),
+        )
+        append(reviewer, "proposal.ratified")
+        reviewer.execute(
+            "UPDATE decision SET valid_until = '2026-02-01Z', closed_by = 'superseded' WHERE id = 'dc_0'"
+        )
+        decision(reviewer, "dc_2", subject="cache.policy", valid_from="2026-02-01T00:00:00.000000Z")
+        link(reviewer, "dc_0", "dc_2")
+        append(reviewer, "decision.superseded", "dc_0")
+    with seeded.connect(roles.AUDITOR) as auditor:
+        assert auditor.execute("SELECT status, decision_id FROM proposal WHERE id = 'pr_0'").fetchone() == (
+            "ratified",
+            "dc_1",
+        )
+
+
+def test_a_reviewer_still_cannot_break_an_invariant(seeded):
+    with seeded.connect(roles.REVIEWER, autocommit=True) as reviewer:
+        with pytest.raises(DENIED, match="permission denied"):
+            reviewer.execute("UPDATE decision SET decision = 'something else'")
+        with pytest.raises(DENIED, match="permission denied"):
+            reviewer.execute("DELETE FROM audit")
+        reviewer.execute("UPDATE proposal SET status = 'rejected' WHERE id = 'pr_0'")
+        with pytest.raises(psycopg.IntegrityError, match="resolved once"):
+            reviewer.execute("UPDATE proposal SET status = 'ratified' WHERE id = 'pr_0'")
+        reviewer.execute("UPDATE decision SET valid_until = '2026-02-01Z', closed_by = 'retired'")
+        with pytest.raises(psycopg.IntegrityError, match="closed, once"):
+            reviewer.execute("UPDATE decision SET valid_until = '2026-03-01Z'")
+
+
+def test_an_auditor_only_reads(seeded):
+    with seeded.connect(roles.AUDITOR, autocommit=True) as auditor:
+        for table in roles.TABLES:
+            auditor.execute(sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(table)))
+        with pytest.raises(DENIED):
+            evidence(auditor, "ev_1")
+        with pytest.raises(DENIED):
+            proposal(auditor, "pr_1")
+        with pytest.raises(DENIED):
+            auditor.execute("UPDATE proposal SET status = 'ratified' WHERE id = 'pr_0'")
+        with pytest.raises(DENIED):
+            append(auditor, "evidence.logged")
+        with pytest.raises(DENIED):
+            auditor.execute("INSERT INTO meta VALUES ('k', 'v')")
+
+
+def test_grants_quote_the_login_name(pg):
+    awkward = 'o"brien; DROP TABLE evidence; --'
+    with pg.connect(autocommit=True) as owner:
+        owner.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(awkward)))
+        try:
+            for grant, group in (
+                (roles.grant_reviewer, roles.REVIEWER),
+                (roles.grant_agent, roles.AGENT),
+            ):
+                for statement in grant(awkward):
+                    owner.execute(statement)
+                member_of = owner.execute(
+                    "SELECT array_agg(g.rolname::text) FROM pg_auth_members m "
+                    "JOIN pg_roles g ON g.oid = m.roleid JOIN pg_roles r ON r.oid = m.member "
+                    "WHERE r.rolname = %s",
+                    (awkward,),
+                ).fetchone()[0]
+                assert member_of == [group]
+            assert owner.execute("SELECT to_regclass('evidence')").fetchone() != (None,)
+        finally:
+            owner.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(awkward)))
+
+
+def test_a_temporary_table_cannot_stand_in_for_the_audit_chain(seeded):
+    with seeded.connect(roles.AGENT, autocommit=True) as agent:
+        append(agent, "evidence.logged", "ev_0")
+        # A forged chain end in the session's own schema, which unqualified names would find first.
+        agent.execute("CREATE TEMP TABLE audit (seq bigint, hash text)")
+        agent.execute("INSERT INTO audit VALUES (1, %s)", ("f" * 64,))
+        forged = {"seq": 2, "at": T0, "actor": "a", "action": "evidence.logged", "target": "ev_0"}
+        forged |= {"before": None, "after": None}
+        with pytest.raises(psycopg.IntegrityError, match="does not link"):
+            agent.execute(
+                "INSERT INTO public.audit (seq, at, actor, action, target, prev_hash, hash) "
+                "VALUES (2, %s, 'a', 'evidence.logged', 'ev_0', %s, %s)",
+                (T0, "f" * 64, row_hash("f" * 64, forged)),
+            )
+        assert agent.execute("SELECT count(*) FROM public.audit").fetchone() == (1,)
