@@ -458,7 +458,7 @@ class SQLiteStore(IndexQueries):
         # The subject index finds the first kind; the second is a scan of the pending rows that
         # supersede something, in SQL: no proposal is built unless it is returned.
         rows = self._q(
-            f"SELECT {_PROPOSAL_COLS} FROM proposal WHERE status = 'pending' AND id IN ("
+            f"SELECT {PROPOSAL.select()} FROM proposal WHERE status = 'pending' AND id IN ("
             f"SELECT id FROM proposal WHERE subject IN (SELECT value FROM json_each(?)) "
             "UNION SELECT id FROM proposal WHERE status = 'pending' AND supersedes != '[]' "
             "AND EXISTS (SELECT 1 FROM json_each(proposal.supersedes) "
