@@ -199,6 +199,17 @@ def test_pending_proposals_that_would_supersede_a_hit_are_surfaced(world, hashed
     assert "gemini" in hit.pending[0].why and hit.pending[0].current is False
 
 
+def test_a_pending_proposal_on_another_subject_is_surfaced_only_where_it_supersedes(world, hashed):
+    across = hashed.propose(
+        "identity.tokens", "Move token issuing to the identity service.", supersedes=[world["new"].id]
+    )
+    hashed.propose("db.primary", "Use PostgreSQL 17 as the primary database.")
+    found = hashed.recall("JWT refresh rotation", mode="keyword")
+    hit = next(h for h in found.decisions if h.decision.id == world["new"].id)
+    assert [p.id for p in hit.pending] == [world["pending"].id, across.id]  # oldest first
+    assert all(not h.pending for h in found.decisions if h.decision.id != world["new"].id)
+
+
 # -- rankers --------------------------------------------------------------------------------------
 
 

@@ -112,6 +112,7 @@ def test_the_entity_prefilter_of_a_warm_process_finds_what_scoring_every_name_fi
     ]
     expected = _entity_answers(ctx, queries)  # the first match of a process scores every name
     monkeypatch.setattr(recall, "PREFILTER_NAMES", 1)
+    monkeypatch.setattr(recall, "CACHED_PHRASES", 0)  # score the phrases again, through the prefilter
     ctx.recall("warm up", mode="entity")
     assert _entity_answers(ctx, queries) == expected
     ctx.close()

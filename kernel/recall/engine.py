@@ -9,6 +9,7 @@ contains the moment asked about.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, Future
@@ -44,6 +45,10 @@ PREFILTER_NAMES = 5000
 COMMON_TERM_DOCS = 5000
 # Decision records a warm process keeps between recalls (about 1 KB each).
 CACHED_DECISIONS = 50_000
+# Entities whose counts and newest items (up to ENTITY_ITEMS ids) a warm process keeps.
+CACHED_POSTINGS = 2_000
+# Query phrases whose fuzzy matches over the entity names a warm process keeps.
+CACHED_PHRASES = 20_000
 # Decisions naming a hit's entities that are checked for an opposite stance.
 CONFLICT_CANDIDATES = 20
 # Related subjects: token_set_ratio of the subjects' words ("cache.sessions" ~ "auth.sessions").
@@ -256,6 +261,8 @@ class EntityIndex:
         self._lengths: Any = None  # numpy int32, one per name
         self._masks: Any = None  # numpy uint64, shape (2, names): see _char_masks
         self._asked = 0
+        # phrase -> (name index, fuzz.ratio) in process.extract's order, while the names are unchanged
+        self._phrases: dict[str, list[tuple[int, float]]] = {}
 
     def refresh(self, store: Store) -> None:
         """Reload the names when the store has new ones."""
@@ -270,6 +277,7 @@ class EntityIndex:
             self._display += [p[1] for p in pairs]
             self._known.update(p[1] for p in pairs)
             self._version = version
+            self._phrases.clear()
 
     def known(self, store: Store, words: list[str]) -> list[str]:
         """Those of ``words`` that some record names as an entity."""
@@ -290,16 +298,25 @@ class EntityIndex:
         prefilter = self._asked > 1 and len(self._names) >= PREFILTER_NAMES
         if prefilter:
             self._mask_new_names()
+        if len(self._phrases) > CACHED_PHRASES:
+            self._phrases.clear()
         best: dict[int, float] = {}
         for phrase in phrases:
-            near = self._near(phrase) if prefilter else None
-            # In index order, so ties among more than ``limit`` names break as over the full list.
-            names = self._names if near is None else [self._names[i] for i in near]
-            for _, score, index in process.extract(
-                phrase, names, scorer=fuzz.ratio, score_cutoff=ENTITY_CUTOFF, limit=50
-            ):
-                found = index if near is None else near[index]
-                best[found] = max(best.get(found, 0.0), float(score))
+            found = self._phrases.get(phrase)
+            if found is None:
+                near = self._near(phrase) if prefilter else None
+                # In index order, so ties among more than ``limit`` names break as over the full list.
+                names = self._names if near is None else [self._names[i] for i in near]
+                found = [
+                    (index if near is None else near[index], float(score))
+                    for _, score, index in process.extract(
+                        phrase, names, scorer=fuzz.ratio, score_cutoff=ENTITY_CUTOFF, limit=50
+                    )
+                ]
+                if CACHED_PHRASES:
+                    self._phrases[phrase] = found
+            for index, score in found:
+                best[index] = max(best.get(index, 0.0), score)
         return [(self._ids[i], self._display[i], score) for i, score in best.items()]
 
     def _mask_new_names(self) -> None:
@@ -388,20 +405,24 @@ def query_phrases(query: str) -> list[str]:
 
 
 class DecisionCache:
-    """Decision records and supersession chains read by earlier recalls, kept while the store
-    is unchanged: no commit by another connection (the store's ``data_version``) and no row
-    changed by this one. Agents ask about the same decisions again and again."""
+    """Decision records, supersession chains and entity postings read by earlier recalls, kept
+    while the store is unchanged: no commit by another connection (the store's ``data_version``)
+    and no row changed by this one. Agents ask about the same decisions again and again."""
 
     def __init__(self) -> None:
         self._signature: tuple[int, int] | None = None
         self.records: dict[str, Decision] = {}
         self.chains: dict[str, list[str]] = {}  # decision id -> ids of its chain (itself included)
+        # (id prefix, entity id) -> (items mentioning it, the newest ENTITY_ITEMS of them)
+        self.postings: dict[tuple[str, int], tuple[int, list[str]]] = {}
+        self.sizes: dict[str, int] = {}  # kind -> item_count
 
     def check(self, store: Store) -> None:
         """Forget everything when the store changed since the last recall (or holds too much)."""
         signature = (store.data_version(), store.change_count())
-        if signature != self._signature or len(self.records) > CACHED_DECISIONS:
-            self.records, self.chains = {}, {}
+        full = len(self.records) > CACHED_DECISIONS or len(self.postings) > CACHED_POSTINGS
+        if signature != self._signature or full:
+            self.records, self.chains, self.postings, self.sizes = {}, {}, {}, {}
             self._signature = signature
 
 
@@ -427,8 +448,12 @@ class Recaller:
                 raise UsageError(f"the minimum score for {name} must be a finite number, not {minimum}")
         self.entity_index = entity_index
         self.embedder = embedder
-        self._decision_vectors: Future[Ranked] | None = None
+        self._query_vector: Future[bytes] | None = None
+        self._vector_fetch = OVERFETCH
+        self._decision_vectors: Ranked | None = None  # searched by the calling thread
         self._evidence_vectors: Future[Ranked] | None = None
+        self._worker: tuple[Executor, Store] | None = None  # start_vectors' pool and its connection
+        self._evidence_answer: tuple[tuple[str, str, int, int], Future[list[EvidenceHit]]] | None = None
         self._chains: dict[str, dict[str, Decision]] = {}
         self._entities: list[tuple[int, str, float]] | None = None
         self._conflicts: dict[str, list[ConflictRow]] = {}
@@ -451,7 +476,8 @@ class Recaller:
         # BM25 scores every row that holds any term. A term in tens of thousands of texts
         # costs tens of milliseconds and, with its low idf, barely moves the order: when rarer
         # terms remain, leave it out (Lucene's "common terms" idea).
-        rare = [t for t in terms if not self.store.evidence_term_is_common(t, COMMON_TERM_DOCS)]
+        common = self.store.evidence_common_terms(terms, COMMON_TERM_DOCS)
+        rare = [t for t in terms if t not in common]
         if rare and len(rare) < len(terms):
             wanted = TextQuery(tuple(rare))
         return [(i, s, None) for i, s in self.store.fts_evidence_ids(wanted, fetch)]
@@ -460,68 +486,82 @@ class Recaller:
         if not matched:
             return []
         prefix = "dc_" if kind == "decision" else "ev_"
-        ids = [m[0] for m in matched]
-        counts = self.store.entity_counts(ids, prefix)
-        total = max(self.store.item_count(kind), 1)
-        items = self.store.entity_items(ids, prefix, ENTITY_ITEMS)
+        postings = self._cache.postings
+        missing = [m[0] for m in matched if (prefix, m[0]) not in postings]
+        if missing:
+            counts = self.store.entity_counts(missing, prefix)
+            newest = self.store.entity_items(missing, prefix, ENTITY_ITEMS)
+            for entity_id in missing:
+                postings[(prefix, entity_id)] = (counts.get(entity_id, 0), newest.get(entity_id, []))
+        if kind not in self._cache.sizes:
+            self._cache.sizes[kind] = self.store.item_count(kind)
+        total = max(self._cache.sizes[kind], 1)
         scores: dict[str, float] = {}
         names: dict[str, list[str]] = {}
         for entity_id, name, ratio in matched:
-            df = counts.get(entity_id, 0)
+            df, items = postings[(prefix, entity_id)]
             if not df:
                 continue
             # Rare names say more than common ones (idf), and exact names more than near ones.
             weight = (ratio / 100.0) ** 2 * math.log(1.0 + total / df)
-            for item in items.get(entity_id, []):
+            for item in items:
                 scores[item] = scores.get(item, 0.0) + weight
                 names.setdefault(item, []).append(name)
         order = sorted(scores, key=lambda i: (-scores[i], i))[:fetch]
         return [(i, scores[i], ", ".join(sorted(set(names[i]))[:5])) for i in order]
 
     def start_vectors(self, query: str, fetch: int, pool: Executor | None) -> None:
-        """Embed the query and search both stores' vectors, in ``pool``'s thread when there is one.
+        """Embed the query and search the evidence vectors, in ``pool``'s thread when there is one.
 
         Embedding and KNN are the costliest steps of a recall; on its own connection they run
         while this thread ranks by keyword and entity (SQLite and onnxruntime release the GIL).
-        Decisions are searched first: their list is needed first.
+        This thread searches the decision vectors itself once the query vector is there, so the
+        worker goes on at once to the evidence, the larger store.
         """
         if self.embedder is None:
             return
         embedder, reader = self.embedder, self.store.reader() if pool is not None else self.store
-        candidates = max(VECTOR_CANDIDATES, 2 * fetch)
-        self._decision_vectors = Future()
-
-        def ranked(kind: str, vector: bytes) -> Ranked:
-            return [
-                (item, sim, None)
-                for item, sim in reader.nearest(kind, vector, candidates, fetch)
-                if sim >= MIN_SIMILARITY
-            ]
+        query_vector: Future[bytes] = Future()
+        self._query_vector = query_vector
+        self._vector_fetch = fetch
 
         def work() -> Ranked:
-            assert self._decision_vectors is not None
             try:
                 vector = embedder.embed_query(query)
-                decisions = ranked("decision", vector)
             except BaseException as exc:
-                self._decision_vectors.set_exception(exc)
+                query_vector.set_exception(exc)
                 raise
-            self._decision_vectors.set_result(decisions)
-            return ranked("evidence", vector)
+            query_vector.set_result(vector)
+            return self._nearest(reader, "evidence", vector, fetch)
 
         if pool is None:
             self._evidence_vectors = Future()
             self._evidence_vectors.set_result(work())
         else:
             self._evidence_vectors = pool.submit(work)
+            self._worker = (pool, reader)
+
+    def _nearest(self, store: Store, kind: str, vector: bytes, fetch: int) -> Ranked:
+        """The records of ``kind`` nearest to ``vector``, read through ``store``; weak ones left out."""
+        candidates = max(VECTOR_CANDIDATES, 2 * fetch)
+        return [
+            (item, sim, None)
+            for item, sim in store.nearest(kind, vector, candidates, fetch)
+            if sim >= MIN_SIMILARITY
+        ]
 
     def _vector(self, query: str, kind: str, fetch: int) -> Ranked:
         if self.embedder is None:
             return []
-        if self._decision_vectors is None or self._evidence_vectors is None:
+        if self._query_vector is None or self._evidence_vectors is None:
             self.start_vectors(query, fetch, None)
-        assert self._decision_vectors is not None and self._evidence_vectors is not None
-        return (self._evidence_vectors if kind == "evidence" else self._decision_vectors).result()
+        assert self._query_vector is not None and self._evidence_vectors is not None
+        if kind == "evidence":
+            return self._evidence_vectors.result()
+        if self._decision_vectors is None:
+            vector = self._query_vector.result()
+            self._decision_vectors = self._nearest(self.store, "decision", vector, self._vector_fetch)
+        return self._decision_vectors
 
     def rank(self, query: str, kind: str, mode: str, fetch: int, *, floors: bool = True) -> dict[str, Ranked]:
         """Each requested ranker's list for one store.
@@ -582,9 +622,14 @@ class Recaller:
         """Decision hits that hold at ``moment``; matching ones that no longer hold are mapped
         to their successors in force, or reported as closed."""
         fetch = max(OVERFETCH, 5 * k)
-        if self._evidence_vectors is not None and not self._evidence_vectors.done():
-            # Rank the evidence by keyword and entity now, while the vectors are still coming.
+        if self._worker is not None:
+            # Rank the evidence by keyword and entity now, while the vectors are still coming; the
+            # worker may then answer for the evidence (fusion, records, snippets) on its connection
+            # once its searches are done, while this thread expands the decision hits.
             self._lexical(query, "evidence", mode, fetch)
+            pool, reader = self._worker
+            answer = pool.submit(self._evidence, reader, query, mode, k, rrf_k)
+            self._evidence_answer = ((query, mode, k, rrf_k), answer)
         lists = self.rank(query, "decision", mode, fetch)
         fused = fuse(lists, rrf_k, WEIGHTS)
         ids = [item for item, _, _ in fused]
@@ -621,8 +666,8 @@ class Recaller:
                     # Placed by its predecessor's match; its own scores, if it matched too.
                     own = own_scores.get(successor.id, dict.fromkeys(RANKERS))
                     hits.append(DecisionHit(successor, len(hits) + 1, score, own, via=decision.id))
-        pending = self.store.list_proposals("pending")
         hit_ids = [hit.decision.id for hit in hits]
+        pending = self.store.pending_proposals_on(sorted({h.decision.subject for h in hits}), hit_ids)
         self._conflicts = self.store.conflicts_at(hit_ids, moment)
         self._load(hit_ids)
         return [self._expand(hit, moment, matched_ids, pending) for hit in hits], closed
@@ -637,7 +682,8 @@ class Recaller:
             known.update(self.store.chains_of(unknown))
         members = {i: known[i] for i in todo}
         wanted = {m for ids in members.values() for m in ids}.union(records)
-        missing = wanted - self._loaded.keys()
+        # Not ``wanted - self._loaded.keys()``: a set minus a dict view walks every key of the view.
+        missing = {i for i in wanted if i not in self._loaded}
         if missing:
             self._loaded.update(self.store.decisions_by_ids(sorted(missing)))
         for decision_id in todo:
@@ -713,26 +759,35 @@ class Recaller:
 
     def evidence(self, query: str, mode: str, k: int, rrf_k: int) -> list[EvidenceHit]:
         """Evidence hits, best first."""
+        if self._evidence_answer is not None and self._evidence_answer[0] == (query, mode, k, rrf_k):
+            answer = self._evidence_answer[1]
+            # Whichever thread is free first answers: the worker if it has started, else this one
+            # (taking the task back from the queue), which waits for the vectors only.
+            if not answer.cancel():
+                return answer.result()
+        return self._evidence(self.store, query, mode, k, rrf_k)
+
+    def _evidence(self, store: Store, query: str, mode: str, k: int, rrf_k: int) -> list[EvidenceHit]:
+        """:meth:`evidence`, reading through ``store`` (this recall's store or its worker's connection)."""
         fetch = max(OVERFETCH, 5 * k)
         if mode == "hybrid":
             # Normalised scores carry each ranker's confidence; see kernel/recall/fusion.py.
             lists = self.rank(query, "evidence", mode, fetch, floors=False)
-            timed = fusion.timed_candidates(query, lists, self._evidence_texts)
-            fused = fusion.with_neighbours(fusion.combsum(lists, timed), self.store.evidence_neighbours)[:k]
+            timed = fusion.timed_candidates(
+                query, lists, lambda ids: {i: e.text for i, e in store.evidence_by_ids(ids).items()}
+            )
+            fused = fusion.with_neighbours(fusion.combsum(lists, timed), store.evidence_neighbours)[:k]
         else:
             fused = fuse(self.rank(query, "evidence", mode, fetch), rrf_k, WEIGHTS)[:k]
-        records = self.store.evidence_by_ids([item for item, _, _ in fused])
+        records = store.evidence_by_ids([item for item, _, _ in fused])
         wanted = TextQuery.from_text(query, drop_stopwords=True)
-        snippets = self.store.evidence_snippets(wanted, [item for item, _, _ in fused]) if wanted else {}
+        snippets = store.evidence_snippets(wanted, [item for item, _, _ in fused]) if wanted else {}
         return [
             EvidenceHit(records[item], rank, score, scores, snippets.get(item) or _lead(records[item].text))
             for rank, (item, score, scores) in enumerate(
                 ((i, s, sc) for i, s, sc in fused if i in records), 1
             )
         ]
-
-    def _evidence_texts(self, ids: list[str]) -> dict[str, str]:
-        return {item: record.text for item, record in self.store.evidence_by_ids(ids).items()}
 
 
 class ConflictDetector:
@@ -819,6 +874,9 @@ def conflict_item(other: Decision, term: str, clause: str, other_clause: str) ->
     )
 
 
+# A pure function of its arguments, whose result is frozen: a warm process builds each entry once
+# (a hit of a contested subject carries tens of them, each clipping two clauses).
+@functools.lru_cache(maxsize=4096)
 def _conflict_related(
     other_id: str,
     subject: str,

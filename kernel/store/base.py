@@ -183,6 +183,9 @@ class Store(Protocol):
     def pending_near_duplicates(self, ids: list[str]) -> list[Proposal]:
         """Pending proposals flagged as near-duplicates of any of ``ids``."""
 
+    def pending_proposals_on(self, subjects: Sequence[str], decision_ids: Sequence[str]) -> list[Proposal]:
+        """Pending proposals, oldest first, on any of ``subjects`` or superseding any of ``decision_ids``."""
+
     def pending_texts(self) -> list[tuple[str, str, str]]:
         """``(id, subject, decision)`` of every pending proposal, for near-duplicate checks."""
 
@@ -287,8 +290,8 @@ class Store(Protocol):
     def fts_evidence_ids(self, query: TextQuery, limit: int) -> list[tuple[str, float]]:
         """Ids of evidence matching ``query``, best first, with relevance."""
 
-    def evidence_term_is_common(self, term: str, threshold: int) -> bool:
-        """True when at least ``threshold`` evidence texts hold the word ``term``."""
+    def evidence_common_terms(self, terms: Sequence[str], threshold: int) -> set[str]:
+        """Those of the words ``terms`` that at least ``threshold`` evidence texts hold."""
 
     def evidence_snippets(self, query: TextQuery, ids: Sequence[str]) -> dict[str, str]:
         """Snippets (matches in [brackets]) of those evidence ``ids`` that match ``query``."""

@@ -80,6 +80,7 @@ class SQLiteStore(IndexQueries):
         if self._reader is None:
             self._reader = SQLiteStore(self.path, driver.connect(self.path))
             self._reader._vault = self._vault
+            self._reader._offered = self._offered  # the same list: keys offered later unlock it too
         return self._reader
 
     # -- transactions -------------------------------------------------------------------
@@ -449,6 +450,22 @@ class SQLiteStore(IndexQueries):
                 )
             )
         return found
+
+    def pending_proposals_on(self, subjects: Sequence[str], decision_ids: Sequence[str]) -> list[Proposal]:
+        """Pending proposals, oldest first, on any of ``subjects`` or superseding any of ``decision_ids``."""
+        if not subjects and not decision_ids:
+            return []
+        # The subject index finds the first kind; the second is a scan of the pending rows that
+        # supersede something, in SQL: no proposal is built unless it is returned.
+        rows = self._q(
+            f"SELECT {PROPOSAL.select()} FROM proposal WHERE status = 'pending' AND id IN ("
+            f"SELECT id FROM proposal WHERE subject IN (SELECT value FROM json_each(?)) "
+            "UNION SELECT id FROM proposal WHERE status = 'pending' AND supersedes != '[]' "
+            "AND EXISTS (SELECT 1 FROM json_each(proposal.supersedes) "
+            "WHERE value IN (SELECT value FROM json_each(?)))) ORDER BY created_at, id",
+            (json.dumps(list(subjects)), json.dumps(list(decision_ids))),
+        )
+        return self._proposals(rows)
 
     def pending_texts(self) -> list[tuple[str, str, str]]:
         """``(id, subject, decision)`` of every pending proposal."""

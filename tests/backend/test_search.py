@@ -70,9 +70,9 @@ def test_query_syntax_is_searched_as_plain_words(store: Store, logged: dict[str,
 
 
 def test_common_terms_are_counted_up_to_a_threshold(store: Store, logged: dict[str, str]) -> None:
-    assert store.evidence_term_is_common("retry", 3)
-    assert not store.evidence_term_is_common("retry", 4)
-    assert not store.evidence_term_is_common("absent", 1)
+    assert store.evidence_common_terms(["retry", "absent"], 3) == {"retry"}
+    assert store.evidence_common_terms(["retry"], 4) == set()
+    assert store.evidence_common_terms(["absent"], 1) == set()
 
 
 def test_decision_search_respects_windows(store: Store) -> None:
