@@ -41,9 +41,9 @@ from ctx_kernel.kernel.limits import (
     RecallMode,
 )
 from ctx_kernel.kernel.records import (
-    EVIDENCE_KINDS,
     DecisionId,
     EvidenceId,
+    EvidenceKind,
     ProposalId,
     Sha256,
     Timestamp,
@@ -55,17 +55,16 @@ class _Strict(BaseModel):
 
 
 OutputFormat = Literal["text", "json"]
-FORMAT_FIELD = Field(
-    default="text",
-    description="text (default): compact lines with ids, subject, one line each and warnings; expand "
-    "an id with the show tool. json: the full result object, as the CLI's --json prints it.",
+FORMAT_HELP = (
+    "text (default): compact lines with ids, subject, one line each and warnings; expand "
+    "an id with the show tool. json: the full result object, as the CLI's --json prints it."
 )
 
 
 class _ToolInput(_Strict):
     """Arguments of an MCP tool: each takes ``format``, how the result comes back."""
 
-    format: OutputFormat = FORMAT_FIELD
+    format: OutputFormat = Field(default="text", description=FORMAT_HELP)
 
 
 Name = Annotated[str, StringConstraints(min_length=1, max_length=text.MAX_NAME_CHARS)]
@@ -82,7 +81,6 @@ AsOf = Annotated[
 # The facade's EVIDENCE_KINDS, spelled out for the type checker; a test checks they agree.
 # A character count bounds the UTF-8 size only from below; the kernel checks the bytes.
 EvidenceText = Annotated[str, StringConstraints(min_length=1, max_length=text.MAX_EVIDENCE_BYTES)]
-EvidenceKind = Literal[EVIDENCE_KINDS]
 Ranker = Literal["keyword", "entity", "vector"]
 
 
@@ -120,7 +118,7 @@ class ProposeInput(_Strict):
 class ProposeToolInput(ProposeInput):
     """MCP ``propose_decision``: the ``ctx propose --input`` document, and how the result comes back."""
 
-    format: OutputFormat = FORMAT_FIELD
+    format: OutputFormat = Field(default="text", description=FORMAT_HELP)
 
 
 class LogInput(_ToolInput):

@@ -11,9 +11,10 @@ build-and-serialise cost is microseconds in every spelling (``just bench-shapes`
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields, is_dataclass
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal, get_args
 
-EVIDENCE_KINDS = ("note", "conversation", "log", "doc", "code", "other")
+EvidenceKind = Literal["note", "conversation", "log", "doc", "code", "other"]
+EVIDENCE_KINDS: tuple[EvidenceKind, ...] = get_args(EvidenceKind)
 
 
 @dataclass(frozen=True)

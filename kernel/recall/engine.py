@@ -253,6 +253,9 @@ class EntityIndex:
     """
 
     def __init__(self) -> None:
+        self._reset()
+
+    def _reset(self) -> None:
         self._version = -1
         self._ids: list[int] = []
         self._names: list[str] = []
@@ -268,7 +271,7 @@ class EntityIndex:
         """Reload the names when the store has new ones."""
         version = store.entity_version()
         if version < self._version:  # a rolled-back write or another store: start again
-            self.__init__()  # type: ignore[misc]
+            self._reset()
         if version != self._version:
             # Entity ids only grow (rows are never deleted), so only the new names are read.
             pairs = store.entity_names(self._ids[-1] if self._ids else 0)

@@ -9,13 +9,35 @@ store does not import this module: SQLModel costs most of a second to import, an
 ``ctx log`` / ``ctx propose`` on a hot path.
 """
 
-from sqlalchemy import REAL, CheckConstraint, Column, ForeignKey, Index, Integer, LargeBinary, Text
+from sqlalchemy import (
+    REAL,
+    CheckConstraint,
+    Column,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    Text,
+    TextClause,
+)
 from sqlalchemy import text as sql
 from sqlmodel import Field, SQLModel
 
 
-def _text(*, primary_key: bool = False, nullable: bool = True, **kwargs: object) -> Column:
-    return Column(Text, primary_key=primary_key, nullable=nullable and not primary_key, **kwargs)
+def _text(
+    *,
+    primary_key: bool = False,
+    nullable: bool = True,
+    unique: bool | None = None,
+    server_default: TextClause | None = None,
+) -> Column[str]:
+    return Column(
+        Text,
+        primary_key=primary_key,
+        nullable=nullable and not primary_key,
+        unique=unique,
+        server_default=server_default,
+    )
 
 
 class Meta(SQLModel, table=True):

@@ -163,10 +163,12 @@ class SQLiteStore(IndexQueries):
                 time.sleep(random.uniform(0.005, 0.05))
 
     def _q(self, sql: str, params: tuple[Any, ...] | list[Any] = ()) -> list[tuple[Any, ...]]:
-        return self._conn.execute(sql, params).fetchall()
+        rows: list[tuple[Any, ...]] = self._conn.execute(sql, params).fetchall()
+        return rows
 
     def _one(self, sql: str, params: tuple[Any, ...] | list[Any] = ()) -> tuple[Any, ...] | None:
-        return self._conn.execute(sql, params).fetchone()
+        row: tuple[Any, ...] | None = self._conn.execute(sql, params).fetchone()
+        return row
 
     # -- meta -----------------------------------------------------------------------------
 
@@ -633,14 +635,16 @@ class SQLiteStore(IndexQueries):
             raise RuntimeError("append_audit needs an open transaction")
         last = self._one("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1")
         seq, prev = (last[0] + 1, last[1]) if last else (1, GENESIS_HASH)
+        before_json = None if before is None else json.dumps(before, sort_keys=True)
+        after_json = None if after is None else json.dumps(after, sort_keys=True)
         row = {
             "seq": seq,
             "at": at,
             "actor": actor,
             "action": action,
             "target": target,
-            "before": None if before is None else json.dumps(before, sort_keys=True),
-            "after": None if after is None else json.dumps(after, sort_keys=True),
+            "before": before_json,
+            "after": after_json,
         }
         digest = row_hash(prev, row)
         self._conn.execute(
@@ -648,7 +652,17 @@ class SQLiteStore(IndexQueries):
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (*row.values(), prev, digest),
         )
-        return AuditEvent(**row, prev_hash=prev, hash=digest)
+        return AuditEvent(
+            seq=seq,
+            at=at,
+            actor=actor,
+            action=action,
+            target=target,
+            before=before_json,
+            after=after_json,
+            prev_hash=prev,
+            hash=digest,
+        )
 
     def audit_rows(self) -> Iterator[dict[str, Any]]:
         """Every audit row, in order."""
