@@ -11,11 +11,14 @@ word.
 
 from __future__ import annotations
 
+import functools
 import json
+import operator
 import sys
-from dataclasses import fields
+from dataclasses import is_dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal, get_type_hints
+from types import UnionType
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Union, get_args, get_origin, get_type_hints
 
 from pydantic import (
     BaseModel,
@@ -27,7 +30,7 @@ from pydantic import (
     create_model,
 )
 
-from ctx_kernel.kernel import records, text
+from ctx_kernel.kernel import records, reports, text
 from ctx_kernel.kernel.limits import (
     DEFAULT_BUDGET,
     DEFAULT_MODE,
@@ -230,18 +233,50 @@ class WithdrawInput(_ToolInput):
     )
 
 
-def record_model(record: type[Any], name: str, *nested: type[BaseModel]) -> type[BaseModel]:
-    """The output model of a record, built from its dataclass: the fields then its computed properties,
-    every one required (its JSON always has them); ``nested`` are the models of records it holds."""
-    models = {model.__name__.removesuffix("Out"): model for model in nested}
+_MODELS: dict[type, type[BaseModel]] = {}
+
+
+def record_model(record: type[Any], name: str | None = None) -> type[BaseModel]:
+    """The output model of a record, built from its dataclass: its JSON keys (:func:`records.json_keys`),
+    each required unless the record omits it while None; a record it holds becomes that record's model
+    (named ``<Record>Out`` unless built first under another name)."""
+    if record in _MODELS:
+        return _MODELS[record]
     hints = get_type_hints(record, include_extras=True)
     shape: dict[str, Any] = {}
-    for item in fields(record):
-        hint = hints[item.name]
-        shape[item.name] = (models.get(getattr(hint, "__name__", ""), hint), ...)
-    for computed in record.COMPUTED:
-        shape[computed] = (get_type_hints(getattr(record, computed).fget)["return"], ...)
-    return create_model(name, __base__=_Strict, __doc__=record.__doc__, __module__=__name__, **shape)
+    for key in records.json_keys(record):
+        if key in record.COMPUTED:
+            shape[key] = (
+                _output_type(get_type_hints(getattr(record, key).fget, include_extras=True)["return"]),
+                ...,
+            )
+        else:
+            shape[key] = (_output_type(hints[key]), None if key in record.OMIT_NONE else ...)
+    model = create_model(
+        name or f"{record.__name__}Out",
+        __base__=_Strict,
+        __doc__=record.__doc__,
+        __module__=__name__,
+        **shape,
+    )
+    _MODELS[record] = model
+    return model
+
+
+def _output_type(hint: Any) -> Any:
+    """``hint`` with every record class in it replaced by its output model."""
+    if isinstance(hint, type) and is_dataclass(hint):
+        return record_model(hint)
+    origin, args = get_origin(hint), get_args(hint)
+    if origin is Annotated:
+        return Annotated[(_output_type(args[0]), *hint.__metadata__)]
+    if origin in (Union, UnionType):
+        return functools.reduce(operator.or_, [_output_type(arg) for arg in args])
+    if origin in (list, tuple) and args:
+        return list[_output_type(args[0])]  # type: ignore[misc]
+    if origin is dict:
+        return dict[args[0], _output_type(args[1])]  # type: ignore[misc,valid-type]
+    return hint
 
 
 if TYPE_CHECKING:
@@ -257,11 +292,11 @@ if TYPE_CHECKING:
     class RatificationOut(_Strict): ...
 
 else:
-    EvidenceOut = record_model(records.Evidence, "EvidenceOut")
-    DecisionOut = record_model(records.Decision, "DecisionOut")
-    ProposalOut = record_model(records.Proposal, "ProposalOut")
+    EvidenceOut = record_model(records.Evidence)
+    DecisionOut = record_model(records.Decision)
+    ProposalOut = record_model(records.Proposal)
     LogOut = record_model(records.LogResult, "LogOut")
-    RatificationOut = record_model(records.Ratification, "RatificationOut", DecisionOut)
+    RatificationOut = record_model(records.Ratification)
 
 
 class LogRecordInput(_Strict):
@@ -744,69 +779,6 @@ class InjectOut(_Strict):
     markdown: str
 
 
-class ReindexOut(_Strict):
-    """``ctx reindex --json``: what was embedded."""
-
-    model: str
-    dim: Annotated[int, Field(ge=1)]
-    previous_model: str | None
-    decisions: int
-    evidence: int
-    seconds: float
-
-
-class ModelPlaceOut(_Strict):
-    """Where the embedding model comes from, found without loading it."""
-
-    model: str
-    source: Literal["model_dir", "package", "fastembed cache", "disabled"]
-    folder: str | None
-    problem: str | None
-    verified: bool | None
-
-
-class LastVerifyOut(_Strict):
-    """The outcome of the last full ``ctx audit verify``."""
-
-    at: str
-    ok: bool
-    rows: Annotated[int, Field(ge=0)]
-    problem: str | None
-
-
-class StatusOut(_Strict):
-    """``ctx status --json``: the store at a glance."""
-
-    store: str
-    store_id: str | None
-    schema_version: Annotated[int, Field(ge=0)]
-    evidence: Annotated[int, Field(ge=0)]
-    decisions: Annotated[int, Field(ge=0)]
-    current_decisions: Annotated[int, Field(ge=0)]
-    pending: Annotated[int, Field(ge=0)]
-    stale: Annotated[int, Field(ge=0)]
-    encrypted: bool
-    model: ModelPlaceOut
-    vector_model: str | None
-    last_verify: LastVerifyOut | None
-
-
-class CheckOut(_Strict):
-    """One ``ctx doctor`` check."""
-
-    name: str
-    ok: bool
-    detail: str
-    fix: str | None
-
-
-class DoctorOut(_Strict):
-    """``ctx doctor --json``: every check, and whether all passed."""
-
-    ok: bool
-    checks: list[CheckOut]
-
-
 SCHEMAS: dict[str, type[BaseModel]] = {
     "propose-input": ProposeInput,
     "propose-tool-input": ProposeToolInput,
@@ -841,9 +813,9 @@ SCHEMAS: dict[str, type[BaseModel]] = {
     "audit-checkpoint": AuditCheckpointOut,
     "recall": RecallOut,
     "inject": InjectOut,
-    "reindex": ReindexOut,
-    "status": StatusOut,
-    "doctor": DoctorOut,
+    "reindex": record_model(reports.ReindexReport, "ReindexOut"),
+    "status": record_model(reports.StoreStatus, "StatusOut"),
+    "doctor": record_model(reports.DoctorReport, "DoctorOut"),
 }
 
 SCHEMA_DIR = Path(__file__).resolve().parent.parent / "schemas"

@@ -90,8 +90,7 @@ if TYPE_CHECKING:
     from ctx_kernel.kernel.recall.embeddings import Embedder
     from ctx_kernel.kernel.recall.engine import Related, VectorStatus
     from ctx_kernel.kernel.recall.inject import Injection
-    from ctx_kernel.kernel.recall.service import ReindexReport
-    from ctx_kernel.kernel.status import StoreStatus
+    from ctx_kernel.kernel.reports import ReindexReport, StoreStatus
     from ctx_kernel.kernel.vault.encryption import EncryptionService, SealReport
 
 

@@ -11,6 +11,7 @@ build-and-serialise cost is microseconds in every spelling (``just bench-shapes`
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields, is_dataclass
+from pathlib import PurePath
 from typing import Annotated, Any, ClassVar, Literal, get_args
 
 EvidenceKind = Literal["note", "conversation", "log", "doc", "code", "other"]
@@ -56,26 +57,53 @@ ProposalStatus = Literal["pending", "ratified", "rejected", "withdrawn"]
 ClosedBy = Literal["superseded", "retired"]
 
 
+_JSON_KEYS: dict[type, tuple[str, ...]] = {}
+
+
+def json_keys(record: type) -> tuple[str, ...]:
+    """The keys of a record's JSON form in order: its fields, each ``COMPUTED`` property placed before
+    the field ``COMPUTED_BEFORE`` names for it, or after them all."""
+    if record not in _JSON_KEYS:
+        before: dict[str, str] = getattr(record, "COMPUTED_BEFORE", {})
+        keys = [f.name for f in fields(record)]
+        for name in getattr(record, "COMPUTED", ()):
+            keys.insert(keys.index(before[name]) if name in before else len(keys), name)
+        _JSON_KEYS[record] = tuple(keys)
+    return _JSON_KEYS[record]
+
+
 def to_json(value: Any) -> Any:
-    """A record (or a list of them) as JSON-ready data: each field in order, then its ``COMPUTED``."""
+    """A record (or a list or dict of them) as JSON-ready data, keyed as :func:`json_keys` orders it; a
+    field named in ``OMIT_NONE`` is left out while it is None."""
     if is_dataclass(value) and not isinstance(value, type):
-        data = {f.name: to_json(getattr(value, f.name)) for f in fields(value)}
-        for name in getattr(value, "COMPUTED", ()):
-            data[name] = getattr(value, name)
+        omit: tuple[str, ...] = getattr(value, "OMIT_NONE", ())
+        data = {}
+        for key in json_keys(type(value)):
+            item = getattr(value, key)
+            if item is not None or key not in omit:
+                data[key] = to_json(item)
         return data
     if isinstance(value, list | tuple):
         return [to_json(item) for item in value]
+    if isinstance(value, dict):
+        return {key: to_json(item) for key, item in value.items()}
+    if isinstance(value, PurePath):
+        return str(value)
     return value
 
 
 class Record:
     """A record the hosts print: its JSON form comes from its fields, never a hand-kept copy."""
 
-    # Read-only properties that the JSON form carries after the fields (and the schema with them).
+    # Read-only properties that the JSON form carries with the fields (and the schema with them),
+    # after them unless COMPUTED_BEFORE names the field each goes before.
     COMPUTED: ClassVar[tuple[str, ...]] = ()
+    COMPUTED_BEFORE: ClassVar[dict[str, str]] = {}
+    # Optional fields the JSON form leaves out while they are None (the schema does not require them).
+    OMIT_NONE: ClassVar[tuple[str, ...]] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready form: the fields in order, then the computed properties."""
+        """A JSON-ready form: the fields and computed properties, in :func:`json_keys` order."""
         data: dict[str, Any] = to_json(self)
         return data
 

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import importlib.util
 import json
-from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from ctx_kernel.kernel.decisions.review import STALE_AFTER, age
 from ctx_kernel.kernel.errors import CtxError
 from ctx_kernel.kernel.limits import META_LAST_VERIFY
 from ctx_kernel.kernel.recall import embeddings as embed
+from ctx_kernel.kernel.reports import Check, DoctorReport, LastVerify, ModelPlace, StoreStatus
 
 if TYPE_CHECKING:
     from ctx_kernel.kernel.audit.chain import ChainReport
@@ -33,67 +33,6 @@ class OpenStore(Protocol):
     def verify_audit(self, *, state: bool = False) -> ChainReport:
         """The audit chain, and with ``state`` everything the log describes, verified."""
         ...
-
-
-@dataclass(frozen=True)
-class ModelPlace:
-    """Where the embedding model would come from, found without loading it."""
-
-    model: str
-    source: str  # model_dir | package | fastembed cache | disabled
-    folder: str | None
-    problem: str | None
-    # True: its files match the pinned sha256; False: other files (an organisation's own model);
-    # None: not checked (fastembed's cache, or vectors off).
-    verified: bool | None = None
-
-
-@dataclass(frozen=True)
-class StoreStatus:
-    """``ctx status``: the store, its counts, the queue, vectors, encryption and the last verify."""
-
-    store: str
-    store_id: str | None
-    schema_version: int
-    evidence: int
-    decisions: int
-    current_decisions: int
-    pending: int
-    stale: int
-    encrypted: bool
-    model: ModelPlace
-    vector_model: str | None
-    last_verify: dict[str, Any] | None
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready form (``schemas/status.schema.json``)."""
-        return asdict(self)
-
-
-@dataclass(frozen=True)
-class Check:
-    """One `ctx doctor` check: what was checked, whether it passed, and what to do if not."""
-
-    name: str
-    ok: bool
-    detail: str
-    fix: str | None = None
-
-
-@dataclass
-class DoctorReport:
-    """``ctx doctor``: every check, in order."""
-
-    checks: list[Check] = field(default_factory=list)
-
-    @property
-    def ok(self) -> bool:
-        """True when every check passed."""
-        return all(c.ok for c in self.checks)
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready form (``schemas/doctor.schema.json``)."""
-        return {"ok": self.ok, "checks": [asdict(c) for c in self.checks]}
 
 
 def locate_model() -> ModelPlace:
@@ -133,7 +72,7 @@ def store_status(store: Store, now: datetime | None = None) -> StoreStatus:
             encrypted=store.is_sealed(),
             model=locate_model(),
             vector_model=store.get_meta("vector_model"),
-            last_verify=json.loads(raw) if raw else None,
+            last_verify=LastVerify(**json.loads(raw)) if raw else None,
         )
     return status
 

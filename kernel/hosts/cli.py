@@ -1453,8 +1453,8 @@ def status(kernel: Ctx, as_json: bool) -> None:
     if verify is None:
         verified = "never verified: run `ctx audit verify`"
     else:
-        verdict = "ok" if verify["ok"] else f"FAILED: {verify['problem']}"
-        verified = f"last verified {verify['at'][:19]}: {verdict} ({verify['rows']} rows)"
+        verdict = "ok" if verify.ok else f"FAILED: {verify.problem}"
+        verified = f"last verified {verify.at[:19]}: {verdict} ({verify.rows} rows)"
     stale = f", {found.stale} stale (over a week)" if found.stale else ""
     for label, value in (
         ("store", f"{found.store} (schema {found.schema_version})"),

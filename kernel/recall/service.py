@@ -10,8 +10,7 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ctx_kernel.kernel import clock, text
 from ctx_kernel.kernel.errors import RefusedError, StoreError, UsageError
@@ -32,6 +31,7 @@ from ctx_kernel.kernel.limits import (
     VECTOR_MODES,
 )
 from ctx_kernel.kernel.records import Decision, SearchResults
+from ctx_kernel.kernel.reports import ReindexReport
 from ctx_kernel.kernel.store.base import Store
 from ctx_kernel.kernel.store.query import TextQuery
 from ctx_kernel.kernel.vault.service import VaultService
@@ -44,22 +44,6 @@ if TYPE_CHECKING:
     from ctx_kernel.kernel.recall.embeddings import Embedder
     from ctx_kernel.kernel.recall.engine import Related, VectorStatus
     from ctx_kernel.kernel.recall.inject import Injection
-
-
-@dataclass(frozen=True)
-class ReindexReport:
-    """What ``ctx reindex`` embedded."""
-
-    model: str
-    dim: int
-    previous_model: str | None
-    decisions: int
-    evidence: int
-    seconds: float
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready form (``schemas/reindex.schema.json``)."""
-        return asdict(self)
 
 
 def conflict_rules() -> str:
