@@ -31,6 +31,7 @@ from pydantic import (
 )
 
 from ctx_kernel.kernel import records, reports, text
+from ctx_kernel.kernel.audit.chain import ChainReport
 from ctx_kernel.kernel.limits import (
     DEFAULT_BUDGET,
     DEFAULT_MODE,
@@ -291,12 +292,18 @@ if TYPE_CHECKING:
 
     class RatificationOut(_Strict): ...
 
+    class RejectedLine(_Strict): ...
+
+    class LogBatchOut(_Strict): ...
+
 else:
     EvidenceOut = record_model(records.Evidence)
     DecisionOut = record_model(records.Decision)
     ProposalOut = record_model(records.Proposal)
     LogOut = record_model(records.LogResult, "LogOut")
     RatificationOut = record_model(records.Ratification)
+    RejectedLine = record_model(reports.Rejected, "RejectedLine")
+    LogBatchOut = record_model(reports.BatchReport, "LogBatchOut")
 
 
 class LogRecordInput(_Strict):
@@ -314,26 +321,6 @@ class LogRecordInput(_Strict):
     agent: Name | None = None
     session: Name | None = None
     speaker: Name | None = Field(default=None, description="Who wrote it: user, assistant, tool, system.")
-
-
-class RejectedLine(_Strict):
-    """An input line that was skipped."""
-
-    line: int = Field(ge=0)
-    error: str
-    source: str | None = Field(default=None, description="The input file, when several were read.")
-
-
-class LogBatchOut(_Strict):
-    """The result of ``ctx log --jsonl``: what was committed, line by line."""
-
-    added: int = Field(ge=0)
-    duplicates: int = Field(ge=0)
-    redacted: int = Field(ge=0)
-    rejected_count: int = Field(ge=0)
-    rejected: list[RejectedLine] = Field(description="The first 1000 rejected lines.")
-    lines: int = Field(ge=0)
-    interrupted: bool
 
 
 class TranscriptOut(_Strict):
@@ -408,24 +395,6 @@ class SearchOut(_Strict):
     query: str
     decisions: list[DecisionHit]
     evidence: list[EvidenceHit]
-
-
-class AuditVerifyOut(_Strict):
-    """``ctx audit verify``: the recomputed chain."""
-
-    ok: bool
-    rows: int
-    last_hash: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
-    first_bad_seq: int | None
-    problem: str | None = Field(
-        description="The first problem: the chain, a signed head, the schema, a table."
-    )
-    problems: list[str] = Field(description="Every problem found (the chain's first only).")
-    checkpoints: Annotated[int, Field(ge=0)] = Field(
-        description="Signed heads (checkpoints and export manifests) the chain was checked against."
-    )
-    checkpoint_seq: Annotated[int, Field(ge=1)] | None = Field(description="The latest signed head's row.")
-    notes: list[str] = Field(description="What this store's log cannot prove (rows from an earlier ctx).")
 
 
 EventType = AuditEventType
@@ -549,30 +518,6 @@ class AuditCheckpointOut(_Strict):
 
     checkpoint: AuditCheckpointBody
     signature: AuditSignatureOut
-
-
-class AuditExportVerifyOut(_Strict):
-    """``ctx audit verify FILE --json``: whether an export is intact and signed by the trusted key."""
-
-    ok: bool
-    file: str
-    manifest: str
-    format: Literal["jsonl", "csv"] | None
-    records: Annotated[int, Field(ge=0)] = Field(description="Records read before the first problem, or all.")
-    first_seq: int | None
-    last_seq: int | None
-    anchor_hash: Sha256 | None
-    last_hash: Sha256 | None
-    signed_by: Sha256 | None = Field(description="The key id the manifest names.")
-    trusted_key: Sha256 = Field(description="The id of the key the signature was checked against.")
-    trusted_key_source: str = Field(description="Where the trusted key came from (--pubkey or local).")
-    signature_ok: bool
-    first_bad_line: int | None = Field(
-        description="JSON Lines: the line; CSV: the spreadsheet row (the header is row 1)."
-    )
-    first_bad_seq: int | None
-    problem: str | None
-    problems: list[str]
 
 
 class RankerScoreOut(_Strict):
@@ -806,10 +751,10 @@ SCHEMAS: dict[str, type[BaseModel]] = {
     "history": HistoryOut,
     "show": ShowOut,
     "search": SearchOut,
-    "audit-verify": AuditVerifyOut,
+    "audit-verify": record_model(ChainReport, "AuditVerifyOut"),
     "audit-record": AuditRecordOut,
     "audit-manifest": AuditManifestOut,
-    "audit-export-verify": AuditExportVerifyOut,
+    "audit-export-verify": record_model(reports.ExportReport, "AuditExportVerifyOut"),
     "audit-checkpoint": AuditCheckpointOut,
     "recall": RecallOut,
     "inject": InjectOut,

@@ -83,14 +83,13 @@ if TYPE_CHECKING:
     from ctx_kernel.kernel.audit.service import AuditService
     from ctx_kernel.kernel.audit.signing import KeyInfo, Passphrase
     from ctx_kernel.kernel.audit.store_checks import CheckpointResult
-    from ctx_kernel.kernel.audit.verify_export import ExportReport
     from ctx_kernel.kernel.decisions.kernel import DecisionService
     from ctx_kernel.kernel.recall import embeddings as embed
     from ctx_kernel.kernel.recall import engine as recall
     from ctx_kernel.kernel.recall.embeddings import Embedder
     from ctx_kernel.kernel.recall.engine import Related, VectorStatus
     from ctx_kernel.kernel.recall.inject import Injection
-    from ctx_kernel.kernel.reports import ReindexReport, StoreStatus
+    from ctx_kernel.kernel.reports import ExportReport, ReindexReport, StoreStatus
     from ctx_kernel.kernel.vault.encryption import EncryptionService, SealReport
 
 

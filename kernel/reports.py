@@ -2,7 +2,8 @@
 ``kernel/records.py``, whose JSON form and schema come from their fields the same way.
 
 They live below the services so that ``kernel/contracts.py`` can build their schemas without
-importing a service; ``ctx log`` and ``ctx propose`` never load this module.
+importing a service. The module holds dataclasses only: ``ctx log`` loads it for the batch
+report's class at a cost under a millisecond.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Annotated, ClassVar, Literal
 
-from ctx_kernel.kernel.records import Record, Spec
+from ctx_kernel.kernel.records import Record, Sha256, Spec
 
 NonNegative = Annotated[int, Spec(ge=0)]
 
@@ -91,3 +92,89 @@ class ReindexReport(Record):
     decisions: int
     evidence: int
     seconds: float
+
+
+@dataclass(kw_only=True)
+class ExportReport(Record):
+    """``ctx audit verify FILE --json``: whether an export is intact and signed by the trusted key."""
+
+    COMPUTED: ClassVar[tuple[str, ...]] = ("ok", "problem")
+    COMPUTED_BEFORE: ClassVar[dict[str, str]] = {"ok": "file", "problem": "problems"}
+
+    file: str
+    manifest: str
+    format: Literal["jsonl", "csv"] | None = None
+    records: Annotated[int, Spec(ge=0, description="Records read before the first problem, or all.")] = 0
+    first_seq: int | None = None
+    last_seq: int | None = None
+    anchor_hash: Sha256 | None = None
+    last_hash: Sha256 | None = None
+    signed_by: Annotated[Sha256 | None, Spec(description="The key id the manifest names.")] = None
+    trusted_key: Annotated[Sha256, Spec(description="The id of the key the signature was checked against.")]
+    trusted_key_source: Annotated[
+        str, Spec(description="Where the trusted key came from (--pubkey or local).")
+    ]
+    signature_ok: bool = False
+    first_bad_line: Annotated[
+        int | None, Spec(description="JSON Lines: the line; CSV: the spreadsheet row (the header is row 1).")
+    ] = None
+    first_bad_seq: int | None = None
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """True when nothing is wrong."""
+        return not self.problems
+
+    @property
+    def problem(self) -> str | None:
+        """The first problem: a bad record if there is one, else the signature, else the manifest."""
+        return self.problems[0] if self.problems else None
+
+
+MAX_REJECTED_KEPT = 1_000  # rejected lines listed in a report; the rest are counted
+
+
+@dataclass(frozen=True)
+class Rejected(Record):
+    """An input line that was skipped."""
+
+    OMIT_NONE: ClassVar[tuple[str, ...]] = ("source",)
+
+    line: NonNegative
+    error: str
+    source: Annotated[str | None, Spec(description="The input file, when several were read.")] = None
+
+
+@dataclass
+class BatchReport(Record):
+    """The result of ``ctx log --jsonl``: what was committed, line by line."""
+
+    # Filled as each batch commits, so an interrupted run reports truly.
+
+    added: NonNegative = 0
+    duplicates: NonNegative = 0
+    redacted: NonNegative = 0
+    rejected_count: NonNegative = 0
+    rejected: Annotated[list[Rejected], Spec(description="The first 1000 rejected lines.")] = field(
+        default_factory=list
+    )
+    lines: NonNegative = 0  # input lines committed or rejected so far
+    interrupted: bool = False
+
+    def reject(self, line: int, error: str, source: str | None = None) -> None:
+        """Record a skipped line, keeping at most MAX_REJECTED_KEPT of them listed."""
+        self.rejected_count += 1
+        if len(self.rejected) < MAX_REJECTED_KEPT:
+            self.rejected.append(Rejected(line, error, source))
+
+    def absorb(self, other: BatchReport) -> None:
+        """Add another input's counts to these totals."""
+        self.added += other.added
+        self.duplicates += other.duplicates
+        self.redacted += other.redacted
+        self.lines += other.lines
+        self.interrupted = self.interrupted or other.interrupted
+        for rejected in other.rejected:
+            self.reject(rejected.line, rejected.error, rejected.source)
+        self.rejected_count += other.rejected_count - len(other.rejected)

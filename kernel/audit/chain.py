@@ -6,7 +6,9 @@ import hashlib
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
+
+from ctx_kernel.kernel.records import Record, Sha256, Spec
 
 GENESIS_HASH = "0" * 64
 HASHED_FIELDS = ("seq", "at", "actor", "action", "target", "before", "after")
@@ -24,32 +26,35 @@ def row_hash(prev_hash: str, row: Mapping[str, Any]) -> str:
 
 
 @dataclass(frozen=True)
-class ChainReport:
-    """The result of recomputing an audit chain."""
+class ChainReport(Record):
+    """``ctx audit verify``: the recomputed chain."""
 
     ok: bool
     rows: int
-    last_hash: str
+    last_hash: Sha256
     first_bad_seq: int | None = None
-    problem: str | None = None
-    problems: tuple[str, ...] = ()
-    checkpoints: int = 0
-    checkpoint_seq: int | None = None
-    notes: tuple[str, ...] = ()
+    problem: Annotated[
+        str | None, Spec(description="The first problem: the chain, a signed head, the schema, a table.")
+    ] = None
+    problems: Annotated[
+        tuple[str, ...], Spec(description="Every problem found (the chain's first only).")
+    ] = ()
+    checkpoints: Annotated[
+        int,
+        Spec(
+            ge=0, description="Signed heads (checkpoints and export manifests) the chain was checked against."
+        ),
+    ] = 0
+    checkpoint_seq: Annotated[
+        Annotated[int, Spec(ge=1)] | None, Spec(description="The latest signed head's row.")
+    ] = None
+    notes: Annotated[
+        tuple[str, ...], Spec(description="What this store's log cannot prove (rows from an earlier ctx).")
+    ] = ()
 
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready form (``schemas/audit-verify.schema.json``)."""
-        return {
-            "ok": self.ok,
-            "rows": self.rows,
-            "last_hash": self.last_hash,
-            "first_bad_seq": self.first_bad_seq,
-            "problem": self.problem,
-            "problems": list(self.problems) or ([self.problem] if self.problem else []),
-            "checkpoints": self.checkpoints,
-            "checkpoint_seq": self.checkpoint_seq,
-            "notes": list(self.notes),
-        }
+
+def _broken(rows: int, last_hash: str, seq: int, problem: str) -> ChainReport:
+    return ChainReport(False, rows, last_hash, seq, problem, (problem,))
 
 
 def verify_chain(rows: Iterable[Mapping[str, Any]], start_hash: str = GENESIS_HASH) -> ChainReport:
@@ -61,11 +66,11 @@ def verify_chain(rows: Iterable[Mapping[str, Any]], start_hash: str = GENESIS_HA
         count += 1
         seq = row["seq"]
         if expected_seq is not None and seq != expected_seq:
-            return ChainReport(False, count, prev, seq, f"row {seq} follows row {expected_seq - 1}")
+            return _broken(count, prev, seq, f"row {seq} follows row {expected_seq - 1}")
         if row["prev_hash"] != prev:
-            return ChainReport(False, count, prev, seq, f"row {seq} does not link to the row before")
+            return _broken(count, prev, seq, f"row {seq} does not link to the row before")
         if row_hash(prev, row) != row["hash"]:
-            return ChainReport(False, count, prev, seq, f"row {seq} was altered (hash mismatch)")
+            return _broken(count, prev, seq, f"row {seq} was altered (hash mismatch)")
         prev = row["hash"]
         expected_seq = seq + 1
     return ChainReport(True, count, prev)

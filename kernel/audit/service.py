@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from ctx_kernel.kernel.audit.export import ExportResult
     from ctx_kernel.kernel.audit.signing import KeyInfo, Passphrase
     from ctx_kernel.kernel.audit.store_checks import CheckpointResult
-    from ctx_kernel.kernel.audit.verify_export import ExportReport
+    from ctx_kernel.kernel.reports import ExportReport
 
 
 class AuditService:

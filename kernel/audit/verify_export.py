@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,65 +26,13 @@ from ctx_kernel.kernel.audit.export import (
 )
 from ctx_kernel.kernel.capture.json_input import JSONInputError, read_json
 from ctx_kernel.kernel.errors import RefusedError, StoreError
+from ctx_kernel.kernel.reports import ExportReport
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 # A manifest is about 1.5 KB; refuse to parse anything far larger.
 MAX_MANIFEST_BYTES = 1_000_000
-
-
-@dataclass
-class ExportReport:
-    """The result of checking an export against its manifest and a trusted key."""
-
-    file: str
-    manifest: str
-    trusted_key: str
-    trusted_key_source: str
-    format: str | None = None
-    records: int = 0
-    first_seq: int | None = None
-    last_seq: int | None = None
-    anchor_hash: str | None = None
-    last_hash: str | None = None
-    signed_by: str | None = None
-    signature_ok: bool = False
-    first_bad_line: int | None = None
-    first_bad_seq: int | None = None
-    problems: list[str] = field(default_factory=list)
-
-    @property
-    def ok(self) -> bool:
-        """True when nothing is wrong."""
-        return not self.problems
-
-    @property
-    def problem(self) -> str | None:
-        """The first problem: a bad record if there is one, else the signature, else the manifest."""
-        return self.problems[0] if self.problems else None
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready form (``schemas/audit-export-verify.schema.json``)."""
-        return {
-            "ok": self.ok,
-            "file": self.file,
-            "manifest": self.manifest,
-            "format": self.format,
-            "records": self.records,
-            "first_seq": self.first_seq,
-            "last_seq": self.last_seq,
-            "anchor_hash": self.anchor_hash,
-            "last_hash": self.last_hash,
-            "signed_by": self.signed_by,
-            "trusted_key": self.trusted_key,
-            "trusted_key_source": self.trusted_key_source,
-            "signature_ok": self.signature_ok,
-            "first_bad_line": self.first_bad_line,
-            "first_bad_seq": self.first_bad_seq,
-            "problem": self.problem,
-            "problems": list(self.problems),
-        }
 
 
 def _first_error(exc: Exception) -> str:

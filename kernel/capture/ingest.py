@@ -15,14 +15,15 @@ import threading
 import time
 from collections import deque
 from collections.abc import Iterable, Iterator
-from dataclasses import asdict, dataclass, field
-from typing import IO, TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import IO, TYPE_CHECKING
 
 from ctx_kernel.kernel import clock, text
 from ctx_kernel.kernel.capture.json_input import JSONInputError, read_json, read_lines
 from ctx_kernel.kernel.errors import UsageError
 from ctx_kernel.kernel.recall import entities
 from ctx_kernel.kernel.records import EVIDENCE_KINDS
+from ctx_kernel.kernel.reports import BatchReport, Rejected
 
 if TYPE_CHECKING:  # the parsers load only when a transcript is read, not on `ctx log`
     from ctx_kernel.kernel.capture.transcripts import Turn
@@ -36,7 +37,6 @@ PREPARE_AHEAD = 4
 # Below this many records a worker process costs more to start than it saves.
 PARALLEL_FROM = 5_000
 MAX_TAGS = 50
-MAX_REJECTED_KEPT = 1_000  # rejected lines listed in a report; the rest are counted
 # One JSON object per line; a line may hold a whole evidence text plus its JSON escaping.
 MAX_LINE_BYTES = 2 * text.MAX_EVIDENCE_BYTES + 64_000
 
@@ -181,51 +181,6 @@ def prepare_all(items: Iterable[Item], *, redact: bool, parallel: bool = False) 
             yield from pending.popleft().result()
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
-
-
-@dataclass(frozen=True)
-class Rejected:
-    """A line that was skipped, and why."""
-
-    line: int
-    error: str
-    source: str | None = None  # the file, when several were read
-
-
-@dataclass
-class BatchReport:
-    """What a bulk log committed: filled as each batch commits, so an interrupted run reports truly."""
-
-    added: int = 0
-    duplicates: int = 0
-    redacted: int = 0
-    rejected_count: int = 0
-    rejected: list[Rejected] = field(default_factory=list)
-    lines: int = 0  # input lines committed or rejected so far
-    interrupted: bool = False
-
-    def reject(self, line: int, error: str, source: str | None = None) -> None:
-        """Record a skipped line, keeping at most MAX_REJECTED_KEPT of them listed."""
-        self.rejected_count += 1
-        if len(self.rejected) < MAX_REJECTED_KEPT:
-            self.rejected.append(Rejected(line, error, source))
-
-    def absorb(self, other: BatchReport) -> None:
-        """Add another input's counts to these totals."""
-        self.added += other.added
-        self.duplicates += other.duplicates
-        self.redacted += other.redacted
-        self.lines += other.lines
-        self.interrupted = self.interrupted or other.interrupted
-        for rejected in other.rejected:
-            self.reject(rejected.line, rejected.error, rejected.source)
-        self.rejected_count += other.rejected_count - len(other.rejected)
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready form (``schemas/log-batch.schema.json``)."""
-        out = asdict(self)
-        out["rejected"] = [{k: v for k, v in r.items() if v is not None} for r in out["rejected"]]
-        return out
 
 
 def read_jsonl(stream: IO[bytes], *, defaults: EvidenceInput | None = None) -> Iterator[Item]:
