@@ -18,12 +18,13 @@ import tempfile
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ctx_kernel.kernel import clock
 from ctx_kernel.kernel.adr import files as adr
 from ctx_kernel.kernel.adr.importer import ADR_TAG, KEY_BY, KEY_FROM, KEY_ID, KEY_UNTIL, rationale_of
 from ctx_kernel.kernel.errors import RefusedError, UsageError
+from ctx_kernel.kernel.records import Record
 
 if TYPE_CHECKING:
     from ctx_kernel.kernel.store.base import Store
@@ -40,22 +41,13 @@ _NAME_RE = re.compile(
 
 
 @dataclass
-class AdrExport:
+class AdrExport(Record):
     """What ``ctx export adr`` did: files written, files already up to date, and what it warns about."""
 
     written: list[Path] = field(default_factory=list)
     unchanged: list[Path] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     index: Path | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready form."""
-        return {
-            "written": [str(p) for p in self.written],
-            "unchanged": [str(p) for p in self.unchanged],
-            "warnings": self.warnings,
-            "index": str(self.index) if self.index else None,
-        }
 
 
 @dataclass(frozen=True)

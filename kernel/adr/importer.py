@@ -10,7 +10,7 @@ from ctx_kernel.kernel import clock, text
 from ctx_kernel.kernel.adr import files as adr
 from ctx_kernel.kernel.errors import RefusedError, UsageError
 from ctx_kernel.kernel.limits import DECISION_IMPORTED, PROPOSAL_IMPORTED
-from ctx_kernel.kernel.records import ClosedBy, Decision, Proposal
+from ctx_kernel.kernel.records import ClosedBy, Decision, Proposal, Record
 
 if TYPE_CHECKING:
     from ctx_kernel.kernel.decisions.kernel import DecisionService
@@ -25,7 +25,7 @@ ATTRIBUTION_KEYS = {KEY_BY: "ratified_by", "deciders": "deciders", "decision-mak
 
 
 @dataclass
-class ImportReport:
+class ImportReport(Record):
     """What ``ctx import adr`` did."""
 
     decisions: list[str] = field(default_factory=list)
@@ -36,18 +36,6 @@ class ImportReport:
     # One entry per file read: path, number, title, the subject chosen and what became of it.
     files: list[dict[str, Any]] = field(default_factory=list)
     dry_run: bool = False
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready form."""
-        return {
-            "decisions": self.decisions,
-            "proposals": self.proposals,
-            "unchanged": self.unchanged,
-            "skipped": self.skipped,
-            "warnings": self.warnings,
-            "files": self.files,
-            "dry_run": self.dry_run,
-        }
 
 
 class _DryRun(Exception):  # not an error: raised to roll a dry run back
