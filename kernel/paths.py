@@ -17,7 +17,9 @@ def find_store(explicit: str | None = None, start: Path | None = None) -> Path:
     """``--db``, then ``CTX_DB``, then the nearest ``.ctx/ctx.db`` walking up from ``start``."""
     chosen = explicit or os.environ.get("CTX_DB")
     if chosen:
-        return Path(chosen).expanduser()
+        # ``sqlite:PATH`` names the file PATH (see kernel/store); other schemes reach the store,
+        # which names the ones it does not support.
+        return Path(chosen.removeprefix("sqlite:")).expanduser()
     here = (start or Path.cwd()).resolve()
     for folder in (here, *here.parents):
         candidate = folder / STORE_DIR / STORE_FILE
@@ -60,7 +62,9 @@ def init_target(explicit: str | None = None, start: Path | None = None) -> Path:
     """Where ``ctx init`` creates the store: ``--db``, ``CTX_DB``, else ``./.ctx/ctx.db``."""
     chosen = explicit or os.environ.get("CTX_DB")
     if chosen:
-        return Path(chosen).expanduser()
+        # ``sqlite:PATH`` names the file PATH (see kernel/store); other schemes reach the store,
+        # which names the ones it does not support.
+        return Path(chosen.removeprefix("sqlite:")).expanduser()
     return (start or Path.cwd()).resolve() / STORE_DIR / STORE_FILE
 
 

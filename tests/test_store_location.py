@@ -33,3 +33,14 @@ def test_the_cli_refuses_a_server_url_in_one_line(cli) -> None:  # type: ignore[
     result = cli("--db", "postgresql://ctx:secret@db/ctx", "init", db=False)
     assert result.code == 2 and result.out == ""
     assert result.err.strip().count("\n") == 0 and "not supported yet" in result.err
+
+
+def test_the_cli_takes_a_sqlite_location_as_its_file(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    target = tmp_path / "team.db"
+    created = cli("--db", f"sqlite:{target}", "init", db=False)
+    # Files beside the store (checkpoints/, the lock) are placed from the file's path, not the prefix.
+    assert created.code == 0 and created.out.strip() == f"created {target}"
+    assert target.is_file()
+    logged = cli("--db", f"sqlite:{target}", "log", "kept in the named file", db=False)
+    assert logged.code == 0
+    assert logged.out.split()[0] in cli("--db", str(target), "search", "named", db=False).out
