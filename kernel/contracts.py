@@ -302,8 +302,8 @@ else:
     ProposalOut = record_model(records.Proposal)
     LogOut = record_model(records.LogResult, "LogOut")
     RatificationOut = record_model(records.Ratification)
-    RejectedLine = record_model(reports.Rejected, "RejectedLine")
-    LogBatchOut = record_model(reports.BatchReport, "LogBatchOut")
+    RejectedLine = record_model(records.Rejected, "RejectedLine")
+    LogBatchOut = record_model(records.BatchReport, "LogBatchOut")
 
 
 class LogRecordInput(_Strict):

@@ -224,6 +224,54 @@ class Ratification(Record):
     ] = field(default_factory=list)
 
 
+MAX_REJECTED_KEPT = 1_000  # rejected lines listed in a report; the rest are counted
+
+
+@dataclass(frozen=True)
+class Rejected(Record):
+    """An input line that was skipped."""
+
+    OMIT_NONE: ClassVar[tuple[str, ...]] = ("source",)
+
+    line: Annotated[int, Spec(ge=0)]
+    error: str
+    source: Annotated[str | None, Spec(description="The input file, when several were read.")] = None
+
+
+@dataclass
+class BatchReport(Record):
+    """The result of ``ctx log --jsonl``: what was committed, line by line."""
+
+    # Filled as each batch commits, so an interrupted run reports truly.
+
+    added: Annotated[int, Spec(ge=0)] = 0
+    duplicates: Annotated[int, Spec(ge=0)] = 0
+    redacted: Annotated[int, Spec(ge=0)] = 0
+    rejected_count: Annotated[int, Spec(ge=0)] = 0
+    rejected: Annotated[list[Rejected], Spec(description="The first 1000 rejected lines.")] = field(
+        default_factory=list
+    )
+    lines: Annotated[int, Spec(ge=0)] = 0  # input lines committed or rejected so far
+    interrupted: bool = False
+
+    def reject(self, line: int, error: str, source: str | None = None) -> None:
+        """Record a skipped line, keeping at most MAX_REJECTED_KEPT of them listed."""
+        self.rejected_count += 1
+        if len(self.rejected) < MAX_REJECTED_KEPT:
+            self.rejected.append(Rejected(line, error, source))
+
+    def absorb(self, other: BatchReport) -> None:
+        """Add another input's counts to these totals."""
+        self.added += other.added
+        self.duplicates += other.duplicates
+        self.redacted += other.redacted
+        self.lines += other.lines
+        self.interrupted = self.interrupted or other.interrupted
+        for rejected in other.rejected:
+            self.reject(rejected.line, rejected.error, rejected.source)
+        self.rejected_count += other.rejected_count - len(other.rejected)
+
+
 @dataclass(frozen=True)
 class SearchResults:
     """Keyword search answered in two separate sections: ratified decisions and unratified evidence."""

@@ -2,8 +2,7 @@
 ``kernel/records.py``, whose JSON form and schema come from their fields the same way.
 
 They live below the services so that ``kernel/contracts.py`` can build their schemas without
-importing a service. The module holds dataclasses only: ``ctx log`` loads it for the batch
-report's class at a cost under a millisecond.
+importing a service; ``ctx log`` and ``ctx propose`` never load this module.
 """
 
 from __future__ import annotations
@@ -130,51 +129,3 @@ class ExportReport(Record):
     def problem(self) -> str | None:
         """The first problem: a bad record if there is one, else the signature, else the manifest."""
         return self.problems[0] if self.problems else None
-
-
-MAX_REJECTED_KEPT = 1_000  # rejected lines listed in a report; the rest are counted
-
-
-@dataclass(frozen=True)
-class Rejected(Record):
-    """An input line that was skipped."""
-
-    OMIT_NONE: ClassVar[tuple[str, ...]] = ("source",)
-
-    line: NonNegative
-    error: str
-    source: Annotated[str | None, Spec(description="The input file, when several were read.")] = None
-
-
-@dataclass
-class BatchReport(Record):
-    """The result of ``ctx log --jsonl``: what was committed, line by line."""
-
-    # Filled as each batch commits, so an interrupted run reports truly.
-
-    added: NonNegative = 0
-    duplicates: NonNegative = 0
-    redacted: NonNegative = 0
-    rejected_count: NonNegative = 0
-    rejected: Annotated[list[Rejected], Spec(description="The first 1000 rejected lines.")] = field(
-        default_factory=list
-    )
-    lines: NonNegative = 0  # input lines committed or rejected so far
-    interrupted: bool = False
-
-    def reject(self, line: int, error: str, source: str | None = None) -> None:
-        """Record a skipped line, keeping at most MAX_REJECTED_KEPT of them listed."""
-        self.rejected_count += 1
-        if len(self.rejected) < MAX_REJECTED_KEPT:
-            self.rejected.append(Rejected(line, error, source))
-
-    def absorb(self, other: BatchReport) -> None:
-        """Add another input's counts to these totals."""
-        self.added += other.added
-        self.duplicates += other.duplicates
-        self.redacted += other.redacted
-        self.lines += other.lines
-        self.interrupted = self.interrupted or other.interrupted
-        for rejected in other.rejected:
-            self.reject(rejected.line, rejected.error, rejected.source)
-        self.rejected_count += other.rejected_count - len(other.rejected)

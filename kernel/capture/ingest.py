@@ -22,8 +22,7 @@ from ctx_kernel.kernel import clock, text
 from ctx_kernel.kernel.capture.json_input import JSONInputError, read_json, read_lines
 from ctx_kernel.kernel.errors import UsageError
 from ctx_kernel.kernel.recall import entities
-from ctx_kernel.kernel.records import EVIDENCE_KINDS
-from ctx_kernel.kernel.reports import BatchReport, Rejected
+from ctx_kernel.kernel.records import EVIDENCE_KINDS, BatchReport, Rejected
 
 if TYPE_CHECKING:  # the parsers load only when a transcript is read, not on `ctx log`
     from ctx_kernel.kernel.capture.transcripts import Turn

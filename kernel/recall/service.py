@@ -31,7 +31,6 @@ from ctx_kernel.kernel.limits import (
     VECTOR_MODES,
 )
 from ctx_kernel.kernel.records import Decision, SearchResults
-from ctx_kernel.kernel.reports import ReindexReport
 from ctx_kernel.kernel.store.base import Store
 from ctx_kernel.kernel.store.query import TextQuery
 from ctx_kernel.kernel.vault.service import VaultService
@@ -44,6 +43,7 @@ if TYPE_CHECKING:
     from ctx_kernel.kernel.recall.embeddings import Embedder
     from ctx_kernel.kernel.recall.engine import Related, VectorStatus
     from ctx_kernel.kernel.recall.inject import Injection
+    from ctx_kernel.kernel.reports import ReindexReport
 
 
 def conflict_rules() -> str:
@@ -301,6 +301,7 @@ class RecallService:
         """Embed every decision and evidence text again with the configured model."""
         from ctx_kernel.kernel.recall import embeddings as embed  # noqa: PLC0415
         from ctx_kernel.kernel.recall import engine as recall  # noqa: PLC0415
+        from ctx_kernel.kernel.reports import ReindexReport  # noqa: PLC0415 - not on the hot paths
 
         resolution = embed.resolve(download=download) if self._embedder_choice == AUTO else self.embedding()
         embedder = resolution.embedder
