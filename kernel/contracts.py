@@ -2,8 +2,9 @@
 
 Run ``python -m ctx_kernel.kernel.contracts`` to rewrite ``schemas/`` after changing a model; a test
 fails while the files are stale. The records' schemas are built from the record dataclasses
-themselves (:func:`record_model`), so a record's fields are written once, in ``kernel/records.py``;
-the hosts print the records' ``to_dict`` and tests validate it against these schemas.
+themselves (:func:`record_model`), so a record's fields are written once, in ``kernel/records.py``
+or, for the services' reports, ``kernel/reports.py``; the hosts print the records' ``to_dict`` and
+tests validate it against these schemas.
 ``ctx propose --input`` imports this module to validate its input, and the MCP server (``ctx mcp``)
 to validate every tool's arguments: the ``*-input`` schemas are its tools' input schemas, word for
 word.
@@ -275,8 +276,6 @@ def _output_type(hint: Any) -> Any:
         return functools.reduce(operator.or_, [_output_type(arg) for arg in args])
     if origin in (list, tuple) and args:
         return list[_output_type(args[0])]  # type: ignore[misc]
-    if origin is dict:
-        return dict[args[0], _output_type(args[1])]  # type: ignore[misc,valid-type]
     return hint
 
 

@@ -73,7 +73,7 @@ def json_keys(record: type) -> tuple[str, ...]:
 
 
 def to_json(value: Any) -> Any:
-    """A record (or a list or dict of them) as JSON-ready data, keyed as :func:`json_keys` orders it; a
+    """A record (or a list of them) as JSON-ready data, keyed as :func:`json_keys` orders it; a
     field named in ``OMIT_NONE`` is left out while it is None."""
     if is_dataclass(value) and not isinstance(value, type):
         omit: tuple[str, ...] = getattr(value, "OMIT_NONE", ())
@@ -85,8 +85,6 @@ def to_json(value: Any) -> Any:
         return data
     if isinstance(value, list | tuple):
         return [to_json(item) for item in value]
-    if isinstance(value, dict):
-        return {key: to_json(item) for key, item in value.items()}
     if isinstance(value, PurePath):
         return str(value)
     return value
