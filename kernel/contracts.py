@@ -295,6 +295,8 @@ if TYPE_CHECKING:
 
     class LogBatchOut(_Strict): ...
 
+    class RelatedOut(_Strict): ...
+
 else:
     EvidenceOut = record_model(records.Evidence)
     DecisionOut = record_model(records.Decision)
@@ -303,6 +305,7 @@ else:
     RatificationOut = record_model(records.Ratification)
     RejectedLine = record_model(records.Rejected, "RejectedLine")
     LogBatchOut = record_model(records.BatchReport, "LogBatchOut")
+    RelatedOut = record_model(reports.Related, "RelatedOut")
 
 
 class LogRecordInput(_Strict):
@@ -544,19 +547,13 @@ class DecisionSourceOut(_Strict):
     adr_number: int | None
 
 
-class RelatedOut(_Strict):
-    """A record surfaced next to a decision hit, and why."""
+class VectorStatusOut(_Strict):
+    """Whether the vector ranker took part."""
 
-    relation: Literal["superseded", "later", "conflict", "pending"]
-    id: Annotated[str, StringConstraints(pattern=r"^(pr|dc)_[0-9A-HJKMNP-TV-Z]{26}$")]
-    subject: str
-    text: str
-    current: bool
-    valid_from: Timestamp | None
-    valid_until: Timestamp | None
-    why: str
-    warning: str | None
-    matched: bool
+    state: Literal["on", "partial", "off", "unused"]
+    model: str | None
+    pending: Annotated[int, Field(ge=0)]
+    note: str | None
 
 
 class RecallDecisionOut(_Strict):
@@ -619,15 +616,6 @@ class RecallEvidenceOut(_Strict):
     rank: Annotated[int, Field(ge=1)]
     rrf: float
     scores: ScoresOut
-
-
-class VectorStatusOut(_Strict):
-    """Whether the vector ranker took part."""
-
-    state: Literal["on", "partial", "off", "unused"]
-    model: str | None
-    pending: Annotated[int, Field(ge=0)]
-    note: str | None
 
 
 class RecallOut(_Strict):

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Annotated, ClassVar, Literal
 
-from ctx_kernel.kernel.records import Record, Sha256, Spec
+from ctx_kernel.kernel.records import Record, Sha256, Spec, Timestamp
 
 NonNegative = Annotated[int, Spec(ge=0)]
 
@@ -129,3 +129,19 @@ class ExportReport(Record):
     def problem(self) -> str | None:
         """The first problem: a bad record if there is one, else the signature, else the manifest."""
         return self.problems[0] if self.problems else None
+
+
+@dataclass(frozen=True)
+class Related(Record):
+    """A record surfaced next to a decision hit, and why."""
+
+    relation: Literal["superseded", "later", "conflict", "pending"]
+    id: Annotated[str, Spec(pattern=r"^(pr|dc)_[0-9A-HJKMNP-TV-Z]{26}$")]
+    subject: str
+    text: str
+    current: bool
+    valid_from: Timestamp | None
+    valid_until: Timestamp | None
+    why: str
+    warning: str | None = None
+    matched: bool = False

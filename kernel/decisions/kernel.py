@@ -24,7 +24,7 @@ from ctx_kernel.kernel.records import Decision, Evidence, Proposal, Ratification
 from ctx_kernel.kernel.store.base import Store
 
 if TYPE_CHECKING:
-    from ctx_kernel.kernel.recall.engine import Related
+    from ctx_kernel.kernel.reports import Related
 
 
 class DecisionService:

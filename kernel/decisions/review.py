@@ -18,7 +18,8 @@ from ctx_kernel.kernel.records import Decision, Evidence, Proposal
 from ctx_kernel.kernel.text import MAX_DECISION_CHARS, clip, require_shown, visible
 
 if TYPE_CHECKING:
-    from ctx_kernel.kernel.recall.engine import EntityIndex, Related
+    from ctx_kernel.kernel.recall.engine import EntityIndex
+    from ctx_kernel.kernel.reports import Related
     from ctx_kernel.kernel.store.base import Store
 
 # A proposal left this long is stale: queues that rot are how approval gates fail.

@@ -22,6 +22,7 @@ from ctx_kernel.kernel.recall import conflicts, entities, fusion, vocabulary
 from ctx_kernel.kernel.recall.embeddings import Embedder, chunks
 from ctx_kernel.kernel.recall.fusion import RANKERS, Ranked, RankerScore
 from ctx_kernel.kernel.records import Decision, Evidence, Proposal
+from ctx_kernel.kernel.reports import Related
 from ctx_kernel.kernel.store import query as fulltext
 from ctx_kernel.kernel.store.base import ConflictRow, Store
 from ctx_kernel.kernel.store.query import TextQuery
@@ -60,26 +61,6 @@ SUPERSEDED_WARNING = "superseded: do not apply"
 # and each list drops its weak tail before fusion.
 WEIGHTS: dict[str, float] = {"keyword": 1.0, "entity": 0.5, "vector": 1.5}
 RELATIVE_FLOOR: dict[str, float] = {"keyword": 0.3, "entity": 0.5, "vector": 0.8}
-
-
-@dataclass(frozen=True)
-class Related:
-    """A decision or proposal surfaced next to a hit, and why."""
-
-    relation: str  # superseded | later | conflict | pending
-    id: str
-    subject: str
-    text: str
-    current: bool
-    valid_from: str | None
-    valid_until: str | None
-    why: str
-    warning: str | None = None
-    matched: bool = False
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready form."""
-        return asdict(self)
 
 
 @dataclass(frozen=True)

@@ -12,8 +12,9 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ctx_kernel.kernel.recall.engine import SUPERSEDED_WARNING, Recall, Related
+from ctx_kernel.kernel.recall.engine import SUPERSEDED_WARNING, Recall
 from ctx_kernel.kernel.records import Decision, Evidence, Proposal
+from ctx_kernel.kernel.reports import Related
 from ctx_kernel.kernel.text import clip, visible
 
 if TYPE_CHECKING:

@@ -41,9 +41,9 @@ if TYPE_CHECKING:
     from ctx_kernel.kernel.recall import embeddings as embed
     from ctx_kernel.kernel.recall import engine as recall
     from ctx_kernel.kernel.recall.embeddings import Embedder
-    from ctx_kernel.kernel.recall.engine import Related, VectorStatus
+    from ctx_kernel.kernel.recall.engine import VectorStatus
     from ctx_kernel.kernel.recall.inject import Injection
-    from ctx_kernel.kernel.reports import ReindexReport
+    from ctx_kernel.kernel.reports import ReindexReport, Related
 
 
 def conflict_rules() -> str:
