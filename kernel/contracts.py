@@ -297,6 +297,8 @@ if TYPE_CHECKING:
 
     class RelatedOut(_Strict): ...
 
+    class VectorStatusOut(_Strict): ...
+
 else:
     EvidenceOut = record_model(records.Evidence)
     DecisionOut = record_model(records.Decision)
@@ -306,6 +308,7 @@ else:
     RejectedLine = record_model(records.Rejected, "RejectedLine")
     LogBatchOut = record_model(records.BatchReport, "LogBatchOut")
     RelatedOut = record_model(reports.Related, "RelatedOut")
+    VectorStatusOut = record_model(reports.VectorStatus)
 
 
 class LogRecordInput(_Strict):
@@ -545,15 +548,6 @@ class DecisionSourceOut(_Strict):
     path: str | None
     proposal_id: ProposalId | None
     adr_number: int | None
-
-
-class VectorStatusOut(_Strict):
-    """Whether the vector ranker took part."""
-
-    state: Literal["on", "partial", "off", "unused"]
-    model: str | None
-    pending: Annotated[int, Field(ge=0)]
-    note: str | None
 
 
 class RecallDecisionOut(_Strict):

@@ -87,9 +87,8 @@ if TYPE_CHECKING:
     from ctx_kernel.kernel.recall import embeddings as embed
     from ctx_kernel.kernel.recall import engine as recall
     from ctx_kernel.kernel.recall.embeddings import Embedder
-    from ctx_kernel.kernel.recall.engine import VectorStatus
     from ctx_kernel.kernel.recall.inject import Injection
-    from ctx_kernel.kernel.reports import ExportReport, ReindexReport, Related, StoreStatus
+    from ctx_kernel.kernel.reports import ExportReport, ReindexReport, Related, StoreStatus, VectorStatus
     from ctx_kernel.kernel.vault.encryption import EncryptionService, SealReport
 
 

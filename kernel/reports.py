@@ -145,3 +145,13 @@ class Related(Record):
     why: str
     warning: str | None = None
     matched: bool = False
+
+
+@dataclass(frozen=True)
+class VectorStatus(Record):
+    """Whether the vector ranker took part."""
+
+    state: Literal["on", "partial", "off", "unused"]  # unused: the recall mode asked for no vectors
+    model: str | None  # the embedding model, when one is known
+    pending: NonNegative  # texts not embedded yet
+    note: str | None

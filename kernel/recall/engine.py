@@ -22,7 +22,7 @@ from ctx_kernel.kernel.recall import conflicts, entities, fusion, vocabulary
 from ctx_kernel.kernel.recall.embeddings import Embedder, chunks
 from ctx_kernel.kernel.recall.fusion import RANKERS, Ranked, RankerScore
 from ctx_kernel.kernel.records import Decision, Evidence, Proposal
-from ctx_kernel.kernel.reports import Related
+from ctx_kernel.kernel.reports import Related, VectorStatus
 from ctx_kernel.kernel.store import query as fulltext
 from ctx_kernel.kernel.store.base import ConflictRow, Store
 from ctx_kernel.kernel.store.query import TextQuery
@@ -153,20 +153,6 @@ class EvidenceHit:
             "rrf": self.rrf,
             "scores": _scores_dict(self.scores),
         }
-
-
-@dataclass(frozen=True)
-class VectorStatus:
-    """Whether the vector ranker took part, with which model, and what is still unembedded."""
-
-    state: str  # on | partial | off
-    model: str | None
-    pending: int
-    note: str | None
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready form."""
-        return asdict(self)
 
 
 @dataclass(frozen=True)

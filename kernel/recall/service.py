@@ -41,9 +41,8 @@ if TYPE_CHECKING:
     from ctx_kernel.kernel.recall import embeddings as embed
     from ctx_kernel.kernel.recall import engine as recall
     from ctx_kernel.kernel.recall.embeddings import Embedder
-    from ctx_kernel.kernel.recall.engine import VectorStatus
     from ctx_kernel.kernel.recall.inject import Injection
-    from ctx_kernel.kernel.reports import ReindexReport, Related
+    from ctx_kernel.kernel.reports import ReindexReport, Related, VectorStatus
 
 
 def conflict_rules() -> str:
@@ -126,6 +125,7 @@ class RecallService:
         """
         from ctx_kernel.kernel.recall import engine as recall  # noqa: PLC0415 - lazy, see the module
         from ctx_kernel.kernel.recall import fusion  # noqa: PLC0415
+        from ctx_kernel.kernel.reports import VectorStatus  # noqa: PLC0415 - not on the hot paths
 
         query = text.require_text(query, "query", MAX_QUERY_CHARS)
         if TextQuery.from_text(query) is None:
@@ -145,7 +145,7 @@ class RecallService:
             if embedder is None and mode == "vector":
                 raise RefusedError(f"vector mode needs vectors, and they are off: {status.note}")
         else:
-            embedder, status = None, recall.VectorStatus("unused", None, 0, f"not used in {mode} mode")
+            embedder, status = None, VectorStatus("unused", None, 0, f"not used in {mode} mode")
         unknown = sorted(set(min_scores or {}) - set(fusion.RANKERS))
         if unknown:
             raise UsageError(f"unknown ranker {unknown[0]!r}: use one of {', '.join(fusion.RANKERS)}")
@@ -252,12 +252,13 @@ class RecallService:
     def prepare_vectors(self, backfill: int = 0) -> tuple[Embedder | None, VectorStatus]:
         """The embedder to query with (None when vectors are off), after embedding up to ``backfill`` rows."""
         from ctx_kernel.kernel.recall import engine as recall  # noqa: PLC0415
+        from ctx_kernel.kernel.reports import VectorStatus  # noqa: PLC0415 - not on the hot paths
 
         resolution = self.embedding()
         embedder = resolution.embedder
         if embedder is None:
             pending = recall.pending_total(self.store)
-            return None, recall.VectorStatus("off", None, pending, f"vectors are off: {resolution.reason}")
+            return None, VectorStatus("off", None, pending, f"vectors are off: {resolution.reason}")
         stored = self.store.get_meta("vector_model")
         if stored is None or not self.store.vector_tables_exist():
             with self.store.transaction():
@@ -273,7 +274,7 @@ class RecallService:
                 f"vectors are off: this store was embedded with {stored}, and the configured model is "
                 f"{embedder.model_id}; run `ctx reindex` to re-embed"
             )
-            return None, recall.VectorStatus("off", stored, pending, note)
+            return None, VectorStatus("off", stored, pending, note)
         if backfill:
             # A read-only or busy store still answers; its rows wait for `ctx reindex`.
             with contextlib.suppress(StoreError):
@@ -283,8 +284,8 @@ class RecallService:
             note = (
                 f"{pending} records have no vector yet (found by keyword and entity only): run `ctx reindex`"
             )
-            return embedder, recall.VectorStatus("partial", embedder.model_id, pending, note)
-        return embedder, recall.VectorStatus("on", embedder.model_id, 0, None)
+            return embedder, VectorStatus("partial", embedder.model_id, pending, note)
+        return embedder, VectorStatus("on", embedder.model_id, 0, None)
 
     def _adopt_model(self, embedder: Embedder) -> None:
         """Record the store's embedding model and create its KNN tables (inside a transaction)."""
