@@ -244,25 +244,33 @@ def record_model(record: type[Any], name: str | None = None) -> type[BaseModel]:
     (named ``<Record>Out`` unless built first under another name)."""
     if record in _MODELS:
         return _MODELS[record]
+    model = create_model(
+        name or f"{record.__name__}Out",
+        __base__=_Strict,
+        __doc__=record.__doc__,
+        __module__=__name__,
+        **_shape(record),
+    )
+    _MODELS[record] = model
+    return model
+
+
+def _shape(record: type[Any]) -> dict[str, Any]:
+    """The output model's fields of a record: each JSON key with its type and whether it is required,
+    the ``SPREAD`` field replaced by the fields of the record it holds."""
     hints = get_type_hints(record, include_extras=True)
     shape: dict[str, Any] = {}
     for key in records.json_keys(record):
-        if key in record.COMPUTED:
+        if key == record.SPREAD:
+            shape.update(_shape(hints[key]))
+        elif key in record.COMPUTED:
             shape[key] = (
                 _output_type(get_type_hints(getattr(record, key).fget, include_extras=True)["return"]),
                 ...,
             )
         else:
             shape[key] = (_output_type(hints[key]), None if key in record.OMIT_NONE else ...)
-    model = create_model(
-        name or f"{record.__name__}Out",
-        __base__=_Strict,
-        __doc__=record.__doc__,
-        __module__=__name__,
-        **shape,
-    )
-    _MODELS[record] = model
-    return model
+    return shape
 
 
 def _output_type(hint: Any) -> Any:
@@ -299,6 +307,8 @@ if TYPE_CHECKING:
 
     class VectorStatusOut(_Strict): ...
 
+    class SearchOut(_Strict): ...
+
 else:
     EvidenceOut = record_model(records.Evidence)
     DecisionOut = record_model(records.Decision)
@@ -309,6 +319,10 @@ else:
     LogBatchOut = record_model(records.BatchReport, "LogBatchOut")
     RelatedOut = record_model(reports.Related, "RelatedOut")
     VectorStatusOut = record_model(reports.VectorStatus)
+    # The hits' models keep the names the search schema has always given them.
+    record_model(records.DecisionMatch, "DecisionHit")
+    record_model(records.EvidenceMatch, "EvidenceHit")
+    SearchOut = record_model(records.SearchResults, "SearchOut")
 
 
 class LogRecordInput(_Strict):
@@ -378,28 +392,6 @@ class ShowOut(_Strict):
 
     kind: Literal["evidence", "proposal", "decision"]
     record: EvidenceOut | ProposalOut | DecisionOut
-
-
-class DecisionHit(DecisionOut):
-    """A decision found by keyword search with its BM25 score (lower is better)."""
-
-    score: float
-
-
-class EvidenceHit(EvidenceOut):
-    """Evidence found by keyword search: always unratified."""
-
-    score: float
-    snippet: str
-    ratified: Literal[False]
-
-
-class SearchOut(_Strict):
-    """``ctx search``: ratified decisions and unratified evidence in separate sections."""
-
-    query: str
-    decisions: list[DecisionHit]
-    evidence: list[EvidenceHit]
 
 
 EventType = AuditEventType

@@ -74,13 +74,17 @@ def json_keys(record: type) -> tuple[str, ...]:
 
 def to_json(value: Any) -> Any:
     """A record (or a list of them) as JSON-ready data, keyed as :func:`json_keys` orders it; a
-    field named in ``OMIT_NONE`` is left out while it is None."""
+    field named in ``OMIT_NONE`` is left out while it is None, and the record in the ``SPREAD`` field
+    gives its own keys in that field's place."""
     if is_dataclass(value) and not isinstance(value, type):
         omit: tuple[str, ...] = getattr(value, "OMIT_NONE", ())
+        spread: str | None = getattr(value, "SPREAD", None)
         data = {}
         for key in json_keys(type(value)):
             item = getattr(value, key)
-            if item is not None or key not in omit:
+            if key == spread:
+                data.update(to_json(item))
+            elif item is not None or key not in omit:
                 data[key] = to_json(item)
         return data
     if isinstance(value, list | tuple):
@@ -99,6 +103,9 @@ class Record:
     COMPUTED_BEFORE: ClassVar[dict[str, str]] = {}
     # Optional fields the JSON form leaves out while they are None (the schema does not require them).
     OMIT_NONE: ClassVar[tuple[str, ...]] = ()
+    # A field holding a record whose keys stand in the field's place, as if they were this record's
+    # own (a search hit is its decision's keys and its score).
+    SPREAD: ClassVar[str | None] = None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready form: the fields and computed properties, in :func:`json_keys` order."""
@@ -271,20 +278,36 @@ class BatchReport(Record):
 
 
 @dataclass(frozen=True)
-class SearchResults:
-    """Keyword search answered in two separate sections: ratified decisions and unratified evidence."""
+class DecisionMatch(Record):
+    """A decision found by keyword search with its BM25 score (lower is better)."""
+
+    SPREAD: ClassVar[str | None] = "decision"
+
+    decision: Decision
+    score: float
+
+
+@dataclass(frozen=True)
+class EvidenceMatch(Record):
+    """Evidence found by keyword search: always unratified."""
+
+    SPREAD: ClassVar[str | None] = "evidence"
+    COMPUTED: ClassVar[tuple[str, ...]] = ("ratified",)
+
+    evidence: Evidence
+    score: float
+    snippet: str
+
+    @property
+    def ratified(self) -> Literal[False]:
+        """Always False: evidence is never ratified."""
+        return False
+
+
+@dataclass(frozen=True)
+class SearchResults(Record):
+    """``ctx search``: ratified decisions and unratified evidence in separate sections."""
 
     query: str
-    decisions: list[tuple[Decision, float]]
-    evidence: list[tuple[Evidence, float, str]]
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready form (``schemas/search.schema.json``): each hit is its record and score."""
-        return {
-            "query": self.query,
-            "decisions": [{**d.to_dict(), "score": s} for d, s in self.decisions],
-            "evidence": [
-                {**e.to_dict(), "score": s, "snippet": snip, "ratified": False}
-                for e, s, snip in self.evidence
-            ],
-        }
+    decisions: list[DecisionMatch]
+    evidence: list[EvidenceMatch]

@@ -590,9 +590,9 @@ def test_reindex_rebuilds_a_planted_text_index_entry_and_lost_mentions(store_pat
         conn.commit()
         conn.close()
         assert kernel.verify_audit(state=True).ok  # derived data is not what verify checks
-        assert [d.id for d, _ in kernel.search("sms").decisions] == [decision]
+        assert [m.decision.id for m in kernel.search("sms").decisions] == [decision]
         kernel.reindex()
         assert kernel.search("sms").decisions == []
-        assert [d.id for d, _ in kernel.search("yubikey").decisions] == [decision]
+        assert [m.decision.id for m in kernel.search("yubikey").decisions] == [decision]
         hit = kernel.recall("yubikey", mode="entity").decisions
         assert [h.decision.id for h in hit] == [decision]

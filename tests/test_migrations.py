@@ -66,7 +66,7 @@ def test_rows_are_read_by_name_when_a_table_gains_a_column(kernel: Ctx, store_pa
         conn.close()
     with Ctx.open(store_path) as reopened:
         assert reopened.proposal(proposed.id) == proposed
-        found, _score, _snippet = reopened.search("billing").evidence[0]
+        found = reopened.search("billing").evidence[0].evidence
         assert found.text == "the billing service moved to Postgres"
 
 
@@ -152,8 +152,8 @@ def test_upgrade_from_every_earlier_version(tmp_path: Path, start: str):
     with Ctx.open(path) as kernel:
         assert [d.subject for d in kernel.decisions()] == ["db.engine"]
         found = kernel.search("postgres postgresql")
-        assert [e.id for e, _, _ in found.evidence] == ["ev_01JD0000000000000000000000"]
-        assert [d.id for d, _ in found.decisions] == ["dc_01JD0000000000000000000000"]
+        assert [m.evidence.id for m in found.evidence] == ["ev_01JD0000000000000000000000"]
+        assert [m.decision.id for m in found.decisions] == ["dc_01JD0000000000000000000000"]
         proposal = kernel.propose("db.engine", "Use PostgreSQL 17")
         assert proposal.supersedes == ["dc_01JD0000000000000000000000"]
     conn = driver.connect(path)

@@ -704,13 +704,13 @@ def search(kernel: Ctx, query: str, limit: int, as_of: str | None, as_json: bool
         _emit_json(results.to_dict())
         return
     _say("Decisions (ratified):")
-    for decision, _score in results.decisions:
-        _say("  " + _decision_line(decision).replace("\n", "\n  "))
+    for match in results.decisions:
+        _say("  " + _decision_line(match.decision).replace("\n", "\n  "))
     if not results.decisions:
         _say("  none")
     _say("Evidence (unratified):")
-    for evidence, _score, snippet in results.evidence:
-        _say(f"  {evidence.id}  {evidence.kind}  {snippet}")
+    for found in results.evidence:
+        _say(f"  {found.evidence.id}  {found.evidence.kind}  {found.snippet}")
     if not results.evidence:
         _say("  none")
 

@@ -30,7 +30,7 @@ from ctx_kernel.kernel.limits import (
     RECALL_MODES,
     VECTOR_MODES,
 )
-from ctx_kernel.kernel.records import Decision, SearchResults
+from ctx_kernel.kernel.records import Decision, DecisionMatch, EvidenceMatch, SearchResults
 from ctx_kernel.kernel.store.base import Store
 from ctx_kernel.kernel.store.query import TextQuery
 from ctx_kernel.kernel.vault.service import VaultService
@@ -104,8 +104,8 @@ class RecallService:
         # as schemas/search.schema.json documents.
         return SearchResults(
             query=query,
-            decisions=[(d, -s) for d, s in self.store.search_decisions(wanted, limit, moment)],
-            evidence=[(e, -s, snip) for e, s, snip in self.store.search_evidence(wanted, limit)],
+            decisions=[DecisionMatch(d, -s) for d, s in self.store.search_decisions(wanted, limit, moment)],
+            evidence=[EvidenceMatch(e, -s, snip) for e, s, snip in self.store.search_evidence(wanted, limit)],
         )
 
     def recall(

@@ -51,7 +51,7 @@ class EvidenceScreen(KernelScreen):
         query = self.query_text
         if query:
             self.fetch(
-                lambda k: [e for e, _, _ in k.search(query, limit=100).evidence], self._loaded, group="ev"
+                lambda k: [m.evidence for m in k.search(query, limit=100).evidence], self._loaded, group="ev"
             )
         else:
             self.fetch(lambda k: k.recent_evidence(RECENT), self._loaded, group="ev")
