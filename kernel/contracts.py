@@ -307,6 +307,8 @@ if TYPE_CHECKING:
 
     class VectorStatusOut(_Strict): ...
 
+    class RankerScoreOut(_Strict): ...
+
     class SearchOut(_Strict): ...
 
 else:
@@ -319,6 +321,7 @@ else:
     LogBatchOut = record_model(records.BatchReport, "LogBatchOut")
     RelatedOut = record_model(reports.Related, "RelatedOut")
     VectorStatusOut = record_model(reports.VectorStatus)
+    RankerScoreOut = record_model(reports.RankerScore)
     # The hits' models keep the names the search schema has always given them.
     record_model(records.DecisionMatch, "DecisionHit")
     record_model(records.EvidenceMatch, "EvidenceHit")
@@ -515,14 +518,6 @@ class AuditCheckpointOut(_Strict):
 
     checkpoint: AuditCheckpointBody
     signature: AuditSignatureOut
-
-
-class RankerScoreOut(_Strict):
-    """One ranker's view of a hit: raw score (higher is better; BM25 negated) and rank (1 is best)."""
-
-    rank: Annotated[int, Field(ge=1)]
-    score: float
-    detail: str | None
 
 
 class ScoresOut(_Strict):

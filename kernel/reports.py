@@ -155,3 +155,12 @@ class VectorStatus(Record):
     model: str | None  # the embedding model, when one is known
     pending: NonNegative  # texts not embedded yet
     note: str | None
+
+
+@dataclass(frozen=True)
+class RankerScore(Record):
+    """One ranker's view of a hit: raw score (higher is better; BM25 negated) and rank (1 is best)."""
+
+    rank: Annotated[int, Spec(ge=1)]
+    score: float
+    detail: str | None = None

@@ -13,16 +13,16 @@ import functools
 import math
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, Future
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from ctx_kernel.kernel.errors import UsageError
 from ctx_kernel.kernel.limits import RECALL_MODES
 from ctx_kernel.kernel.recall import conflicts, entities, fusion, vocabulary
 from ctx_kernel.kernel.recall.embeddings import Embedder, chunks
-from ctx_kernel.kernel.recall.fusion import RANKERS, Ranked, RankerScore
+from ctx_kernel.kernel.recall.fusion import RANKERS, Ranked
 from ctx_kernel.kernel.records import Decision, Evidence, Proposal
-from ctx_kernel.kernel.reports import Related, VectorStatus
+from ctx_kernel.kernel.reports import RankerScore, Related, VectorStatus
 from ctx_kernel.kernel.store import query as fulltext
 from ctx_kernel.kernel.store.base import ConflictRow, Store
 from ctx_kernel.kernel.store.query import TextQuery
@@ -194,7 +194,7 @@ def _decision_source(decision: Decision) -> dict[str, Any]:
 
 
 def _scores_dict(scores: dict[str, RankerScore | None]) -> dict[str, Any]:
-    return {name: (asdict(score) if score is not None else None) for name, score in scores.items()}
+    return {name: (score.to_dict() if score is not None else None) for name, score in scores.items()}
 
 
 def fuse(lists: dict[str, Ranked], rrf_k: int, weights: dict[str, float] | None = None) -> fusion.Fused:

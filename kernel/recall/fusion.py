@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Collection
-from dataclasses import dataclass
+
+from ctx_kernel.kernel.reports import RankerScore
 
 RANKERS = ("keyword", "entity", "vector")
 # The share of a strong hit's fused score its neighbouring turns receive.
@@ -50,15 +51,6 @@ _MONTHS = frozenset(
     "January February March April May June July August September October November December".split()
 )
 _WORD = re.compile(r"\w+")
-
-
-@dataclass(frozen=True)
-class RankerScore:
-    """One ranker's view of a hit: its raw score (higher is better) and its rank (1 is best)."""
-
-    rank: int
-    score: float
-    detail: str | None = None
 
 
 Fused = list[tuple[str, float, dict[str, RankerScore | None]]]
