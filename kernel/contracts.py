@@ -309,6 +309,8 @@ if TYPE_CHECKING:
 
     class RankerScoreOut(_Strict): ...
 
+    class ScoresOut(_Strict): ...
+
     class SearchOut(_Strict): ...
 
 else:
@@ -322,6 +324,7 @@ else:
     RelatedOut = record_model(reports.Related, "RelatedOut")
     VectorStatusOut = record_model(reports.VectorStatus)
     RankerScoreOut = record_model(reports.RankerScore)
+    ScoresOut = record_model(reports.Scores)
     # The hits' models keep the names the search schema has always given them.
     record_model(records.DecisionMatch, "DecisionHit")
     record_model(records.EvidenceMatch, "EvidenceHit")
@@ -518,14 +521,6 @@ class AuditCheckpointOut(_Strict):
 
     checkpoint: AuditCheckpointBody
     signature: AuditSignatureOut
-
-
-class ScoresOut(_Strict):
-    """Each ranker's score, or null when that ranker did not return the hit."""
-
-    keyword: RankerScoreOut | None
-    entity: RankerScoreOut | None
-    vector: RankerScoreOut | None
 
 
 class DecisionSourceOut(_Strict):

@@ -164,3 +164,12 @@ class RankerScore(Record):
     rank: Annotated[int, Spec(ge=1)]
     score: float
     detail: str | None = None
+
+
+@dataclass(frozen=True)
+class Scores(Record):
+    """Each ranker's score, or null when that ranker did not return the hit."""
+
+    keyword: RankerScore | None
+    entity: RankerScore | None
+    vector: RankerScore | None

@@ -22,7 +22,7 @@ from ctx_kernel.kernel.recall import conflicts, entities, fusion, vocabulary
 from ctx_kernel.kernel.recall.embeddings import Embedder, chunks
 from ctx_kernel.kernel.recall.fusion import RANKERS, Ranked
 from ctx_kernel.kernel.records import Decision, Evidence, Proposal
-from ctx_kernel.kernel.reports import RankerScore, Related, VectorStatus
+from ctx_kernel.kernel.reports import RankerScore, Related, Scores, VectorStatus
 from ctx_kernel.kernel.store import query as fulltext
 from ctx_kernel.kernel.store.base import ConflictRow, Store
 from ctx_kernel.kernel.store.query import TextQuery
@@ -194,7 +194,8 @@ def _decision_source(decision: Decision) -> dict[str, Any]:
 
 
 def _scores_dict(scores: dict[str, RankerScore | None]) -> dict[str, Any]:
-    return {name: (score.to_dict() if score is not None else None) for name, score in scores.items()}
+    # Fusion keys every hit's scores by all of RANKERS, the fields of Scores.
+    return Scores(**scores).to_dict()
 
 
 def fuse(lists: dict[str, Ranked], rrf_k: int, weights: dict[str, float] | None = None) -> fusion.Fused:
