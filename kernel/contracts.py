@@ -311,6 +311,10 @@ if TYPE_CHECKING:
 
     class ScoresOut(_Strict): ...
 
+    class DecisionSourceOut(_Strict): ...
+
+    class EvidenceSourceOut(_Strict): ...
+
     class SearchOut(_Strict): ...
 
 else:
@@ -325,6 +329,8 @@ else:
     VectorStatusOut = record_model(reports.VectorStatus)
     RankerScoreOut = record_model(reports.RankerScore)
     ScoresOut = record_model(reports.Scores)
+    DecisionSourceOut = record_model(reports.DecisionSource)
+    EvidenceSourceOut = record_model(reports.EvidenceSource)
     # The hits' models keep the names the search schema has always given them.
     record_model(records.DecisionMatch, "DecisionHit")
     record_model(records.EvidenceMatch, "EvidenceHit")
@@ -523,15 +529,6 @@ class AuditCheckpointOut(_Strict):
     signature: AuditSignatureOut
 
 
-class DecisionSourceOut(_Strict):
-    """Where a decision came from: a ratified proposal or an imported ADR file."""
-
-    kind: Literal["proposal", "adr"]
-    path: str | None
-    proposal_id: ProposalId | None
-    adr_number: int | None
-
-
 class RecallDecisionOut(_Strict):
     """A decision in force at the moment asked about, with what contradicts it."""
 
@@ -566,15 +563,6 @@ class RecallClosedOut(_Strict):
     scores: ScoresOut
     why: str
     warning: str
-
-
-class EvidenceSourceOut(_Strict):
-    """Who logged an evidence text, and how."""
-
-    kind: str
-    agent: str | None
-    session: str | None
-    tags: list[str]
 
 
 class RecallEvidenceOut(_Strict):

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Annotated, ClassVar, Literal
 
-from ctx_kernel.kernel.records import Record, Sha256, Spec, Timestamp
+from ctx_kernel.kernel.records import ProposalId, Record, Sha256, Spec, Timestamp
 
 NonNegative = Annotated[int, Spec(ge=0)]
 
@@ -173,3 +173,23 @@ class Scores(Record):
     keyword: RankerScore | None
     entity: RankerScore | None
     vector: RankerScore | None
+
+
+@dataclass(frozen=True)
+class DecisionSource(Record):
+    """Where a decision came from: a ratified proposal or an imported ADR file."""
+
+    kind: Literal["proposal", "adr"]
+    path: str | None
+    proposal_id: ProposalId | None
+    adr_number: int | None
+
+
+@dataclass(frozen=True)
+class EvidenceSource(Record):
+    """Who logged an evidence text, and how."""
+
+    kind: str
+    agent: str | None
+    session: str | None
+    tags: list[str]

@@ -14,7 +14,7 @@ import math
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from ctx_kernel.kernel.errors import UsageError
 from ctx_kernel.kernel.limits import RECALL_MODES
@@ -22,7 +22,14 @@ from ctx_kernel.kernel.recall import conflicts, entities, fusion, vocabulary
 from ctx_kernel.kernel.recall.embeddings import Embedder, chunks
 from ctx_kernel.kernel.recall.fusion import RANKERS, Ranked
 from ctx_kernel.kernel.records import Decision, Evidence, Proposal
-from ctx_kernel.kernel.reports import RankerScore, Related, Scores, VectorStatus
+from ctx_kernel.kernel.reports import (
+    DecisionSource,
+    EvidenceSource,
+    RankerScore,
+    Related,
+    Scores,
+    VectorStatus,
+)
 from ctx_kernel.kernel.store import query as fulltext
 from ctx_kernel.kernel.store.base import ConflictRow, Store
 from ctx_kernel.kernel.store.query import TextQuery
@@ -146,7 +153,7 @@ class EvidenceHit:
             "current": None,
             "valid_from": e.created_at,
             "valid_until": None,
-            "source": {"kind": e.kind, "agent": e.agent, "session": e.session, "tags": e.tags},
+            "source": EvidenceSource(e.kind, e.agent, e.session, e.tags).to_dict(),
             "created_at": e.created_at,
             "snippet": self.snippet,
             "rank": self.rank,
@@ -185,12 +192,8 @@ class Recall:
 
 
 def _decision_source(decision: Decision) -> dict[str, Any]:
-    return {
-        "kind": "adr" if decision.source else "proposal",
-        "path": decision.source,
-        "proposal_id": decision.proposal_id,
-        "adr_number": decision.adr_number,
-    }
+    kind: Literal["adr", "proposal"] = "adr" if decision.source else "proposal"
+    return DecisionSource(kind, decision.source, decision.proposal_id, decision.adr_number).to_dict()
 
 
 def _scores_dict(scores: dict[str, RankerScore | None]) -> dict[str, Any]:
