@@ -13,13 +13,20 @@ STORE_DIR = ".ctx"
 STORE_FILE = "ctx.db"
 
 
+SQLITE_SCHEME = "sqlite:"
+
+
+def location_file(location: str) -> Path:
+    """The file a store location names: ``sqlite:PATH`` and a plain path both name PATH (``~``
+    expanded); other schemes pass through for the store to name the ones it does not support."""
+    return Path(location.removeprefix(SQLITE_SCHEME)).expanduser()
+
+
 def find_store(explicit: str | None = None, start: Path | None = None) -> Path:
     """``--db``, then ``CTX_DB``, then the nearest ``.ctx/ctx.db`` walking up from ``start``."""
     chosen = explicit or os.environ.get("CTX_DB")
     if chosen:
-        # ``sqlite:PATH`` names the file PATH (see kernel/store); other schemes reach the store,
-        # which names the ones it does not support.
-        return Path(chosen.removeprefix("sqlite:")).expanduser()
+        return location_file(chosen)
     here = (start or Path.cwd()).resolve()
     for folder in (here, *here.parents):
         candidate = folder / STORE_DIR / STORE_FILE
@@ -62,9 +69,7 @@ def init_target(explicit: str | None = None, start: Path | None = None) -> Path:
     """Where ``ctx init`` creates the store: ``--db``, ``CTX_DB``, else ``./.ctx/ctx.db``."""
     chosen = explicit or os.environ.get("CTX_DB")
     if chosen:
-        # ``sqlite:PATH`` names the file PATH (see kernel/store); other schemes reach the store,
-        # which names the ones it does not support.
-        return Path(chosen.removeprefix("sqlite:")).expanduser()
+        return location_file(chosen)
     return (start or Path.cwd()).resolve() / STORE_DIR / STORE_FILE
 
 

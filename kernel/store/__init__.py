@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from ctx_kernel.kernel import paths
 from ctx_kernel.kernel.errors import UsageError
 from ctx_kernel.kernel.store.base import Store
 from ctx_kernel.kernel.store.sqlite import SQLiteStore
@@ -23,8 +24,8 @@ _USE_SQLITE = "give a SQLite file path or sqlite:PATH"
 def sqlite_path(location: str | Path) -> Path:
     """The SQLite file a location names; a UsageError for a location of another backend."""
     text = str(location)
-    if text.startswith("sqlite:"):
-        return Path(text.removeprefix("sqlite:")).expanduser()
+    if text.startswith(paths.SQLITE_SCHEME):
+        return paths.location_file(text)
     found = _SCHEME_RE.match(text)
     if found:
         scheme = found.group(1).lower()
