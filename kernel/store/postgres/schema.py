@@ -315,10 +315,11 @@ TABLES = [
         name text NOT NULL UNIQUE
     )""",
     "CREATE INDEX ix_entity_name_trgm ON entity USING gin (name gin_trgm_ops)",
-    # item is a record id (ev_… or dc_…); mentions are never rewritten.
+    # item is a record id (ev_… or dc_…); mentions are never rewritten. In the C collation, so
+    # the primary key answers "the newest items with this prefix" in the ids' byte order, as SQLite.
     """CREATE TABLE entity_mention (
         entity_id bigint NOT NULL REFERENCES entity (id),
-        item text NOT NULL,
+        item text COLLATE "C" NOT NULL,
         PRIMARY KEY (entity_id, item)
     )""",
     "CREATE INDEX ix_entity_mention_item ON entity_mention (item)",
@@ -385,6 +386,10 @@ PIN_SEARCH_PATH = """DO $$
 STATEMENTS = [*EXTENSIONS, *FUNCTIONS, *TABLES, AUDIT_APPEND, PIN_SEARCH_PATH]
 
 
+# The KNN index of each kind's vectors (created by vector_statements).
+VECTOR_INDEXES = {kind: f"ix_{kind}_vector_bits" for kind in VECTOR_KINDS}
+
+
 def vector_statements(dim: int) -> list[str]:
     """SQL that fixes the vector columns at ``dim`` dimensions and indexes them for KNN.
 
@@ -399,7 +404,15 @@ def vector_statements(dim: int) -> list[str]:
         for kind in VECTOR_KINDS
         for statement in (
             f"ALTER TABLE {kind}_vector ALTER COLUMN emb TYPE vector({dim})",
-            f"""CREATE INDEX ix_{kind}_vector_bits ON {kind}_vector
+            f"""CREATE INDEX {VECTOR_INDEXES[kind]} ON {kind}_vector
                 USING hnsw ((binary_quantize(emb)::bit({dim})) bit_hamming_ops)""",
         )
     ]
+
+
+def knn_order(dim: int) -> str:
+    """The ORDER BY expression the KNN index of :func:`vector_statements` answers; ``%s`` is the
+    query vector in pgvector's text form."""
+    return (
+        f"binary_quantize(emb)::bit({int(dim)}) <~> binary_quantize(%s::vector({int(dim)}))::bit({int(dim)})"
+    )
