@@ -4,12 +4,11 @@ The same answers as the SQLite store's :class:`~ctx_kernel.kernel.store.sqlite_i
 wherever :class:`~ctx_kernel.kernel.store.base.Store` defines them, from PostgreSQL's own tools:
 
 - Full text: the generated ``search`` tsvector columns and their GIN indexes, queried with a
-  ``tsquery`` built from the :class:`TextQuery` terms (:mod:`.fts`). Relevance is ``ts_rank_cd``
-  (cover density: how many query terms occur, and how close together), higher is better, on its
-  own scale: like SQLite's negated BM25 it is comparable within one answer only. Unlike BM25 it
-  has no inverse document frequency; recall drops very common terms first
-  (:meth:`PostgresIndex.evidence_common_terms`). Decisions weigh subject, decision and rationale
-  4 : 1 : 0.5 (tsvector weights A, B, C), as SQLite's ``bm25(decision_fts, 4.0, 1.0, 0.5)``.
+  ``tsquery`` built from the :class:`TextQuery` terms and ranked by BM25 as SQLite's ``bm25()``
+  ranks (:mod:`.fts`; weights subject 4 : decision 1 : rationale 0.5, as in SQLite), so both
+  backends put the same rows first; relevance is higher-is-better and, as in SQLite, comparable
+  within one answer only. Term counts for the idf (and for :meth:`evidence_common_terms`) are
+  counted up to a cap and remembered per connection.
 - Snippets: ``ts_headline`` with matches in [brackets].
 - Entities: the store lists names and postings; the matching itself (rapidfuzz) stays in the
   shared recall code (kernel/recall/entities.py) so both backends rank alike. The schema's
@@ -36,8 +35,7 @@ from psycopg import sql
 from ctx_kernel.kernel.errors import StoreError
 from ctx_kernel.kernel.records import Decision, Evidence
 from ctx_kernel.kernel.store.base import ConflictRow
-from ctx_kernel.kernel.store.postgres import schema
-from ctx_kernel.kernel.store.postgres.fts import CONFIG, tsquery
+from ctx_kernel.kernel.store.postgres import fts, schema
 from ctx_kernel.kernel.store.query import TextQuery
 from ctx_kernel.kernel.store.rows import EVIDENCE
 from ctx_kernel.kernel.vault.sealing import Vault
@@ -46,11 +44,16 @@ KINDS = schema.VECTOR_KINDS
 CHUNK_SLOTS = 16  # chunk_id = owner rowid * CHUNK_SLOTS + chunk number, as in SQLite
 # Evidence terms whose frequency is remembered (a few bytes each).
 TERM_CACHE = 100_000
-# ts_rank_cd weights {D, C, B, A}: subject (A) : decision (B) : rationale (C) = 4 : 1 : 0.5.
-_DECISION_WEIGHTS = "'{0.1, 0.125, 0.25, 1.0}'::float4[]"
-# Normalisation 1: divide by 1 + log(length), so a long text does not win by length alone (BM25's
-# length normalisation plays this part in SQLite).
-_NORMALISATION = 1
+# Column weights (D, C, B, A) as SQLite's bm25() takes them: a decision's subject (A) : decision
+# (B) : rationale (C) = 4 : 1 : 0.5; evidence has one column.
+_WEIGHTS = {"decision": (0.0, 0.5, 1.0, 4.0), "evidence": (1.0, 1.0, 1.0, 1.0)}
+# Term frequencies (for idf and common terms) are counted up to this many rows: past it a term's
+# idf hardly changes, and counting costs a scan of its postings.
+FREQUENCY_CAP = 10_000
+# A count or an average length is made again once the rows have grown by a tenth (and 100 rows).
+_STALE, _SLACK = 1.1, 100
+# The average length is sampled from this many newest rows.
+_SAMPLE = 2_000
 _HEADLINE = 'StartSel=[, StopSel=], MaxWords={words}, MinWords={least}, FragmentDelimiter=" … "'
 _EVIDENCE_COLUMNS = EVIDENCE.select("e")
 
@@ -82,9 +85,10 @@ class PostgresIndex:
     """
 
     _conn: Any
-    # (term, threshold) -> (postings counted up to the threshold, evidence rowid watermark then)
-    _term_counts: dict[tuple[str, int], tuple[int, int]]
+    # (kind, term) -> (rows holding it, counted up to a cap; the kind's rowid watermark then)
+    _term_counts: dict[tuple[str, str], tuple[int, int]]
     _vector_dim: int | None
+    _average_lengths: dict[str, tuple[float, int]]  # kind -> (average lexemes per row, watermark then)
 
     def _q(self, sql: str, params: tuple[Any, ...] | list[Any] = ()) -> list[tuple[Any, ...]]:
         raise NotImplementedError
@@ -104,7 +108,7 @@ class PostgresIndex:
     def decisions_by_ids(self, ids: Sequence[str]) -> dict[str, Decision]:
         raise NotImplementedError
 
-    def _term_cache(self) -> dict[tuple[str, int], tuple[int, int]]:
+    def _term_cache(self) -> dict[tuple[str, str], tuple[int, int]]:
         cache = getattr(self, "_term_counts", None)
         if cache is None:
             cache = self._term_counts = {}
@@ -265,102 +269,139 @@ class PostgresIndex:
 
     # -- keyword --------------------------------------------------------------------------
 
+    def _ranked(
+        self, kind: str, query: TextQuery, limit: int, where: str = "", params: Sequence[Any] = ()
+    ) -> list[tuple[int, str, float]]:
+        """``(rowid, id, BM25 relevance)`` of the rows of ``kind`` matching ``query`` (and ``where``,
+        on alias ``t``), best first."""
+        rows, average = self._text_statistics(kind)
+        frequencies = self._frequencies(kind, query.terms, rows)
+        idfs = [fts.idf(rows, frequencies[term]) for term in query.terms]
+        source, score, bound = fts.ranked(query, "t", _WEIGHTS[kind], idfs, average)
+        return [
+            (int(r[0]), r[1], float(r[2]))
+            for r in self._q(
+                f"""SELECT t.rowid, t.id, {score} AS score FROM {_kind(kind)} t CROSS JOIN {source}
+                    WHERE t.search @@ q.q {where} ORDER BY score DESC, t.rowid LIMIT %s""",
+                [*bound, *params, limit],
+            )
+        ]
+
+    def _text_statistics(self, kind: str) -> tuple[int, float]:
+        """The rows of ``kind`` (its rowid watermark) and their average length in lexemes, which is
+        sampled from the newest rows and sampled again when the rows have grown by a tenth."""
+        rows = self._rowid_watermark(kind)
+        averages = getattr(self, "_average_lengths", None)
+        if averages is None:
+            averages = self._average_lengths = {}
+        known = averages.get(kind)
+        if known is None or rows > known[1] * _STALE + _SLACK:
+            found = self._one(
+                f"SELECT avg(length(search)) FROM (SELECT search FROM {_kind(kind)} "
+                "ORDER BY rowid DESC LIMIT %s) AS newest",
+                (_SAMPLE,),
+            )
+            known = averages[kind] = (float(found[0] or 1.0) if found else 1.0, rows)
+        return rows, known[0]
+
+    def _frequencies(
+        self, kind: str, terms: Sequence[str], rows: int, threshold: int | None = None
+    ) -> dict[str, int]:
+        """How many rows of ``kind`` hold each term, counted up to ``FREQUENCY_CAP`` (or ``threshold``).
+
+        Each count is kept with the rowid watermark ``rows`` it was made at. Rows are only ever
+        added, so with ``threshold`` a count is made again only when it could have crossed the
+        threshold since; without, when the rows have grown by a tenth (an idf barely moves).
+        """
+        cache = self._term_cache()
+        cap = max(FREQUENCY_CAP, threshold or 0)
+        out: dict[str, int] = {}
+        for term in dict.fromkeys(terms):
+            known = cache.get((kind, term))
+            if known is not None and threshold is not None:
+                count, at = known
+                fresh = (count >= threshold or count + rows - at < threshold) and (
+                    count < FREQUENCY_CAP or threshold <= FREQUENCY_CAP
+                )
+            else:
+                fresh = known is not None and rows <= known[1] * _STALE + _SLACK
+            if known is not None and fresh:
+                out[term] = known[0]
+                continue
+            source, bound = fts.tsquery(TextQuery((term,)))
+            found = self._one(
+                f"""SELECT count(*) FROM (SELECT 1 FROM {_kind(kind)} t, {source}
+                    WHERE t.search @@ q.q LIMIT %s) AS hits""",
+                [*bound, cap],
+            )
+            out[term] = int(found[0]) if found else 0
+            if len(cache) > TERM_CACHE:
+                cache.clear()
+            cache[(kind, term)] = (out[term], rows)
+        return out
+
     def fts_decision_ids(
         self, query: TextQuery, limit: int, current_only: bool = False
     ) -> list[tuple[str, float]]:
         """Ids of decisions (any window, or only current ones) matching ``query``, best first,
-        with their relevance (``ts_rank_cd``, subject 4 : decision 1 : rationale 0.5)."""
-        expression, terms = tsquery(query)
-        window = "AND d.valid_until IS NULL" if current_only else ""
-        rows = self._q(
-            f"""SELECT d.id, ts_rank_cd({_DECISION_WEIGHTS}, d.search, q.q, {_NORMALISATION}) AS score
-                FROM decision d, {expression}
-                WHERE d.search @@ q.q {window} ORDER BY score DESC, d.rowid LIMIT %s""",
-            [*terms, limit],
-        )
-        return [(r[0], float(r[1])) for r in rows]
+        with their relevance (BM25, subject 4 : decision 1 : rationale 0.5, as SQLite)."""
+        window = "AND t.valid_until IS NULL" if current_only else ""
+        return [(item, score) for _, item, score in self._ranked("decision", query, limit, window)]
 
     def search_decisions(
         self, query: TextQuery, limit: int, as_of: str | None = None
     ) -> list[tuple[Decision, float]]:
         """Decisions matching ``query``, best first with their relevance, current ones unless ``as_of``."""
-        expression, terms = tsquery(query)
         if as_of is None:
-            window, params = "d.valid_until IS NULL", []
+            window, params = "AND t.valid_until IS NULL", []
         else:
-            window = "d.valid_from <= %s AND (d.valid_until IS NULL OR d.valid_until > %s)"
+            window = "AND t.valid_from <= %s AND (t.valid_until IS NULL OR t.valid_until > %s)"
             params = [as_of, as_of]
-        rows = self._q(
-            f"""SELECT d.id, ts_rank_cd({_DECISION_WEIGHTS}, d.search, q.q, {_NORMALISATION}) AS score
-                FROM decision d, {expression}
-                WHERE d.search @@ q.q AND {window} ORDER BY score DESC, d.rowid LIMIT %s""",
-            [*terms, *params, limit],
-        )
-        found = self.decisions_by_ids([r[0] for r in rows])
-        return [(found[r[0]], float(r[1])) for r in rows if r[0] in found]
+        rows = self._ranked("decision", query, limit, window, params)
+        found = self.decisions_by_ids([item for _, item, _ in rows])
+        return [(found[item], score) for _, item, score in rows if item in found]
 
     def fts_evidence_ids(self, query: TextQuery, limit: int) -> list[tuple[str, float]]:
-        """Ids of evidence matching ``query``, best first, with their relevance (``ts_rank_cd``)."""
-        expression, terms = tsquery(query)
-        rows = self._q(
-            f"""SELECT e.id, ts_rank_cd(e.search, q.q, {_NORMALISATION}) AS score
-                FROM evidence e, {expression}
-                WHERE e.search @@ q.q ORDER BY score DESC, e.rowid LIMIT %s""",
-            [*terms, limit],
-        )
-        return [(r[0], float(r[1])) for r in rows]
+        """Ids of evidence matching ``query``, best first, with their relevance (BM25)."""
+        return [(item, score) for _, item, score in self._ranked("evidence", query, limit)]
 
     def search_evidence(self, query: TextQuery, limit: int) -> list[tuple[Evidence, float, str]]:
         """Evidence matching ``query`` with a snippet (matches in [brackets]), best first, with relevance."""
-        expression, terms = tsquery(query)
-        # The headline is cut only for the rows kept: ts_headline re-parses the whole text.
+        ranked = self._ranked("evidence", query, limit)
+        if not ranked:
+            return []
+        source, terms = fts.tsquery(query)
+        # The headline is cut only for the rows kept: ts_headline parses the whole text again.
         rows = self._q(
-            f"""SELECT {_EVIDENCE_COLUMNS}, top.score,
-                       ts_headline('{CONFIG}', e.text, top.q, '{_headline(16)}')
-                FROM (SELECT e.rowid, q.q, ts_rank_cd(e.search, q.q, {_NORMALISATION}) AS score
-                      FROM evidence e, {expression}
-                      WHERE e.search @@ q.q ORDER BY score DESC, e.rowid LIMIT %s) AS top
-                JOIN evidence e ON e.rowid = top.rowid ORDER BY top.score DESC, e.rowid""",
-            [*terms, limit],
+            f"""SELECT {_EVIDENCE_COLUMNS}, ts_headline('{fts.CONFIG}', e.text, q.q, '{_headline(16)}')
+                FROM evidence e, {source} WHERE e.rowid = ANY(%s)""",
+            [*terms, [rowid for rowid, _, _ in ranked]],
         )
-        return [(self._evidence(r[:-2]), float(r[-2]), r[-1]) for r in rows]
+        found = {r[0]: r for r in rows}
+        return [
+            (self._evidence(found[item][:-1]), score, found[item][-1])
+            for _, item, score in ranked
+            if item in found
+        ]
 
     def evidence_common_terms(self, terms: Sequence[str], threshold: int) -> set[str]:
         """Those of ``terms`` that at least ``threshold`` evidence texts contain (counting stops there).
 
-        Each answer is kept with the evidence rowid watermark it was counted at: rows are only
-        ever added, so a term stays common, and one counted below the threshold stays below it
+        Counts are kept with the evidence rowid watermark they were made at: rows are only ever
+        added, so a common term stays common, and one counted below the threshold stays below it
         until the watermark has grown by the difference.
         """
-        watermark = self._rowid_watermark("evidence")
-        cache = self._term_cache()
-        common: set[str] = set()
-        for term in terms:
-            known = cache.get((term, threshold))
-            if known is not None and (known[0] >= threshold or known[0] + watermark - known[1] < threshold):
-                count = known[0]
-            else:
-                expression, bound = tsquery(TextQuery((term,)))
-                row = self._one(
-                    f"""SELECT count(*) FROM (SELECT 1 FROM evidence e, {expression}
-                        WHERE e.search @@ q.q LIMIT %s) AS hits""",
-                    [*bound, threshold],
-                )
-                count = int(row[0]) if row else 0
-                if len(cache) > TERM_CACHE:
-                    cache.clear()
-                cache[(term, threshold)] = (count, watermark)
-            if count >= threshold:
-                common.add(term)
-        return common
+        rows = self._rowid_watermark("evidence")
+        counts = self._frequencies("evidence", terms, rows, threshold)
+        return {term for term in terms if counts[term] >= threshold}
 
     def evidence_snippets(self, query: TextQuery, ids: Sequence[str]) -> dict[str, str]:
         """Snippets (matches in [brackets]) of the evidence ``ids`` that match ``query``."""
         if not ids:
             return {}
-        expression, terms = tsquery(query)
+        expression, terms = fts.tsquery(query)
         rows = self._q(
-            f"""SELECT e.id, ts_headline('{CONFIG}', e.text, q.q, '{_headline(24)}')
+            f"""SELECT e.id, ts_headline('{fts.CONFIG}', e.text, q.q, '{_headline(24)}')
                 FROM evidence e, {expression}
                 WHERE e.id = ANY(%s) AND e.search @@ q.q""",
             [*terms, list(ids)],
