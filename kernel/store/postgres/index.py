@@ -86,7 +86,7 @@ class PostgresIndex:
 
     _conn: Any
     # (kind, term) -> (rows holding it, counted up to a cap; the kind's rowid watermark then)
-    _term_counts: dict[tuple[str, str], tuple[int, int]]
+    _text_counts: dict[tuple[str, str], tuple[int, int]]
     _vector_dim: int | None
     _average_lengths: dict[str, tuple[float, int]]  # kind -> (average lexemes per row, watermark then)
 
@@ -109,9 +109,9 @@ class PostgresIndex:
         raise NotImplementedError
 
     def _term_cache(self) -> dict[tuple[str, str], tuple[int, int]]:
-        cache = getattr(self, "_term_counts", None)
+        cache = getattr(self, "_text_counts", None)
         if cache is None:
-            cache = self._term_counts = {}
+            cache = self._text_counts = {}
         return cache
 
     # -- entities -------------------------------------------------------------------------
@@ -122,11 +122,11 @@ class PostgresIndex:
         if not wanted:
             return
         # Sorted, so two writers adding the same new names lock their index entries in one order.
-        self._conn.execute(
+        self._q(
             "INSERT INTO entity (name) SELECT unnest(%s::text[]) ORDER BY 1 ON CONFLICT (name) DO NOTHING",
             (sorted(wanted),),
         )
-        self._conn.execute(
+        self._q(
             "INSERT INTO entity_mention (entity_id, item) SELECT id, %s FROM entity WHERE name = ANY(%s) "
             "ON CONFLICT DO NOTHING",
             (item, wanted),
@@ -199,7 +199,7 @@ class PostgresIndex:
         self, decision_id: str, other_id: str, term: str, clause: str, other_clause: str
     ) -> None:
         """Record that two decisions take opposite stances on ``term`` (both directions)."""
-        self._conn.execute(
+        self._q(
             """INSERT INTO decision_conflict (decision_id, other_id, term, clause, other_clause)
                VALUES (%s, %s, %s, %s, %s), (%s, %s, %s, %s, %s)
                ON CONFLICT (decision_id, other_id) DO UPDATE SET term = excluded.term,
@@ -265,7 +265,7 @@ class PostgresIndex:
 
     def clear_conflicts(self) -> None:
         """Forget every recorded conflict (before detecting them again)."""
-        self._conn.execute("DELETE FROM decision_conflict")
+        self._q("DELETE FROM decision_conflict")
 
     # -- keyword --------------------------------------------------------------------------
 
@@ -415,10 +415,10 @@ class PostgresIndex:
         The full-text columns are generated from the rows by PostgreSQL itself, so they never
         drift from the text and have nothing to rebuild.
         """
-        self._conn.execute("DELETE FROM entity_mention WHERE item LIKE 'dc\\_%'")
+        self._q("DELETE FROM entity_mention WHERE item LIKE 'dc\\_%'")
         if evidence:
             self._term_cache().clear()
-            self._conn.execute("DELETE FROM entity_mention WHERE item LIKE 'ev\\_%'")
+            self._q("DELETE FROM entity_mention WHERE item LIKE 'ev\\_%'")
 
     # -- records by id --------------------------------------------------------------------
 
@@ -537,21 +537,17 @@ class PostgresIndex:
                 "`ctx reindex` once"
             )
         for statement in schema.vector_statements(dim):
-            self._conn.execute(statement)
+            self._q(statement)
         self._vector_dim = dim
 
     def drop_vectors(self) -> None:
         """Forget every vector and the columns' dimension (the model changed)."""
         for kind in KINDS:
-            self._conn.execute(
-                sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier(schema.VECTOR_INDEXES[kind]))
-            )
-            self._conn.execute(sql.SQL("DELETE FROM {}").format(sql.Identifier(f"{kind}_vector")))
-            self._conn.execute(
-                sql.SQL("ALTER TABLE {} ALTER COLUMN emb TYPE vector").format(
-                    sql.Identifier(f"{kind}_vector")
-                )
-            )
+            table = sql.Identifier(f"{kind}_vector")
+            index = sql.Identifier(schema.VECTOR_INDEXES[kind])
+            self._q(sql.SQL("DROP INDEX IF EXISTS {}").format(index).as_string())
+            self._q(sql.SQL("DELETE FROM {}").format(table).as_string())
+            self._q(sql.SQL("ALTER TABLE {} ALTER COLUMN emb TYPE vector").format(table).as_string())
         self._vector_dim = None
 
     def pending_vectors(self, kind: str, limit: int) -> list[tuple[str, str]]:
