@@ -46,6 +46,8 @@ class Cluster:
     admin_uri: str
     template: str
     logins: dict[str, tuple[str, str]]  # group role -> (login, password)
+    # True when the server checks the logins' passwords (the bundled one; CTX_TEST_PG's may trust).
+    checks_passwords: bool = False
 
     def uri(self, dbname: str, group: str | None = None) -> str:
         """A URI of database ``dbname``, as the administrator or as the login of ``group``."""
@@ -93,10 +95,20 @@ class Database:
         return psycopg.connect(self.uri(group), **kwargs)
 
 
+# The bundled server is made with trust authentication; the tests' own logins get passwords
+# checked (so a wrong or missing one fails as on a real server), the administrator stays trusted.
+_HBA = """\
+local all postgres trust
+host all postgres 127.0.0.1/32 trust
+local all all scram-sha-256
+host all all 127.0.0.1/32 scram-sha-256
+"""
+
+
 @contextmanager
-def _server_uri() -> Iterator[str]:
+def _server_uri() -> Iterator[tuple[str, Path | None]]:
     if uri := os.environ.get("CTX_TEST_PG"):
-        yield uri
+        yield uri, None
         return
     # pgserver finds its lock file's folder at import and warns when XDG_RUNTIME_DIR is unset.
     with warnings.catch_warnings():
@@ -107,7 +119,7 @@ def _server_uri() -> Iterator[str]:
     with tempfile.TemporaryDirectory(prefix="ctx-pg-", ignore_cleanup_errors=True) as base:
         server = pgserver.get_server(Path(base) / "data", cleanup_mode="stop")
         try:
-            yield server.get_uri()
+            yield server.get_uri(), Path(base) / "data"
         finally:
             server.cleanup()
 
@@ -122,11 +134,14 @@ def pg_cluster() -> Iterator[Cluster]:
 
     from ctx_kernel.kernel.store.postgres import migrate, roles
 
-    with _server_uri() as admin_uri:
+    with _server_uri() as (admin_uri, data_dir):
         suffix = secrets.token_hex(4)
         template = f"ctx_template_{suffix}"
         logins = {group: (f"{group}_{suffix}", secrets.token_hex(16)) for group in roles.GROUPS}
-        cluster = Cluster(admin_uri, template, logins)
+        cluster = Cluster(admin_uri, template, logins, checks_passwords=data_dir is not None)
+        if data_dir is not None:
+            (data_dir / "pg_hba.conf").write_text(_HBA, encoding="utf-8")
+            cluster.admin("SELECT pg_reload_conf()")
         cluster.admin(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(template)))
         migrate.upgrade(cluster.uri(template))
         grants = {
