@@ -27,12 +27,15 @@ What differs from SQLite (kernel/store/sqlite.py), and why:
   load as ctx's canonical ``...Z`` text and as JSON text, so rows read back exactly as SQLite's.
   Text is compared and sorted with ``COLLATE "C"`` (byte order, as SQLite), whatever the
   database's locale.
-- **A dropped connection** (a server restart) is reopened on the next statement that runs outside
-  a transaction; inside one the error ends the transaction, as any failed write does. This costs
-  nothing per call (the check is the driver's own ``broken`` flag after a failure); a pool
-  (psycopg_pool with ``check_connection``) was the alternative, and costs a round trip per
-  checkout to validate the connection, about 0.1 ms locally and a network round trip otherwise,
-  for a single-threaded store that holds one connection anyway.
+- **A dropped connection** (a server restart, for the long-running ``ctx mcp`` and ``ctx review``)
+  is reopened by the next statement outside a transaction, or by the next BEGIN (nothing of that
+  transaction has run yet, so it is simply begun again); inside a transaction the loss ends it
+  with a StoreError, as any failed write does, and nothing of it is kept. This costs nothing per
+  call: the driver's ``broken`` flag is read only after a statement failed. A psycopg_pool pool
+  (min 1, ``check=ConnectionPool.check_connection``) was the alternative: it validates a
+  connection with an empty statement at every checkout, one round trip per call (31 us over a
+  local Unix socket on the 2-core test machine, a network round trip to a remote server), and
+  would still need this handling for a connection lost inside a transaction.
 - **Schema.** Created and upgraded by Alembic from its own revisions (``postgres/migrations``) by
   ``ctx init --db postgresql://...``; opening never migrates (the role that opens is usually not
   the tables' owner) and an older schema is refused with what the administrator must run.
@@ -42,7 +45,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from typing import Any
 
 import psycopg
@@ -168,10 +171,9 @@ class PostgresStore(PostgresIndex):
         if self._in_tx:
             yield
             return
-        self._revive()
         self._in_tx = True
         try:
-            with self._conn.transaction():
+            with self._begin():
                 self._conn.execute(f"SET LOCAL lock_timeout = '{LOCK_WAIT}'")
                 try:
                     self._conn.execute(WRITER_LOCK)
@@ -202,16 +204,30 @@ class PostgresStore(PostgresIndex):
         if self._in_tx or self._in_snapshot:
             yield
             return
-        self._revive()
         self._in_snapshot = True
         try:
-            with self._conn.transaction():
+            with self._begin():
                 self._conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
                 yield
         except psycopg.OperationalError as exc:
             raise connection.store_error(self.location, exc) from exc
         finally:
             self._in_snapshot = False
+
+    @contextmanager
+    def _begin(self) -> Iterator[None]:
+        """BEGIN ... COMMIT (ROLLBACK on error); a connection found dropped at BEGIN, when nothing
+        of the transaction has run yet, is reopened and BEGIN tried once more."""
+        with ExitStack() as stack:
+            self._revive()
+            try:
+                stack.enter_context(self._conn.transaction())
+            except psycopg.OperationalError:
+                if not self._conn.broken:
+                    raise
+                self._revive()
+                stack.enter_context(self._conn.transaction())
+            yield
 
     def _revive(self) -> None:
         """Reopen a connection the server dropped (a restart), between transactions only."""
