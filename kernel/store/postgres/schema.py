@@ -46,6 +46,8 @@ VECTOR_KINDS = ("decision", "evidence")
 # Columns SQLite does not have: its implicit rowid made explicit, the sealed text's own column,
 # and the generated full-text column that stands in for an FTS5 table.
 POSTGRES_ONLY_COLUMNS = {"evidence": ("rowid", "sealed", "search"), "decision": ("rowid", "search")}
+# Tables SQLite does without: the change counter a live reader polls (SQLite has PRAGMA data_version).
+POSTGRES_ONLY_TABLES = ("ctx_change",)
 
 # The audit chain and the supersession graph each take a transaction-scoped advisory lock keyed
 # by their table's oid before reading the rows they check, so two writers cannot both read the
@@ -378,6 +380,46 @@ AUDIT_APPEND = f"""CREATE FUNCTION ctx_audit_append(at text, actor text, action 
          RETURN appended;
        END $$"""
 
+# What a live reader polls or listens for: every statement that writes a ctx table bumps one
+# counter row and notifies channel ``ctx_changes`` (with the table's name), both taking effect
+# when the writing transaction commits, never before (a sequence would change at nextval, before
+# the rows are visible). SECURITY DEFINER so that roles which may not update the counter still bump
+# it; its search_path is pinned like every ctx function's. Writers already queue on the store's
+# writer lock, so the counter row adds no wait of its own.
+CHANGE_CHANNEL = "ctx_changes"
+CHANGED_TABLES = (
+    "meta",
+    "evidence",
+    "proposal",
+    "proposal_evidence",
+    "decision",
+    "decision_evidence",
+    "supersession",
+    "audit",
+    "entity",
+    "entity_mention",
+    "decision_conflict",
+    *(f"{kind}_vector" for kind in VECTOR_KINDS),
+)
+CHANGE_SIGNAL = [
+    """CREATE TABLE ctx_change (
+        one boolean NOT NULL PRIMARY KEY DEFAULT true CHECK (one),
+        version bigint NOT NULL
+    )""",
+    "INSERT INTO ctx_change (version) VALUES (0)",
+    f"""CREATE FUNCTION ctx_changed() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER AS $$
+       BEGIN
+         UPDATE ctx_change SET version = version + 1;
+         PERFORM pg_notify('{CHANGE_CHANNEL}', TG_TABLE_NAME);
+         RETURN NULL;
+       END $$""",
+    *(
+        f"""CREATE TRIGGER {table}_changed AFTER INSERT OR UPDATE OR DELETE ON {table}
+           FOR EACH STATEMENT EXECUTE FUNCTION ctx_changed()"""
+        for table in CHANGED_TABLES
+    ),
+]
+
 # The functions name tables unqualified, and a session's temporary schema comes first in any
 # search_path that does not list it: a login could shadow ``audit`` with a temporary table of its
 # own and make the chain's end look like anything. Each ctx function therefore resolves names in
@@ -393,7 +435,7 @@ PIN_SEARCH_PATH = """DO $$
    END $$"""
 
 # The whole schema, in order: what a migration to head runs, in one transaction.
-STATEMENTS = [*EXTENSIONS, *FUNCTIONS, *TABLES, AUDIT_APPEND, PIN_SEARCH_PATH]
+STATEMENTS = [*EXTENSIONS, *FUNCTIONS, *TABLES, AUDIT_APPEND, *CHANGE_SIGNAL, PIN_SEARCH_PATH]
 
 
 # The KNN index of each kind's vectors (created by vector_statements).
