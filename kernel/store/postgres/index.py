@@ -415,10 +415,10 @@ class PostgresIndex:
         The full-text columns are generated from the rows by PostgreSQL itself, so they never
         drift from the text and have nothing to rebuild.
         """
-        self._q("DELETE FROM entity_mention WHERE item LIKE 'dc\\_%'")
+        self._q("DELETE FROM entity_mention WHERE starts_with(item, %s)", ("dc_",))
         if evidence:
             self._term_cache().clear()
-            self._q("DELETE FROM entity_mention WHERE item LIKE 'ev\\_%'")
+            self._q("DELETE FROM entity_mention WHERE starts_with(item, %s)", ("ev_",))
 
     # -- records by id --------------------------------------------------------------------
 
