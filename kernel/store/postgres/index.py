@@ -9,7 +9,8 @@ wherever :class:`~ctx_kernel.kernel.store.base.Store` defines them, from Postgre
   backends put the same rows first; relevance is higher-is-better and, as in SQLite, comparable
   within one answer only. Term counts for the idf (and for :meth:`evidence_common_terms`) are
   counted up to a cap and remembered per connection.
-- Snippets: ``ts_headline`` with matches in [brackets].
+- Snippets: ``ts_headline`` with matches in [brackets] (cut from the text's words when the
+  text as written hides them inside a path or a dotted name).
 - Entities: the store lists names and postings; the matching itself (rapidfuzz) stays in the
   shared recall code (kernel/recall/entities.py) so both backends rank alike. The schema's
   trigram index is not used here: the recall code matches against its in-memory name list, which
@@ -54,12 +55,30 @@ FREQUENCY_CAP = 10_000
 _STALE, _SLACK = 1.1, 100
 # The average length is sampled from this many newest rows.
 _SAMPLE = 2_000
-_HEADLINE = 'StartSel=[, StopSel=], MaxWords={words}, MinWords={least}, FragmentDelimiter=" … "'
+# ts_headline marks matches with two private-use characters, made brackets once it is known
+# whether any match was marked (a text may hold brackets of its own).
+_OPEN, _CLOSE = "\ue000", "\ue001"
+_HEADLINE = (
+    f'StartSel={_OPEN}, StopSel={_CLOSE}, MaxWords={{words}}, MinWords={{least}}, FragmentDelimiter=" … "'
+)
 _EVIDENCE_COLUMNS = EVIDENCE.select("e")
 
 
-def _headline(words: int) -> str:
-    return _HEADLINE.format(words=words, least=max(words // 2, 1))
+def _snippet(words: int) -> tuple[str, str]:
+    """The snippet of ``e.text`` for ``q.q`` (matches in [brackets]), and the LATERAL item it needs.
+
+    PostgreSQL's parser keeps ``src/auth/policy.py`` or ``orders.status`` whole, where the index
+    holds their words (schema.words); when the text as written shows no match, the snippet is cut
+    from its words instead, so the words that matched are bracketed either way.
+    """
+    options = _HEADLINE.format(words=words, least=max(words // 2, 1))
+    cut = f"ts_headline('{fts.CONFIG}', e.text, q.q, '{options}')"
+    split = f"ts_headline('{fts.CONFIG}', {schema.words('e.text')}, q.q, '{options}')"
+    marked = f"CASE WHEN strpos(h.cut, '{_OPEN}') > 0 THEN h.cut ELSE {split} END"
+    return (
+        f"replace(replace({marked}, '{_OPEN}', '['), '{_CLOSE}', ']')",
+        f"CROSS JOIN LATERAL (SELECT {cut} AS cut) AS h",
+    )
 
 
 def _kind(kind: str) -> str:
@@ -88,7 +107,7 @@ class PostgresIndex:
     # (kind, term) -> (rows holding it, counted up to a cap; the kind's rowid watermark then)
     _text_counts: dict[tuple[str, str], tuple[int, int]]
     _vector_dim: int | None
-    _average_lengths: dict[str, tuple[float, int]]  # kind -> (average lexemes per row, watermark then)
+    _average_lengths: dict[str, tuple[float, int]]  # kind -> (average words per row, watermark then)
 
     def _q(self, sql: str, params: tuple[Any, ...] | list[Any] = ()) -> list[tuple[Any, ...]]:
         raise NotImplementedError
@@ -288,7 +307,7 @@ class PostgresIndex:
         ]
 
     def _text_statistics(self, kind: str) -> tuple[int, float]:
-        """The rows of ``kind`` (its rowid watermark) and their average length in lexemes, which is
+        """The rows of ``kind`` (its rowid watermark) and their average length in words, which is
         sampled from the newest rows and sampled again when the rows have grown by a tenth."""
         rows = self._rowid_watermark(kind)
         averages = getattr(self, "_average_lengths", None)
@@ -297,7 +316,7 @@ class PostgresIndex:
         known = averages.get(kind)
         if known is None or rows > known[1] * _STALE + _SLACK:
             found = self._one(
-                f"SELECT avg(length(search)) FROM (SELECT search FROM {_kind(kind)} "
+                f"SELECT avg({fts.tokens('search')}) FROM (SELECT search FROM {_kind(kind)} "
                 "ORDER BY rowid DESC LIMIT %s) AS newest",
                 (_SAMPLE,),
             )
@@ -371,10 +390,11 @@ class PostgresIndex:
         if not ranked:
             return []
         source, terms = fts.tsquery(query)
+        snippet, lateral = _snippet(16)
         # The headline is cut only for the rows kept: ts_headline parses the whole text again.
         rows = self._q(
-            f"""SELECT {_EVIDENCE_COLUMNS}, ts_headline('{fts.CONFIG}', e.text, q.q, '{_headline(16)}')
-                FROM evidence e, {source} WHERE e.rowid = ANY(%s)""",
+            f"""SELECT {_EVIDENCE_COLUMNS}, {snippet}
+                FROM evidence e CROSS JOIN {source} {lateral} WHERE e.rowid = ANY(%s)""",
             [*terms, [rowid for rowid, _, _ in ranked]],
         )
         found = {r[0]: r for r in rows}
@@ -399,10 +419,10 @@ class PostgresIndex:
         """Snippets (matches in [brackets]) of the evidence ``ids`` that match ``query``."""
         if not ids:
             return {}
-        expression, terms = fts.tsquery(query)
+        source, terms = fts.tsquery(query)
+        snippet, lateral = _snippet(24)
         rows = self._q(
-            f"""SELECT e.id, ts_headline('{fts.CONFIG}', e.text, q.q, '{_headline(24)}')
-                FROM evidence e, {expression}
+            f"""SELECT e.id, {snippet} FROM evidence e CROSS JOIN {source} {lateral}
                 WHERE e.id = ANY(%s) AND e.search @@ q.q""",
             [*terms, list(ids)],
         )

@@ -14,7 +14,8 @@ they let the database hold an invariant or a type SQLite cannot:
 - Sealed evidence: SQLite swaps a row's text for a BLOB in place; a column has one type here, so
   the ciphertext goes to ``sealed`` and ``text`` becomes NULL (exactly one of them is set).
 - Full-text search is a generated ``tsvector`` column with a GIN index on evidence and decisions
-  (PostgreSQL's English stemmer, like FTS5's porter, over the text split at every character that
+  (PostgreSQL's English stemmer without stop words, like FTS5's porter tokenizer, which indexes
+  every word; over the text split at every character that
   is not a letter or digit, as FTS5's unicode61 tokenizer splits it: PostgreSQL's own parser keeps
   ``src/auth/policy.py`` or ``CacheClient.set`` whole, so the word ``auth`` would not find them),
   entity names have a trigram index, and the
@@ -69,6 +70,17 @@ EXTENSIONS = [
     "CREATE EXTENSION IF NOT EXISTS vector",
     "CREATE EXTENSION IF NOT EXISTS pg_trgm",
     "CREATE EXTENSION IF NOT EXISTS btree_gist",
+]
+
+# The full-text configuration: PostgreSQL's english (Snowball stemmer) with no stop-word list, so
+# that every word is indexed and searchable, as in FTS5 with the porter tokenizer.
+TEXT_SEARCH_CONFIG = "ctx_english"
+TEXT_SEARCH = f"'{TEXT_SEARCH_CONFIG}'::regconfig"
+TEXT_SEARCH_STATEMENTS = [
+    "CREATE TEXT SEARCH DICTIONARY ctx_english_stem (TEMPLATE = snowball, LANGUAGE = english)",
+    f"CREATE TEXT SEARCH CONFIGURATION {TEXT_SEARCH_CONFIG} (COPY = english)",
+    f"""ALTER TEXT SEARCH CONFIGURATION {TEXT_SEARCH_CONFIG}
+        ALTER MAPPING REPLACE english_stem WITH ctx_english_stem""",
 ]
 
 FUNCTIONS = [
@@ -203,7 +215,8 @@ TABLES = [
         source text,
         speaker text,
         occurred_at timestamptz,
-        search tsvector GENERATED ALWAYS AS (to_tsvector('english', {words("coalesce(text, '')")})) STORED,
+        search tsvector GENERATED ALWAYS AS (
+            to_tsvector({TEXT_SEARCH}, {words("coalesce(text, '')")})) STORED,
         CONSTRAINT evidence_text_or_sealed CHECK ((text IS NULL) <> (sealed IS NULL)),
         CONSTRAINT evidence_sealed_magic CHECK (substring(sealed FROM 1 FOR 5) = '\\x4354584501'::bytea)
     )""",
@@ -267,9 +280,9 @@ TABLES = [
         title text,
         deciders jsonb NOT NULL DEFAULT '[]' CHECK (jsonb_typeof(deciders) = 'array'),
         search tsvector GENERATED ALWAYS AS (
-            setweight(to_tsvector('english', {words("subject")}), 'A')
-            || setweight(to_tsvector('english', {words("decision")}), 'B')
-            || setweight(to_tsvector('english', {words("coalesce(rationale, '')")}), 'C')) STORED,
+            setweight(to_tsvector({TEXT_SEARCH}, {words("subject")}), 'A')
+            || setweight(to_tsvector({TEXT_SEARCH}, {words("decision")}), 'B')
+            || setweight(to_tsvector({TEXT_SEARCH}, {words("coalesce(rationale, '')")}), 'C')) STORED,
         CONSTRAINT decision_window_order CHECK (valid_until IS NULL OR valid_until >= valid_from),
         CONSTRAINT decision_closed_by CHECK ((valid_until IS NULL) = (closed_by IS NULL))
     )""",
@@ -435,7 +448,15 @@ PIN_SEARCH_PATH = """DO $$
    END $$"""
 
 # The whole schema, in order: what a migration to head runs, in one transaction.
-STATEMENTS = [*EXTENSIONS, *FUNCTIONS, *TABLES, AUDIT_APPEND, *CHANGE_SIGNAL, PIN_SEARCH_PATH]
+STATEMENTS = [
+    *EXTENSIONS,
+    *TEXT_SEARCH_STATEMENTS,
+    *FUNCTIONS,
+    *TABLES,
+    AUDIT_APPEND,
+    *CHANGE_SIGNAL,
+    PIN_SEARCH_PATH,
+]
 
 
 # The KNN index of each kind's vectors (created by vector_statements).

@@ -1,0 +1,98 @@
+"""`ctx search` and `ctx recall` on a PostgreSQL store answer as on a SQLite one, through the CLI.
+
+The same small corpus goes into a store of each backend with the same commands; ids differ, so
+hits are compared by their text. Scores are the backends' own (BM25 in both, but over different
+tokenisers), so only the order is compared.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+DECISIONS = [
+    ("cache.sessions", "Keep user sessions in Redis with a 30 minute TTL", "Sessions must survive deploys"),
+    ("db.engine", "Use PostgreSQL for the orders database", "The team already operates it"),
+    ("db.migrations", "Write schema migrations with Alembic, one revision per change", None),
+    ("api.errors", "Return RFC 7807 problem details for every API error", "Clients parse one shape"),
+    ("jobs.queue", "Run background jobs on Celery workers with Redis as the broker", None),
+    ("auth.tokens", "Sign API tokens with Ed25519 and expire them after one hour", "Short-lived tokens"),
+]
+# A decision that replaces the first one on its subject, so windows and supersession are exercised.
+SUPERSEDING = ("db.engine", "Use PostgreSQL 18 with pgvector for the orders database", "Vectors in one place")
+EVIDENCE = [
+    "incident 42: the Redis session store evicted keys under memory pressure, users were logged out",
+    "benchmark: PostgreSQL 18 answered the orders report in 40 ms, MySQL in 95 ms",
+    "review: please move the retry logic out of `src/jobs/celery_app.py` before merging",
+    "note: Alembic autogenerate missed the partial index on orders.status",
+    "meeting: API clients want problem details (RFC 7807) instead of ad-hoc error JSON",
+    "CI log: test_tokens.py failed, Ed25519 signature did not verify after rotation",
+    "user: how long are API tokens valid? agent: one hour, see auth.tokens",
+]
+QUERIES = [
+    "redis sessions",
+    "orders database",
+    "how are API tokens signed",
+    "celery retry",
+    "alembic migrations index",
+    "error format for the API",
+    "src/jobs/celery_app.py",
+]
+
+
+def _load(ctx) -> dict[str, str]:  # type: ignore[no-untyped-def]
+    """Log, propose, ratify and embed the corpus; evidence texts by id."""
+    ctx("init")
+    texts = {ctx("log", text).strip(): text for text in EVIDENCE}
+    for subject, text, rationale in DECISIONS:
+        extra = ["--rationale", rationale] if rationale else []
+        made = json.loads(ctx("propose", "--subject", subject, "--decision", text, *extra, "--json"))
+        ctx("ratify", made["id"], "--reviewer", "alice", "--yes")
+    subject, text, rationale = SUPERSEDING
+    made = json.loads(
+        ctx("propose", "--subject", subject, "--decision", text, "--rationale", rationale, "--json")
+    )
+    ctx("ratify", made["id"], "--reviewer", "alice", "--yes")
+    ctx("reindex")
+    return texts
+
+
+def _answers(ctx, texts: dict[str, str]) -> dict[str, object]:  # type: ignore[no-untyped-def]
+    """What each query finds, by text, in search and in every recall mode."""
+    found: dict[str, object] = {}
+    for query in QUERIES:
+        search = json.loads(ctx("search", query, "--json"))
+        found[f"search {query}"] = (
+            [d["decision"] for d in search["decisions"]],
+            [e["text"] for e in search["evidence"]],
+            all("[" in e["snippet"] for e in search["evidence"]),
+        )
+        for mode in ("keyword", "entity", "vector", "hybrid"):
+            recalled = json.loads(ctx("recall", query, "--mode", mode, "--k", "3", "--json"))
+            found[f"recall {mode} {query}"] = (
+                [d["decision"] for d in recalled["decisions"]],
+                [texts[e["id"]] for e in recalled["evidence"]],
+            )
+    return found
+
+
+@pytest.mark.usefixtures("real_model")
+def test_search_and_recall_find_the_same_hits_in_the_same_order_on_both_backends(
+    pg_empty, cli, tmp_path: Path
+) -> None:
+    answers = {}
+    for backend, location in (("sqlite", str(tmp_path / "ctx.db")), ("postgres", pg_empty.url())):
+
+        def ctx(*args: str, location: str = location) -> str:
+            result = cli("--db", location, *args, db=False)
+            assert result.code == 0, result.err
+            return result.out
+
+        answers[backend] = _answers(ctx, _load(ctx))
+    differing = {k: (v, answers["postgres"][k]) for k, v in answers["sqlite"].items() if answers["postgres"][k] != v}
+    assert not differing
+    # The corpus is not trivially empty: the first query finds the session decision both ways.
+    decisions, evidence, bracketed = answers["sqlite"]["search redis sessions"]  # type: ignore[misc]
+    assert decisions[0].startswith("Keep user sessions in Redis") and evidence and bracketed
