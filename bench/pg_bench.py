@@ -63,6 +63,8 @@ COPIED = (
     "entity_mention",
     "decision_conflict",
 )
+# Copied in rowid order, so each PostgreSQL identity rowid follows the same order.
+ORDERED = {"evidence", "proposal", "decision", "entity"}
 META_KEYS = ("vector_model", "vector_dim")
 
 
@@ -157,7 +159,8 @@ def copy_store(source: Path, url: str) -> None:
             )
             flags = [c == "amended" for c in columns]
             with conn.cursor().copy(copy) as writing:
-                for row in lite.execute(f"SELECT {', '.join(columns)} FROM {table} ORDER BY rowid"):
+                order = " ORDER BY rowid" if table in ORDERED else ""
+                for row in lite.execute(f"SELECT {', '.join(columns)} FROM {table}{order}"):
                     writing.write_row([bool(v) if flag else v for flag, v in zip(flags, row, strict=True)])
         # The identity goes on after the copied ids.
         conn.execute("SELECT setval(pg_get_serial_sequence('entity', 'id'), max(id)) FROM entity")
@@ -229,9 +232,9 @@ def _exact_top(conn: psycopg.Connection[Any], kind: str, vector: str, dim: int) 
     """The 10 items whose best chunk is nearest ``vector``, by a full scan (no index)."""
     rows = conn.execute(
         sql.SQL(
-            "SELECT t.id FROM (SELECT owner_rowid FROM {} ORDER BY emb <=> %s::vector({}) LIMIT 200) v "
-            "JOIN {} t ON t.rowid = v.owner_rowid"
-        ).format(sql.Identifier(f"{kind}_vector"), sql.Literal(dim), sql.Identifier(kind)),
+            "SELECT t.id FROM (SELECT owner_rowid, emb <=> %s::vector({}) AS distance FROM {} "
+            "ORDER BY distance LIMIT 200) v JOIN {} t ON t.rowid = v.owner_rowid ORDER BY v.distance"
+        ).format(sql.Literal(dim), sql.Identifier(f"{kind}_vector"), sql.Identifier(kind)),
         (vector,),
     ).fetchall()
     return list(dict.fromkeys(r[0] for r in rows))[:10]

@@ -11,7 +11,7 @@ Ranking is Okapi BM25 (k1 = 1.2, b = 0.75), as SQLite's ``bm25()``, so both back
 matches alike: PostgreSQL's own ``ts_rank_cd`` has no inverse document frequency, and on the
 labelled recall set it fell 0.1 short of SQLite in keyword MRR. Per term, the term frequency is
 ``ts_rank_cd`` of that term alone with the column weights (it is the weighted count of the term's
-occurrences, or of the phrase's), the document length is its number of words (:func:`tokens`),
+occurrences, or of the phrase's), the document length is its number of distinct words (:func:`length`),
 and the inverse document frequency comes from counts the caller makes (:func:`idf`).
 """
 
@@ -44,10 +44,13 @@ def idf(rows: int, frequency: int) -> float:
     return weight if weight > 0.0 else 1e-6
 
 
-def tokens(column: str) -> str:
-    """SQL for the number of words a tsvector was made from, stop words included (its last
-    position: stop words take positions too), the document length FTS5's ``bm25()`` uses."""
-    return f"(SELECT coalesce(max(p), 0) FROM unnest({column}) AS u, unnest(u.positions) AS p)"
+def length(column: str) -> str:
+    """SQL for a document's length in BM25: its distinct words (``length`` of its tsvector).
+
+    FTS5 counts every word; counting a tsvector's positions per matching row made a ranking 25
+    times slower than the match itself, and on the labelled recall set the two lengths rank alike.
+    """
+    return f"length({column})"
 
 
 def ranked(
@@ -80,7 +83,7 @@ def ranked(
     source = (
         f"(SELECT t.*, {whole} AS q, {weighted}, %s::float8 AS average FROM (SELECT {terms}) AS t) AS q "
         f"CROSS JOIN LATERAL (SELECT {frequencies}, "
-        f"{tokens(alias + '.search')} / greatest(q.average, 1.0) AS relative) AS tf"
+        f"{length(alias + '.search')} / greatest(q.average, 1.0) AS relative) AS tf"
     )
     score = " + ".join(
         f"q.w{i} * tf.f{i} * {K1 + 1!r} / (tf.f{i} + {K1!r} * ({1 - B!r} + {B!r} * tf.relative))"

@@ -316,7 +316,7 @@ class PostgresIndex:
         known = averages.get(kind)
         if known is None or rows > known[1] * _STALE + _SLACK:
             found = self._one(
-                f"SELECT avg({fts.tokens('search')}) FROM (SELECT search FROM {_kind(kind)} "
+                f"SELECT avg({fts.length('search')}) FROM (SELECT search FROM {_kind(kind)} "
                 "ORDER BY rowid DESC LIMIT %s) AS newest",
                 (_SAMPLE,),
             )
