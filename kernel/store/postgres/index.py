@@ -484,14 +484,14 @@ class PostgresIndex:
         out: dict[str, list[str]] = {i: [] for i in decision_ids}
         if not decision_ids:
             return out
-        # A recursive term may name the recursive table once, so both directions come from one
-        # join over the links seen as undirected edges; UNION stops at a member seen before.
+        # A recursive term may name the recursive table only once, so one join follows a link
+        # either way (each side by its own index); UNION stops at a member seen before.
         for root, member in self._q(
-            """WITH RECURSIVE edge (a, b) AS (
-                 SELECT old_id, new_id FROM supersession UNION ALL SELECT new_id, old_id FROM supersession
-               ), chain (root, id) AS (
+            """WITH RECURSIVE chain (root, id) AS (
                  SELECT r, r FROM unnest(%s::text[]) AS roots (r)
-                 UNION SELECT c.root, e.b FROM chain c JOIN edge e ON e.a = c.id
+                 UNION
+                 SELECT c.root, CASE WHEN s.old_id = c.id THEN s.new_id ELSE s.old_id END
+                 FROM chain c JOIN supersession s ON s.old_id = c.id OR s.new_id = c.id
                ) SELECT root, id FROM chain""",
             (list(dict.fromkeys(decision_ids)),),
         ):
