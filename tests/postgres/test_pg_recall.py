@@ -12,6 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from ctx_kernel.kernel import Ctx, CtxError
+from ctx_kernel.kernel.store.postgres import roles
+
 DECISIONS = [
     ("cache.sessions", "Keep user sessions in Redis with a 30 minute TTL", "Sessions must survive deploys"),
     ("db.engine", "Use PostgreSQL for the orders database", "The team already operates it"),
@@ -91,8 +94,46 @@ def test_search_and_recall_find_the_same_hits_in_the_same_order_on_both_backends
             return result.out
 
         answers[backend] = _answers(ctx, _load(ctx))
-    differing = {k: (v, answers["postgres"][k]) for k, v in answers["sqlite"].items() if answers["postgres"][k] != v}
+    differing = {
+        k: (v, answers["postgres"][k]) for k, v in answers["sqlite"].items() if answers["postgres"][k] != v
+    }
     assert not differing
     # The corpus is not trivially empty: the first query finds the session decision both ways.
     decisions, evidence, bracketed = answers["sqlite"]["search redis sessions"]  # type: ignore[misc]
     assert decisions[0].startswith("Keep user sessions in Redis") and evidence and bracketed
+
+
+@pytest.mark.usefixtures("real_model")
+def test_an_agent_embeds_what_it_logs_once_the_owner_has_chosen_the_model(pg) -> None:
+    owner, _ = Ctx.init(pg.url())
+    owner.reindex()  # the owner adopts the model and sets the vector dimension
+    owner.close()
+    agent = Ctx.open(pg.url(roles.AGENT))
+    try:
+        logged = agent.log("billing retries back off exponentially, capped at five minutes")
+        found = agent.recall("how long do we wait between payment attempts", mode="vector")
+        assert [hit.evidence.id for hit in found.evidence] == [logged.id]
+        assert found.vectors.state == "on"
+    finally:
+        agent.close()
+    with pg.connect() as conn:
+        assert conn.execute("SELECT count(*) FROM evidence_vector").fetchone() == (1,)
+
+
+@pytest.mark.usefixtures("real_model")
+def test_an_agent_cannot_set_the_vector_dimension_but_still_recalls_by_keyword(pg) -> None:
+    Ctx.init(pg.url())[0].close()  # no model chosen yet
+    agent = Ctx.open(pg.url(roles.AGENT))
+    try:
+        logged = agent.log("the session cache lives in redis")
+        found = agent.recall("session cache", mode="hybrid")
+        assert [hit.evidence.id for hit in found.evidence] == [logged.id]
+        with pytest.raises(CtxError) as refused:
+            agent.recall("session cache", mode="vector")
+        message = str(refused.value)
+        assert "vectors are off" in message and "\n" not in message
+        assert pg.cluster.logins[roles.AGENT][1] not in message  # never the login's password
+    finally:
+        agent.close()
+    with pg.connect() as conn:
+        assert conn.execute("SELECT to_regclass('ix_evidence_vector_knn')").fetchone() == (None,)

@@ -16,9 +16,9 @@ wherever :class:`~ctx_kernel.kernel.store.base.Store` defines them, from Postgre
   trigram index is not used here: the recall code matches against its in-memory name list, which
   it refreshes by id (:meth:`PostgresIndex.entity_names`), so no query ever searches names.
 - Vectors: pgvector, each kind's ``emb`` column indexed for KNN by
-  :func:`~ctx_kernel.kernel.store.postgres.schema.vector_statements` (HNSW); :meth:`nearest`
-  asks the index for ``candidates`` chunks, rescores them exactly by cosine similarity and keeps
-  each item's best chunk.
+  :func:`~ctx_kernel.kernel.store.postgres.schema.vector_statements` (HNSW over halfvec, cosine;
+  the measurements that chose it are there); :meth:`nearest` asks the index for ``candidates``
+  chunks, rescores them exactly by cosine similarity and keeps each item's best chunk.
 
 Orders that SQLite takes from its binary collation (ids, subjects) are made in Python here, as the
 database's collation may sort punctuation and case differently.
