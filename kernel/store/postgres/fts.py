@@ -44,6 +44,11 @@ def idf(rows: int, frequency: int) -> float:
     return weight if weight > 0.0 else 1e-6
 
 
+def ceiling(idf: float) -> float:
+    """The most a term of this idf can add to a row's score, however often the row holds it."""
+    return idf * (K1 + 1)
+
+
 def length(column: str) -> str:
     """SQL for a document's length in BM25: its distinct words (``length`` of its tsvector).
 
@@ -59,6 +64,7 @@ def ranked(
     weights: tuple[float, float, float, float],
     idfs: list[float],
     average: float,
+    matching: list[int] | None = None,
 ) -> tuple[str, str, list[object]]:
     """The FROM items and the score expression that rank rows of ``alias`` by BM25 for ``query``.
 
@@ -75,7 +81,8 @@ def ranked(
     scale = 1.0 / max(weights)
     array = "'{" + ", ".join(repr(w * scale) for w in weights) + "}'::float4[]"
     terms = ", ".join(f"{_TERM} AS q{i}" for i in range(count))
-    whole = _OPERATORS[query.mode].join(f"t.q{i}" for i in range(count))
+    chosen = range(count) if matching is None else matching
+    whole = (_OPERATORS[query.mode] if matching is None else " || ").join(f"t.q{i}" for i in chosen)
     weighted = ", ".join(f"%s::float8 AS w{i}" for i in range(count))
     frequencies = ", ".join(
         f"ts_rank_cd({array}, {alias}.search, q.q{i}, 0) / {scale!r} AS f{i}" for i in range(count)

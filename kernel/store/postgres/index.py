@@ -53,6 +53,8 @@ _WEIGHTS = {"decision": (0.0, 0.5, 1.0, 4.0), "evidence": (1.0, 1.0, 1.0, 1.0)}
 FREQUENCY_CAP = 10_000
 # A count or an average length is made again once the rows have grown by a tenth (and 100 rows).
 _STALE, _SLACK = 1.1, 100
+# A term in this many rows is worth leaving out of a first, cheaper ranking (see _ranked).
+_PRUNE_FROM = 500
 # The average length is sampled from this many newest rows.
 _SAMPLE = 2_000
 # ts_headline marks matches with two private-use characters, made brackets once it is known
@@ -296,15 +298,30 @@ class PostgresIndex:
         rows, average = self._text_statistics(kind)
         frequencies = self._frequencies(kind, query.terms, rows)
         idfs = [fts.idf(rows, frequencies[term]) for term in query.terms]
-        source, score, bound = fts.ranked(query, "t", _WEIGHTS[kind], idfs, average)
-        return [
-            (int(r[0]), r[1], float(r[2]))
-            for r in self._q(
-                f"""SELECT t.rowid, t.id, {score} AS score FROM {_kind(kind)} t CROSS JOIN {source}
-                    WHERE t.search @@ q.q {where} ORDER BY score DESC, t.rowid LIMIT %s""",
-                [*bound, *params, limit],
-            )
-        ]
+
+        def best(matching: list[int] | None) -> list[tuple[int, str, float]]:
+            source, score, bound = fts.ranked(query, "t", _WEIGHTS[kind], idfs, average, matching)
+            return [
+                (int(r[0]), r[1], float(r[2]))
+                for r in self._q(
+                    f"""SELECT t.rowid, t.id, {score} AS score FROM {_kind(kind)} t CROSS JOIN {source}
+                        WHERE t.search @@ q.q {where} ORDER BY score DESC, t.rowid LIMIT %s""",
+                    [*bound, *params, limit],
+                )
+            ]
+
+        # Scoring a row costs a heap read, and a common term matches thousands. Rank the rows that
+        # hold one of the rarer terms first (scored on every term): when the last of them still
+        # scores more than the common terms alone ever can, no row holding only those would make
+        # the list, and the answer is exact without reading them. Fewer terms left out, next.
+        order = sorted(range(len(query.terms)), key=lambda i: frequencies[query.terms[i]])
+        for kept in range(1, len(order)) if query.mode == "any" else ():
+            if frequencies[query.terms[order[kept]]] < _PRUNE_FROM:
+                continue
+            first = best(order[:kept])
+            if len(first) >= limit and first[-1][2] > sum(fts.ceiling(idfs[i]) for i in order[kept:]):
+                return first
+        return best(None)
 
     def _text_statistics(self, kind: str) -> tuple[int, float]:
         """The rows of ``kind`` (its rowid watermark) and their average length in words, which is
