@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import hashlib
 import os
 import secrets
 import sqlite3
@@ -210,7 +211,11 @@ def pg_corpus(admin: str, size: str, real: int) -> str:
     """The PostgreSQL copy of the cached SQLite store of ``size`` (made once per server)."""
     decisions, evidence = recall_bench.SIZES[size]
     path = recall_bench.corpus(decisions, evidence, real)
-    name = f"ctx_bench_v{recall_bench.CORPUS_VERSION}_{decisions}_{evidence}_{real}"
+    # The schema's digest in the name: a changed schema gets a new copy.
+    digest = hashlib.sha256(
+        "\n".join([*schema.STATEMENTS, *schema.vector_statements(384)]).encode()
+    ).hexdigest()
+    name = f"ctx_bench_v{recall_bench.CORPUS_VERSION}_{decisions}_{evidence}_{real}_{digest[:8]}"
     conninfo, exists = database(admin, name, fresh=False)
     url = as_url(conninfo)
     if exists:

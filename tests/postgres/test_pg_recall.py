@@ -137,3 +137,44 @@ def test_an_agent_cannot_set_the_vector_dimension_but_still_recalls_by_keyword(p
         agent.close()
     with pg.connect() as conn:
         assert conn.execute("SELECT to_regclass('ix_evidence_vector_knn')").fetchone() == (None,)
+
+
+def test_leaving_a_common_term_out_first_never_changes_the_ranking(pg, monkeypatch) -> None:
+    import random
+
+    from ctx_kernel.kernel.store import open_store
+    from ctx_kernel.kernel.store.postgres import fts, index
+    from ctx_kernel.kernel.store.query import TextQuery
+    from tests.backend.support import evidence
+
+    Ctx.init(pg.url())[0].close()
+    store = open_store(pg.url())
+    rng = random.Random(7)
+    filler = "alpha beta gamma delta epsilon zeta eta theta iota kappa".split()
+    with store.transaction():
+        for i in range(1500):
+            words = [rng.choice(filler) for _ in range(rng.randint(3, 30))]
+            for word, share in (("deploy", 0.7), ("cache", 0.08), ("redis", 0.02)):
+                words += [word] * (rng.random() < share) * rng.randint(1, 3)
+            rng.shuffle(words)
+            store.insert_evidence(evidence(f"{i}: " + " ".join(words)))
+    queries = [
+        TextQuery(terms) for terms in (("deploy", "redis"), ("deploy", "cache", "redis"), ("cache", "deploy"))
+    ]
+    ranked, narrowed = fts.ranked, []
+
+    def spy(*args, **kwargs):  # type: ignore[no-untyped-def]
+        narrowed.append(len(args) > 5 and args[5] is not None)
+        return ranked(*args, **kwargs)
+
+    monkeypatch.setattr(fts, "ranked", spy)
+    pruned = [store.fts_evidence_ids(query, 20) for query in queries]
+    assert any(narrowed)  # the common term was left out of a first ranking
+    monkeypatch.setattr(index, "_PRUNE_FROM", 10**9)
+    store.close()
+    store = open_store(pg.url())  # no counts remembered from before
+    try:
+        assert [store.fts_evidence_ids(query, 20) for query in queries] == pruned
+    finally:
+        store.close()
+    assert all(len(found) == 20 for found in pruned)
