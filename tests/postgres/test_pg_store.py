@@ -14,7 +14,6 @@ from ctx_kernel.kernel import Ctx
 from ctx_kernel.kernel.errors import RefusedError, StoreError
 from ctx_kernel.kernel.store import create_store, open_store
 from ctx_kernel.kernel.store.postgres import connection, roles
-
 from tests.backend.support import evidence, proposal
 
 PASSWORD_PLACEHOLDER = "hunter2-never-shown"
@@ -179,11 +178,10 @@ def test_a_refused_write_keeps_nothing_and_says_why_in_one_line(pg) -> None:
         queued = proposal("db.engine", "Use PostgreSQL")
         with store.transaction():
             store.insert_proposal(queued)
-        with pytest.raises(RefusedError, match="resolved once") as refused:
-            with store.transaction():
-                store.set_meta("during", "the refused transaction")
-                store.resolve_proposal(queued.id, "rejected", queued.created_at, "alice", None, None)
-                store.resolve_proposal(queued.id, "ratified", queued.created_at, "bob", None, None)
+        with pytest.raises(RefusedError, match="resolved once") as refused, store.transaction():
+            store.set_meta("during", "the refused transaction")
+            store.resolve_proposal(queued.id, "rejected", queued.created_at, "alice", None, None)
+            store.resolve_proposal(queued.id, "ratified", queued.created_at, "bob", None, None)
         _one_line(refused.value.message)
         assert store.get_meta("during") is None
         assert store.get_proposal(queued.id).status == "pending"
@@ -195,7 +193,8 @@ def _drop_connections(pg) -> None:
     """What a server restart does to every connection of the database."""
     with psycopg.connect(pg.cluster.admin_uri, autocommit=True) as admin:
         admin.execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE datname = %s AND pid <> pg_backend_pid()",
             (pg.name,),
         )
 
@@ -213,11 +212,10 @@ def test_a_dropped_connection_is_reopened_between_transactions(pg) -> None:
             store.set_meta("after", "restart")
         assert store.get_meta("after") == "restart"
         # Inside a transaction the loss ends it, as any failure does: one line, nothing kept.
-        with pytest.raises(StoreError) as lost:
-            with store.transaction():
-                store.set_meta("lost", "yes")
-                _drop_connections(pg)
-                store.set_meta("lost", "still")
+        with pytest.raises(StoreError) as lost, store.transaction():
+            store.set_meta("lost", "yes")
+            _drop_connections(pg)
+            store.set_meta("lost", "still")
         _one_line(lost.value.message)
         assert store.get_meta("lost") is None
     finally:
@@ -263,17 +261,21 @@ def test_data_version_moves_when_another_connection_commits(pg) -> None:
         ("ALTER TABLE evidence DISABLE TRIGGER evidence_no_delete", "trigger evidence_no_delete is disabled"),
         ("DROP TRIGGER audit_linked ON audit", "trigger audit_linked is missing"),
         (
-            "CREATE OR REPLACE FUNCTION ctx_refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN OLD; END $$",
+            "CREATE OR REPLACE FUNCTION ctx_refuse() RETURNS trigger LANGUAGE plpgsql "
+            "AS $$ BEGIN RETURN OLD; END $$",
             "function ctx_refuse differs from its definition",
         ),
         (
-            "ALTER TABLE decision DROP CONSTRAINT decision_window_order, ADD CONSTRAINT decision_window_order "
+            "ALTER TABLE decision DROP CONSTRAINT decision_window_order, "
+            "ADD CONSTRAINT decision_window_order "
             "CHECK (valid_until IS NULL OR valid_until >= valid_from) NOT VALID",
             "constraint decision_window_order is not validated",
         ),
     ],
 )
-def test_integrity_check_and_audit_verify_find_a_disabled_invariant(pg, cli, tamper: str, problem: str) -> None:
+def test_integrity_check_and_audit_verify_find_a_disabled_invariant(
+    pg, cli, tamper: str, problem: str
+) -> None:
     Ctx.init(pg.url(), embedder=None)[0].close()
     assert cli("--db", pg.url(), "audit", "verify", db=False).code == 0
     with pg.connect(autocommit=True) as owner:
