@@ -123,7 +123,6 @@ class PostgresStore(PostgresIndex):
         self._in_snapshot = False
         self._changes = 0
         self._reader: PostgresStore | None = None
-        self._term_counts: dict[tuple[str, int], tuple[int, int]] = {}
 
     @classmethod
     def create(cls, url: str) -> PostgresStore:
