@@ -34,7 +34,8 @@ def without_password(url: str) -> str:
     if "@" in netloc:
         userinfo, _, hostport = netloc.rpartition("@")
         netloc = f"{userinfo.split(':', 1)[0]}@{hostport}"
-    query = urlencode([(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k != "password"])
+    kept = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k != "password"]
+    query = urlencode(kept, safe="/")
     return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 

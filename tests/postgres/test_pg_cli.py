@@ -102,3 +102,18 @@ def test_an_agent_login_proposes_but_the_database_refuses_its_ratification(pg, c
     reviewer = pg.url(roles.REVIEWER)
     assert cli("--db", reviewer, "ratify", proposal_id, "--reviewer", "alice", "--yes", db=False).code == 0
     assert cli("--db", agent, "audit", "verify", db=False).code == 0
+
+
+def test_an_auditor_login_reads_and_every_write_is_one_line(pg, cli) -> None:
+    kernel, _ = Ctx.init(pg.url(), embedder=None)
+    with kernel:
+        kernel.ratify(kernel.propose("db.engine", "Use PostgreSQL").id, reviewer="alice")
+    auditor = pg.url(roles.AUDITOR)
+    shown = cli("--db", auditor, "decisions", db=False)
+    assert shown.code == 0 and "Use PostgreSQL" in shown.out
+    assert cli("--db", auditor, "audit", "verify", db=False).code == 0
+    for command in (["log", "an auditor writes nothing"], ["propose", "--subject", "a.b", "--decision", "x"]):
+        refused = cli("--db", auditor, *command, db=False)
+        assert refused.code == 1 and refused.out == "", command
+        assert refused.err.count("\n") == 1 and "may not do that" in refused.err
+        assert "Traceback" not in refused.err

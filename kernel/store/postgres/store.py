@@ -238,13 +238,23 @@ class PostgresStore(PostgresIndex):
     def _run(self, statement: str, params: tuple[Any, ...] | list[Any] = ()) -> psycopg.Cursor[Any]:
         # The statements are ctx's own text (never user text), not LiteralString-typed.
         query: Any = statement
+        outside = not (self._in_tx or self._in_snapshot)
         try:
-            cursor: psycopg.Cursor[Any] = self._conn.execute(query, params)
-        except psycopg.OperationalError as exc:
-            if self._in_tx or self._in_snapshot or not self._conn.broken:
-                raise connection.store_error(self.location, exc) from exc
-            self._revive()
-            cursor = self._conn.execute(query, params)
+            try:
+                cursor: psycopg.Cursor[Any] = self._conn.execute(query, params)
+            except psycopg.OperationalError:
+                if not (outside and self._conn.broken):
+                    raise
+                self._revive()
+                cursor = self._conn.execute(query, params)
+        except psycopg.Error as exc:
+            # Inside a transaction the transaction reports it (and rolls back); savepoints catch
+            # the integrity errors they expect. Outside, this is the edge: one line.
+            if not outside and not isinstance(exc, psycopg.OperationalError):
+                raise
+            if isinstance(exc, psycopg.IntegrityError):
+                raise RefusedError(f"refused by the store: {connection.first_line(exc)}") from exc
+            raise connection.store_error(self.location, exc) from exc
         status = cursor.statusmessage or ""
         if status.startswith(_WRITES) and cursor.rowcount > 0:
             self._changes += cursor.rowcount
