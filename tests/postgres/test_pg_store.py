@@ -13,7 +13,7 @@ import pytest
 from ctx_kernel.kernel import Ctx
 from ctx_kernel.kernel.errors import RefusedError, StoreError
 from ctx_kernel.kernel.store import create_store, open_store
-from ctx_kernel.kernel.store.postgres import connection, roles
+from ctx_kernel.kernel.store.postgres import connection, migrate, roles, schema
 from tests.backend.support import evidence, proposal
 
 PASSWORD_PLACEHOLDER = "hunter2-never-shown"
@@ -287,3 +287,20 @@ def test_integrity_check_and_audit_verify_find_a_disabled_invariant(
         store.close()
     verified = cli("--db", pg.url(), "audit", "verify", db=False)
     assert verified.code == 1 and f"schema: {problem}" in verified.out + verified.err
+
+
+def test_the_head_revision_is_the_last_migration_and_creates_the_whole_schema(pg) -> None:
+    assert migrate.revisions()[-1] == connection.HEAD_REVISION
+    assert int(connection.HEAD_REVISION[1:4]) == connection.HEAD_VERSION
+    store = open_store(pg.url())
+    try:
+        objects = {
+            (kind, name): (table, definition) for kind, name, table, definition in store.schema_objects()
+        }
+    finally:
+        store.close()
+    table, definition = objects[("trigger", "audit_linked")]
+    assert table == "audit" and "BEFORE INSERT ON public.audit" in (definition or "")
+    assert ("constraint", "decision_no_overlap") in objects and ("index", "ux_decision_current") in objects
+    assert {("table", name) for name in (*roles.TABLES, *schema.POSTGRES_ONLY_TABLES)} <= objects.keys()
+    assert ("function", "ctx_audit_append") in objects
