@@ -85,10 +85,16 @@ def test_a_bad_url_is_one_line_that_never_shows_its_password(url: str, cli) -> N
     assert PASSWORD_PLACEHOLDER not in result.err
 
 
+def _no_password(message: str, database) -> None:
+    _one_line(message)
+    for _, password in database.cluster.logins.values():
+        assert password not in message
+
+
 def test_an_empty_database_is_not_a_store_until_init(pg_empty) -> None:
     with pytest.raises(StoreError, match=r"no ctx store in .*ctx init --db") as refused:
-        open_store(pg_empty.url())
-    _one_line(refused.value.message)
+        open_store(pg_empty.url(roles.REVIEWER))
+    _no_password(refused.value.message, pg_empty)
     store = create_store(pg_empty.url())
     try:
         assert store.schema_version() == connection.HEAD_VERSION
@@ -101,8 +107,11 @@ def test_a_database_of_another_application_is_never_touched(pg_empty) -> None:
     with pg_empty.connect(autocommit=True) as conn:
         conn.execute("CREATE TABLE invoices (id int)")
     for attempt in (create_store, open_store):
-        with pytest.raises(StoreError, match="holds other tables but no ctx store: ctx will not touch it"):
-            attempt(pg_empty.url())
+        with pytest.raises(
+            StoreError, match="holds other tables but no ctx store: ctx will not touch it"
+        ) as refused:
+            attempt(pg_empty.url(roles.REVIEWER))
+        _no_password(refused.value.message, pg_empty)
     with pg_empty.connect(autocommit=True) as conn:
         tables = conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public'").fetchall()
     assert tables == [("invoices",)]
@@ -120,8 +129,8 @@ def test_opening_never_migrates_a_schema_of_another_version(pg, revision: str, s
     with pg.connect(autocommit=True) as conn:
         conn.execute("UPDATE alembic_version SET version_num = %s", (revision,))
     with pytest.raises(StoreError, match=says) as refused:
-        open_store(pg.url())
-    _one_line(refused.value.message)
+        open_store(pg.url(roles.AGENT))
+    _no_password(refused.value.message, pg)
     with pg.connect(autocommit=True) as conn:
         assert conn.execute("SELECT version_num FROM alembic_version").fetchone() == (revision,)
 

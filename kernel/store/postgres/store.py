@@ -137,7 +137,7 @@ class PostgresStore(PostgresIndex):
         """Open the ctx store in the database at ``url``; refuse an older schema or another application's."""
         conn = cls._connect(url)
         try:
-            connection.check_current(conn, url)
+            connection.check_current(conn, connection.describe(url))
         except BaseException:
             conn.close()
             raise
