@@ -313,3 +313,28 @@ def test_the_head_revision_is_the_last_migration_and_creates_the_whole_schema(pg
     assert ("constraint", "decision_no_overlap") in objects and ("index", "ux_decision_current") in objects
     assert {("table", name) for name in (*roles.TABLES, *schema.POSTGRES_ONLY_TABLES)} <= objects.keys()
     assert ("function", "ctx_audit_append") in objects
+
+
+def test_a_writer_gives_up_in_one_line_when_another_holds_the_lock_too_long(pg, monkeypatch) -> None:
+    from ctx_kernel.kernel.store.postgres import store as backend
+
+    monkeypatch.setattr(
+        backend, "_TAKE_WRITER_LOCK", backend._TAKE_WRITER_LOCK.replace(backend.LOCK_WAIT, "200ms")
+    )
+    store = open_store(pg.url())
+    try:
+        with pg.connect() as other:
+            other.execute(backend.WRITER_LOCK)  # a writer that never commits
+            with (
+                pytest.raises(StoreError, match="stayed locked by another writer") as refused,
+                store.transaction(),
+            ):
+                store.set_meta("never", "written")
+            _one_line(refused.value.message)
+        with store.transaction():
+            # The bound was for the lock alone: the rest of the transaction has the server's setting.
+            assert store._one("SHOW lock_timeout") == ("0",)
+            store.set_meta("after", "the other writer left")
+        assert store.get_meta("never") is None and store.get_meta("after") == "the other writer left"
+    finally:
+        store.close()

@@ -65,6 +65,10 @@ from ctx_kernel.kernel.vault.sealing import Vault
 WRITER_LOCK = "SELECT pg_advisory_xact_lock(1668577355, 1)"
 # How long a writer waits for another one (SQLite's writer waits up to 120 s too).
 LOCK_WAIT = "120s"
+# One round trip: the wait bounded for the lock alone, then the server's own lock_timeout again.
+_TAKE_WRITER_LOCK = (
+    f"SET LOCAL lock_timeout = '{LOCK_WAIT}'; {WRITER_LOCK}; SET LOCAL lock_timeout TO DEFAULT"
+)
 NO_VAULT = (
     "a PostgreSQL store does not seal evidence: encryption at rest on a shared server is the "
     "server's (disk encryption, TLS), and its WAL and replicas keep old pages the vault could not scrub"
@@ -173,12 +177,10 @@ class PostgresStore(PostgresIndex):
         self._in_tx = True
         try:
             with self._begin():
-                self._conn.execute(f"SET LOCAL lock_timeout = '{LOCK_WAIT}'")
                 try:
-                    self._conn.execute(WRITER_LOCK)
+                    self._conn.execute(_TAKE_WRITER_LOCK)
                 except psycopg.errors.LockNotAvailable as exc:
                     raise StoreError(f"store {self.location} stayed locked by another writer") from exc
-                self._conn.execute("SET LOCAL lock_timeout = 0")
                 yield
         except psycopg.IntegrityError as exc:
             # An invariant the database holds (trigger, unique index, exclusion, CHECK) refused it.
