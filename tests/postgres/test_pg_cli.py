@@ -4,6 +4,8 @@ same refusal of a stale plan, and the human gate held by the database for an age
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 
@@ -117,3 +119,21 @@ def test_an_auditor_login_reads_and_every_write_is_one_line(pg, cli) -> None:
         assert refused.code == 1 and refused.out == "", command
         assert refused.err.count("\n") == 1 and "may not do that" in refused.err
         assert "Traceback" not in refused.err
+
+
+def test_ctx_log_and_propose_on_postgresql_load_neither_alembic_nor_sqlalchemy(pg) -> None:
+    Ctx.init(pg.url(), embedder=None)[0].close()
+    code = (
+        "import sys\n"
+        "from ctx_kernel.kernel.hosts.cli import main\n"
+        "for argv in (['log', 'a hot path'], ['propose', '--subject', 'a.b', '--decision', 'x']):\n"
+        "    try:\n"
+        "        main(['--db', sys.argv[1], *argv])\n"
+        "    except SystemExit as exc:\n"
+        "        assert not exc.code, exc.code\n"
+        "heavy = ('sqlalchemy', 'alembic', 'sqlmodel', 'pydantic', 'fastembed', 'mcp', 'textual')\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & set(heavy)))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code, pg.url()], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "[]"
