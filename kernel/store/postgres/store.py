@@ -17,8 +17,10 @@ What differs from SQLite (kernel/store/sqlite.py), and why:
   function as this ctx defines it (one ``ALTER TABLE ... DISABLE TRIGGER`` turns an invariant off
   without changing a row).
 - **schema_objects** reports tables, indexes, constraints, triggers and functions from the
-  catalog with their definitions as the server prints them; ``ctx audit verify`` compares them
-  with a database this ctx creates (see :mod:`ctx_kernel.kernel.audit.schema`).
+  catalog with their definitions as the server prints them. ``ctx audit verify`` does not compare
+  them with SQLite's recorded DDL (kernel/store/migrations/schema.json, SQLite's text); it runs
+  :meth:`PostgresStore.integrity_check` instead (see :mod:`ctx_kernel.kernel.audit.schema`), as
+  the server's printed definitions vary between its versions while the checked facts do not.
 - **No sealed vault.** Encryption at rest on a shared server is the server's job (disk
   encryption, TLS); the vault's promise that no freed page keeps old text cannot be kept with
   PostgreSQL's WAL, archives and replicas. :meth:`PostgresStore.seal_refusal` says so, and
