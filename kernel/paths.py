@@ -17,9 +17,9 @@ STORE_FILE = "ctx.db"
 
 
 SQLITE_SCHEME = "sqlite:"
-# A database server's URL (postgresql://...): the store is not a file, and the text goes to the
-# backend as it is (a Path would collapse its "//").
-_SERVER_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+://")
+# A database server's URL (postgresql://..., postgres+driver://...): the store is not a file, and
+# the text goes to the backend as it is (a Path would collapse its "//").
+_SERVER_URL = re.compile(r"^(postgres|postgresql)(\+[A-Za-z0-9.-]+)?://", re.IGNORECASE)
 
 
 def is_server_url(location: str | Path) -> bool:
