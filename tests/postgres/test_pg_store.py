@@ -9,6 +9,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from psycopg.conninfo import conninfo_to_dict
 
 from ctx_kernel.kernel import Ctx
 from ctx_kernel.kernel.errors import RefusedError, StoreError
@@ -49,6 +50,31 @@ def test_a_url_without_a_password_connects_with_pgpassword(pg, libpq_env) -> Non
     store = open_store(url)
     try:
         assert store.location.startswith(f"postgresql://{login}@") and pg.name in store.location
+        assert store.schema_version() == connection.HEAD_VERSION
+    finally:
+        store.close()
+
+
+def test_a_pgpass_file_or_a_service_gives_what_the_url_leaves_out(pg, libpq_env, tmp_path: Path) -> None:
+    if not pg.cluster.checks_passwords:
+        pytest.skip("the server under test does not check passwords")
+    login, password = pg.cluster.logins[roles.AUDITOR]
+    parts = conninfo_to_dict(pg.uri(roles.AUDITOR))
+    pgpass = tmp_path / "pgpass"
+    pgpass.write_text(f"*:*:*:{login}:{password}\n", encoding="utf-8")
+    pgpass.chmod(0o600)
+    libpq_env.setenv("PGPASSFILE", str(pgpass))
+    store = open_store(_without_password(pg.url(roles.AUDITOR), password))
+    store.close()
+    pgpass.unlink()
+    services = tmp_path / "pg_service.conf"
+    fields = {"host": parts["host"], "port": parts.get("port"), "dbname": pg.name, "user": login}
+    lines = [f"{key}={value}" for key, value in fields.items() if value] + [f"password={password}"]
+    services.write_text("[ctxteam]\n" + "\n".join(lines) + "\n", encoding="utf-8")
+    libpq_env.setenv("PGSERVICEFILE", str(services))
+    store = open_store("postgresql:///?service=ctxteam")
+    try:
+        assert store.location == "postgresql:///?service=ctxteam"
         assert store.schema_version() == connection.HEAD_VERSION
     finally:
         store.close()
