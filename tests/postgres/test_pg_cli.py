@@ -6,10 +6,11 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
-from ctx_kernel.kernel import Ctx
+from ctx_kernel.kernel import Ctx, clock
 from ctx_kernel.kernel.errors import StalePlanError
 from ctx_kernel.kernel.store.postgres import roles
 from ctx_kernel.kernel.store.postgres.store import NO_VAULT
@@ -137,3 +138,45 @@ def test_ctx_log_and_propose_on_postgresql_load_neither_alembic_nor_sqlalchemy(p
     done = subprocess.run([sys.executable, "-c", code, pg.url()], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().splitlines()[-1] == "[]"
+
+
+ADRS = Path(__file__).resolve().parent.parent / "data" / "adr"
+
+
+def _kernel_view(kernel: Ctx) -> list[tuple[object, ...]]:
+    return sorted(
+        (
+            d.subject,
+            d.decision,
+            d.valid_from,
+            d.valid_until,
+            d.closed_by,
+            len(d.supersedes),
+            len(d.superseded_by),
+        )
+        for d in kernel.decisions(include_closed=True)
+    )
+
+
+@pytest.mark.parametrize("style", ["nygard", "madr"])
+def test_an_adr_import_builds_the_same_kernel_as_on_sqlite(
+    pg, tmp_path: Path, style: str, monkeypatch
+) -> None:
+    # A superseded ADR that nothing replaces is retired now: the same moment on both stores.
+    monkeypatch.setattr(clock, "now", lambda: "2026-06-01T00:00:00.000000Z")
+    views = []
+    for location in (tmp_path / "ctx.db", pg.url()):
+        kernel, _ = Ctx.init(location, embedder=None)
+        with kernel:
+            report = kernel.import_adrs(ADRS / style, reviewer="alice")
+            assert report.decisions
+            again = kernel.import_adrs(ADRS / style, reviewer="alice")
+            assert again.decisions == [] and again.proposals == []
+            assert kernel.verify_audit(state=True).ok
+            views.append(
+                (
+                    _kernel_view(kernel),
+                    sorted((p.subject, p.status) for p in kernel.store.list_proposals(status=None)),
+                )
+            )
+    assert views[0] == views[1]
