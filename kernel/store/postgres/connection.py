@@ -18,8 +18,8 @@ from ctx_kernel.kernel.errors import StoreError, UsageError
 from ctx_kernel.kernel.store.postgres import schema
 
 # The Alembic revision at head (kernel/store/postgres/migrations/versions) and its number.
-HEAD_REVISION = "p001_initial"
-HEAD_VERSION = 1
+HEAD_REVISION = "p002_role_grants"
+HEAD_VERSION = 2
 _REVISION = re.compile(r"^p(\d{3})_\w+$")
 # How long connecting may take before ctx gives up (libpq waits forever by default).
 CONNECT_TIMEOUT = 10

@@ -496,12 +496,17 @@ class PostgresStore(PostgresIndex):
         note: str | None,
         decision_id: str | None,
     ) -> None:
-        """Move a pending proposal to ratified, rejected or withdrawn; the database refuses a second."""
-        self._run(
-            "UPDATE proposal SET status = %s, resolved_at = %s, resolved_by = %s, resolution_note = %s, "
-            "decision_id = %s WHERE id = %s",
-            (status, at, by, note, decision_id, proposal_id),
-        )
+        """Move a pending proposal to ratified, rejected or withdrawn; the database refuses a second.
+
+        ``decision_id`` is set only when there is one: a pending proposal has none, and an agent's
+        login, which withdraws, holds no privilege on that column (only a ratification sets it).
+        """
+        resolution = "status = %s, resolved_at = %s, resolved_by = %s, resolution_note = %s"
+        params: list[Any] = [status, at, by, note]
+        if decision_id is not None:
+            resolution += ", decision_id = %s"
+            params.append(decision_id)
+        self._run(f"UPDATE proposal SET {resolution} WHERE id = %s", [*params, proposal_id])
 
     def find_source(self, source: str) -> str | None:
         """The id of the decision or proposal imported from ``source``, if any."""
