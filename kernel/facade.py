@@ -140,7 +140,17 @@ class Ctx:
         except BaseException:
             store.close()
             raise
-        return cls(store, embedder=embedder), created
+        kernel = cls(store, embedder=embedder)
+        if store.owner_sets_vectors:
+            # Only the owner may give the vector columns their dimension, and agents embed what
+            # they log only once it is set: the owner's init chooses the model when it is here
+            # (SQLite does so at the first embedding). Another login's init leaves vectors as found.
+            try:
+                kernel.prepare_vectors()
+            except BaseException:
+                kernel.close()
+                raise
+        return kernel, created
 
     @classmethod
     def open(cls, path: Path | str, *, embedder: Embedder | str | None = AUTO) -> Ctx:

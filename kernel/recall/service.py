@@ -310,6 +310,10 @@ class RecallService:
         from ctx_kernel.kernel.recall import engine as recall  # noqa: PLC0415
         from ctx_kernel.kernel.reports import ReindexReport  # noqa: PLC0415 - not on the hot paths
 
+        # Before the model loads: a login that may not alter the tables is told who may, at once.
+        refusal = self.store.owner_refusal("`ctx reindex`")
+        if refusal is not None:
+            raise RefusedError(refusal)
         resolution = embed.resolve(download=download) if self._embedder_choice == AUTO else self.embedding()
         embedder = resolution.embedder
         if embedder is None:

@@ -57,7 +57,8 @@ from psycopg.types.datetime import TimestamptzLoader
 from ctx_kernel.kernel import clock
 from ctx_kernel.kernel.errors import RefusedError, StoreError
 from ctx_kernel.kernel.records import AuditEvent, Decision, Evidence, Proposal
-from ctx_kernel.kernel.store.postgres import connection
+from ctx_kernel.kernel.store.base import BackendCheck
+from ctx_kernel.kernel.store.postgres import connection, roles
 from ctx_kernel.kernel.store.postgres.index import PostgresIndex
 from ctx_kernel.kernel.store.rows import AUDIT, DECISION, EVIDENCE, PROPOSAL, RowMap
 from ctx_kernel.kernel.vault.sealing import Vault
@@ -71,6 +72,8 @@ LOCK_WAIT = "120s"
 _TAKE_WRITER_LOCK = (
     f"SET LOCAL lock_timeout = '{LOCK_WAIT}'; {WRITER_LOCK}; SET LOCAL lock_timeout TO DEFAULT"
 )
+# The extensions the schema needs (kernel/store/postgres/schema.py EXTENSIONS).
+_EXTENSIONS = ["vector", "pg_trgm", "btree_gist"]
 NO_VAULT = (
     "a PostgreSQL store does not seal evidence: encryption at rest on a shared server is the "
     "server's (disk encryption, TLS), and its WAL and replicas keep old pages the vault could not scrub"
@@ -120,6 +123,8 @@ class PostgresStore(PostgresIndex):
     """A ctx store in one PostgreSQL database."""
 
     dialect = "postgresql"
+    # Only the tables' owner may alter them, and the vector columns' dimension is an ALTER TABLE.
+    owner_sets_vectors = True
 
     def __init__(self, url: str, conn: psycopg.Connection[Any]) -> None:
         self._url = url
@@ -321,6 +326,69 @@ class PostgresStore(PostgresIndex):
         self._run("DELETE FROM meta WHERE key = %s", (key,))
 
     # -- the vault: not on a shared server ------------------------------------------------
+
+    # -- who may do what, and the server's health ----------------------------------------
+
+    def _login(self) -> tuple[str, str, bool, str | None]:
+        """``(login, the tables' owner, whether the login acts as the owner, its ctx group or None)``."""
+        row = self._one(
+            "SELECT current_user::text, pg_get_userbyid(relowner)::text, "
+            "pg_has_role(current_user, relowner, 'USAGE') FROM pg_class WHERE oid = 'evidence'::regclass"
+        )
+        assert row is not None  # the store's tables exist once it is open
+        groups = self._q(
+            "SELECT g FROM unnest(%s::text[]) WITH ORDINALITY AS t(g, n) "
+            "WHERE pg_has_role(current_user, g, 'MEMBER') ORDER BY n",
+            (list(roles.GROUPS),),
+        )
+        return row[0], row[1], bool(row[2]), groups[0][0] if groups else None
+
+    def owner_refusal(self, act: str) -> str | None:
+        """None for the tables' owner; anyone else is told that the owner, by name, runs ``act``."""
+        login, owner, is_owner, group = self._login()
+        if is_owner:
+            return None
+        what = f"a {group}" if group else "in no ctx group"
+        return (
+            f"{act} alters and rebuilds the store's tables, which on a server only their owner may do: "
+            f"ask {owner} (the administrator) to run it; this login, {login}, is {what}"
+        )
+
+    def backend_checks(self) -> list[BackendCheck]:
+        """The server's version, ctx's extensions with their versions, and what this login may do."""
+        version = self._one("SHOW server_version")
+        checks: list[BackendCheck] = [("server", True, f"PostgreSQL {version[0] if version else '?'}", None)]
+        found = dict(
+            self._q("SELECT extname::text, extversion FROM pg_extension WHERE extname = ANY(%s)", (_EXTENSIONS,))
+        )
+        missing = [name for name in _EXTENSIONS if name not in found]
+        listed = ", ".join(f"{name} {found[name]}" for name in _EXTENSIONS if name in found)
+        if missing:
+            checks.append(
+                (
+                    "extensions",
+                    False,
+                    f"missing {', '.join(missing)}" + (f" (present: {listed})" if listed else ""),
+                    f"a superuser runs CREATE EXTENSION {missing[0]} in the database, then `ctx init --db`",
+                )
+            )
+        else:
+            checks.append(("extensions", True, listed, None))
+        login, owner, is_owner, group = self._login()
+        if is_owner:
+            checks.append(("role", True, f"{login} owns the tables (the administrator)", None))
+        elif group is not None:
+            checks.append(("role", True, f"{login} is a {group}: {roles.JOBS[group]}", None))
+        else:
+            checks.append(
+                (
+                    "role",
+                    False,
+                    f"{login} is in none of {', '.join(roles.GROUPS)}: it may not read the store",
+                    f"{owner} (the administrator) grants it one: GRANT {roles.AGENT} TO {login}",
+                )
+            )
+        return checks
 
     def seal_refusal(self) -> str | None:
         """Why a PostgreSQL store does not seal evidence (:data:`NO_VAULT`)."""
