@@ -352,7 +352,7 @@ def write_export(
     store: StoreFacts,
     key: Ed25519PrivateKey,
     key_info: KeyInfo,
-    before_writing: Callable[[dict[str, Any]], None] | None = None,
+    before_writing: Callable[[dict[str, Any]], object] | None = None,
 ) -> ExportResult:
     """Write the records of ``rows`` (a verified, contiguous run of the chain) and the signed manifest.
 

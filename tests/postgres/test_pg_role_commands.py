@@ -74,7 +74,9 @@ class Command:
 PERSON = ["--yes", "--reviewer", "alice"]
 COMMANDS: dict[str, Command] = {
     "log": Command(lambda w, _: ["log", "the deploy flushed the cache"], WRITERS),
-    "propose": Command(lambda w, _: ["propose", "--subject", "db.engine", "--decision", "Use PostgreSQL"], WRITERS),
+    "propose": Command(
+        lambda w, _: ["propose", "--subject", "db.engine", "--decision", "Use PostgreSQL"], WRITERS
+    ),
     "withdraw": Command(lambda w, _: ["withdraw", w.pending["withdraw"]], WRITERS),
     "queue": Command(lambda w, _: ["queue"], EVERYONE),
     "recall": Command(lambda w, _: ["recall", "redis cache"], EVERYONE),
@@ -95,7 +97,8 @@ COMMANDS: dict[str, Command] = {
         frozenset({REVIEWER}),
     ),
     "retire": Command(
-        lambda w, _: ["retire", "ops.vacuum", "--reason", "autovacuum does it", *PERSON], frozenset({REVIEWER})
+        lambda w, _: ["retire", "ops.vacuum", "--reason", "autovacuum does it", *PERSON],
+        frozenset({REVIEWER}),
     ),
     "audit verify": Command(lambda w, _: ["audit", "verify"], EVERYONE),
     "audit export": Command(lambda w, tmp: ["audit", "export", "--out", str(tmp / "audit.jsonl")], SIGNERS),
@@ -189,10 +192,7 @@ def test_a_reviewers_ratification_records_its_conflicts_as_the_owners_does(pg, c
         assert recalled.code == 0, recalled.err
         hits = {hit["id"]: hit for hit in json.loads(recalled.out)["decisions"]}
         views.append(
-            [
-                [(c["subject"], c["why"]) for c in hits[decision_id]["conflicts"]]
-                for decision_id in ids
-            ]
+            [[(c["subject"], c["why"]) for c in hits[decision_id]["conflicts"]] for decision_id in ids]
         )
         assert cli("--db", reviewer, "audit", "verify", db=False).code == 0
     assert views[0] == views[1]
@@ -212,7 +212,16 @@ def test_the_owners_init_chooses_the_model_so_an_agents_login_embeds_what_it_log
     agent = pg_empty.url(AGENT)
     logged = cli("--db", agent, "log", "The deploy script flushes every cache node at once", db=False)
     assert logged.code == 0, logged.err
-    found = cli("--db", agent, "recall", "why are caches empty after shipping?", "--mode", "vector", "--json", db=False)
+    found = cli(
+        "--db",
+        agent,
+        "recall",
+        "why are caches empty after shipping?",
+        "--mode",
+        "vector",
+        "--json",
+        db=False,
+    )
     assert found.code == 0, found.err
     answer = json.loads(found.out)
     assert answer["vectors"]["state"] == "on", answer["vectors"]
@@ -263,7 +272,11 @@ def test_mcp_tools_as_an_agents_and_an_auditors_login(
     pg, tmp_path: Path, model_cache: Path, role: str, writes: bool
 ) -> None:
     Ctx.init(pg.url(), embedder=None)[0].close()
-    env = {"CTX_CONFIG_DIR": str(tmp_path / "config"), "CTX_CACHE_DIR": str(model_cache), "CTX_VECTORS": "off"}
+    env = {
+        "CTX_CONFIG_DIR": str(tmp_path / "config"),
+        "CTX_CACHE_DIR": str(model_cache),
+        "CTX_VECTORS": "off",
+    }
     before = tables(pg)
     errlog_path = tmp_path / "stderr.txt"
     with (
@@ -271,7 +284,9 @@ def test_mcp_tools_as_an_agents_and_an_auditors_login(
         Agent(server_params(pg.url(role), env), errlog) as agent,
     ):
         logged = agent.call_json("log_evidence", {"text": "the cache misses after a deploy"})
-        proposed = agent.call_json("propose_decision", {"subject": "cache.warmup", "decision": "Warm the cache"})
+        proposed = agent.call_json(
+            "propose_decision", {"subject": "cache.warmup", "decision": "Warm the cache"}
+        )
         for result in (logged, proposed):
             assert result.is_error is not writes, result.content
         if not writes:

@@ -146,7 +146,10 @@ def test_a_database_of_another_application_is_never_touched(pg_empty) -> None:
 @pytest.mark.parametrize(
     ("revision", "says"),
     [
-        ("p000_before", r"older than this ctx \(p002_role_grants\): the administrator must run `ctx init --db"),
+        (
+            "p000_before",
+            r"older than this ctx \(p002_role_grants\): the administrator must run `ctx init --db",
+        ),
         ("p999_future", r"newer than this ctx \(p002_role_grants\): upgrade ctx"),
         ("4a1b2c3d", "schema of another application"),
     ],

@@ -359,7 +359,9 @@ class PostgresStore(PostgresIndex):
         version = self._one("SHOW server_version")
         checks: list[BackendCheck] = [("server", True, f"PostgreSQL {version[0] if version else '?'}", None)]
         found = dict(
-            self._q("SELECT extname::text, extversion FROM pg_extension WHERE extname = ANY(%s)", (_EXTENSIONS,))
+            self._q(
+                "SELECT extname::text, extversion FROM pg_extension WHERE extname = ANY(%s)", (_EXTENSIONS,)
+            )
         )
         missing = [name for name in _EXTENSIONS if name not in found]
         listed = ", ".join(f"{name} {found[name]}" for name in _EXTENSIONS if name in found)
