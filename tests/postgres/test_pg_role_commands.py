@@ -305,3 +305,34 @@ def test_mcp_tools_as_an_agents_and_an_auditors_login(
             read = agent.call_json(tool, arguments)
             assert not read.is_error, (tool, read.content)
     assert "Traceback" not in errlog_path.read_text(encoding="utf-8")
+
+
+def test_a_p001_store_is_upgraded_by_its_owner_only_and_then_a_reviewer_records_conflicts(
+    pg_empty, cli
+) -> None:
+    from ctx_kernel.kernel.store.postgres import migrate
+
+    migrate.upgrade(pg_empty.url(), "p001_initial")
+    with pg_empty.connect(autocommit=True) as owner:
+        for statement in roles.grant_agent(pg_empty.cluster.logins[AGENT][0]):
+            owner.execute(statement)
+    refused = cli("--db", pg_empty.url(AGENT), "init", db=False)
+    assert refused.code == 1 and refused.out == "" and refused.err.count("\n") == 1, refused.err
+    assert "must be owner" in refused.err
+    with pg_empty.connect(autocommit=True) as owner:
+        assert owner.execute("SELECT version_num FROM alembic_version").fetchone() == ("p001_initial",)
+    upgraded = cli("--db", pg_empty.url(), "init", db=False)
+    assert upgraded.code == 0, upgraded.err
+    with pg_empty.connect(autocommit=True) as owner:
+        assert owner.execute("SELECT version_num FROM alembic_version").fetchone() == ("p002_role_grants",)
+        for statement in roles.grant_reviewer(pg_empty.cluster.logins[REVIEWER][0]):
+            owner.execute(statement)
+    reviewer = pg_empty.url(REVIEWER)
+    for subject, text in (
+        ("cache.backend", "Use `redis` for the HTTP response cache."),
+        ("infra.datastores", "Never use redis in production; remove it from the stack."),
+    ):
+        proposed = cli("--db", reviewer, "propose", "--subject", subject, "--decision", text, db=False)
+        assert cli("--db", reviewer, "ratify", proposed.out.strip(), *PERSON, db=False).code == 0
+    with pg_empty.connect(autocommit=True) as owner:
+        assert owner.execute("SELECT count(*) FROM decision_conflict").fetchone() == (2,)
