@@ -1162,7 +1162,10 @@ def ingest_transcript(
                 _say(f"  line {warning['line']}: {warning['error']}")
         _say("\n".join(bulk.summary(report, redact=not no_redact)))
         if report.added:
-            _say("vectors for the new evidence: `ctx reindex` (recall also fills them a few at a time)")
+            _say(
+                "vectors for the new evidence: recall fills them a few at a time, `ctx reindex` all at "
+                "once (on a server, the store's owner runs it)"
+            )
     for failure in failures:
         _say(f"ctx: error: {failure}", err=True)
     if report.interrupted:

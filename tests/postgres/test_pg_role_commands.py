@@ -336,3 +336,27 @@ def test_a_p001_store_is_upgraded_by_its_owner_only_and_then_a_reviewer_records_
         assert cli("--db", reviewer, "ratify", proposed.out.strip(), *PERSON, db=False).code == 0
     with pg_empty.connect(autocommit=True) as owner:
         assert owner.execute("SELECT count(*) FROM decision_conflict").fetchone() == (2,)
+
+
+def test_doctor_names_a_login_that_reads_by_direct_grants_but_is_in_no_group(pg, cli, monkeypatch) -> None:
+    monkeypatch.setenv("CTX_VECTORS", "off")
+    Ctx.init(pg.url(), embedder=None)[0].close()
+    login = pg.cluster.logins[AUDITOR][0]
+    with pg.connect(autocommit=True) as owner:
+        owner.execute(sql.SQL("REVOKE {} FROM {}").format(sql.Identifier(AUDITOR), sql.Identifier(login)))
+        owner.execute(
+            sql.SQL("GRANT SELECT ON ALL TABLES IN SCHEMA public TO {}").format(sql.Identifier(login))
+        )
+    try:
+        checked = cli("--db", pg.url(AUDITOR), "doctor", "--json", db=False)
+    finally:
+        with pg.connect(autocommit=True) as owner:
+            owner.execute(
+                sql.SQL("REVOKE SELECT ON ALL TABLES IN SCHEMA public FROM {}").format(sql.Identifier(login))
+            )
+            for statement in roles.grant_auditor(login):
+                owner.execute(statement)
+    role = next(c for c in json.loads(checked.out)["checks"] if c["name"] == "role")
+    assert checked.code == 1 and not role["ok"], role
+    assert role["detail"].startswith(f"{login} is in none of ctx_agent, ctx_reviewer, ctx_auditor")
+    assert role["fix"].endswith(f"GRANT {AGENT} TO {login}")

@@ -58,7 +58,7 @@ from ctx_kernel.kernel import clock
 from ctx_kernel.kernel.errors import RefusedError, StoreError
 from ctx_kernel.kernel.records import AuditEvent, Decision, Evidence, Proposal
 from ctx_kernel.kernel.store.base import BackendCheck
-from ctx_kernel.kernel.store.postgres import connection, roles
+from ctx_kernel.kernel.store.postgres import connection, roles, schema
 from ctx_kernel.kernel.store.postgres.index import PostgresIndex
 from ctx_kernel.kernel.store.rows import AUDIT, DECISION, EVIDENCE, PROPOSAL, RowMap
 from ctx_kernel.kernel.vault.sealing import Vault
@@ -72,8 +72,8 @@ LOCK_WAIT = "120s"
 _TAKE_WRITER_LOCK = (
     f"SET LOCAL lock_timeout = '{LOCK_WAIT}'; {WRITER_LOCK}; SET LOCAL lock_timeout TO DEFAULT"
 )
-# The extensions the schema needs (kernel/store/postgres/schema.py EXTENSIONS).
-_EXTENSIONS = ["vector", "pg_trgm", "btree_gist"]
+# The extensions the schema creates, by name ("CREATE EXTENSION IF NOT EXISTS vector" -> "vector").
+_EXTENSIONS = [statement.rsplit(" ", 1)[-1] for statement in schema.EXTENSIONS]
 NO_VAULT = (
     "a PostgreSQL store does not seal evidence: encryption at rest on a shared server is the "
     "server's (disk encryption, TLS), and its WAL and replicas keep old pages the vault could not scrub"
@@ -325,8 +325,6 @@ class PostgresStore(PostgresIndex):
         """Forget one metadata key."""
         self._run("DELETE FROM meta WHERE key = %s", (key,))
 
-    # -- the vault: not on a shared server ------------------------------------------------
-
     # -- who may do what, and the server's health ----------------------------------------
 
     def _login(self) -> tuple[str, str, bool, str | None]:
@@ -386,11 +384,13 @@ class PostgresStore(PostgresIndex):
                 (
                     "role",
                     False,
-                    f"{login} is in none of {', '.join(roles.GROUPS)}: it may not read the store",
-                    f"{owner} (the administrator) grants it one: GRANT {roles.AGENT} TO {login}",
+                    f"{login} is in none of {', '.join(roles.GROUPS)}: only what was granted to it alone",
+                    f"{owner} (the administrator) makes it a member of one: GRANT {roles.AGENT} TO {login}",
                 )
             )
         return checks
+
+    # -- the vault: not on a shared server ------------------------------------------------
 
     def seal_refusal(self) -> str | None:
         """Why a PostgreSQL store does not seal evidence (:data:`NO_VAULT`)."""
