@@ -141,15 +141,18 @@ class Ctx:
             store.close()
             raise
         kernel = cls(store, embedder=embedder)
-        if store.owner_sets_vectors:
+        try:
             # Only the owner may give the vector columns their dimension, and agents embed what
             # they log only once it is set: the owner's init chooses the model when it is here
-            # (SQLite does so at the first embedding). Another login's init leaves vectors as found.
-            try:
+            # (SQLite does so at the first embedding), loading it only when none is chosen yet.
+            # Another login's init leaves vectors as it found them.
+            if store.owner_sets_vectors and not (
+                store.get_meta("vector_model") is not None and store.vector_tables_exist()
+            ):
                 kernel.prepare_vectors()
-            except BaseException:
-                kernel.close()
-                raise
+        except BaseException:
+            kernel.close()
+            raise
         return kernel, created
 
     @classmethod
