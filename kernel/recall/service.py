@@ -183,7 +183,9 @@ class RecallService:
         """Pairs of current decisions on different subjects that take opposite stances, newest first."""
         from ctx_kernel.kernel.recall import engine as recall  # noqa: PLC0415
 
-        self.ensure_conflicts()
+        # As in recall: a read-only login (or a busy store) answers with the conflicts recorded.
+        with contextlib.suppress(StoreError):
+            self.ensure_conflicts()
         pairs = self.store.current_conflict_pairs()
         found = self.store.decisions_by_ids(sorted({i for p in pairs for i in p[:2]}))
         out = []

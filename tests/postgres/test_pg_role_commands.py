@@ -360,3 +360,18 @@ def test_doctor_names_a_login_that_reads_by_direct_grants_but_is_in_no_group(pg,
     assert checked.code == 1 and not role["ok"], role
     assert role["detail"].startswith(f"{login} is in none of ctx_agent, ctx_reviewer, ctx_auditor")
     assert role["fix"].endswith(f"GRANT {AGENT} TO {login}")
+
+
+@pytest.mark.parametrize("role", roles.GROUPS)
+def test_after_the_conflict_rules_change_every_role_still_reads_what_was_recorded(
+    pg, world: World, cli, role: str
+) -> None:
+    """Detecting conflicts again by new rules clears the table, which only the owner may do (at
+    `ctx reindex`); until then every login answers with the conflicts recorded."""
+    with pg.connect(autocommit=True) as owner:
+        owner.execute("UPDATE meta SET value = 'an older rules version' WHERE key = 'conflict_rules'")
+    before = tables(pg)
+    for argv in (["inject"], ["recall", "redis"], ["hook", "session-start"]):
+        done = cli("--db", pg.url(role), *argv, db=False)
+        assert done.code == 0 and "error" not in done.err, (argv, done.err)
+    assert tables(pg) == before
