@@ -6,8 +6,10 @@ path, or ``sqlite:PATH``, is the embedded SQLite backend.
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from ctx_kernel.kernel import paths
 from ctx_kernel.kernel.errors import UsageError
@@ -44,3 +46,26 @@ def open_store(location: str | Path) -> Store:
 def create_store(location: str | Path) -> Store:
     """Create (or upgrade) the store at ``location`` and open it."""
     return SQLiteStore.create(sqlite_path(location))
+
+
+def display_location(location: str | Path) -> str:
+    """A location as it may be printed: a server URL without its password or query (which may hold one)."""
+    text = str(location)
+    if text.startswith(paths.SQLITE_SCHEME) or not _SCHEME_RE.match(text):
+        return text
+    parts = urlsplit(text)
+    user = f"{parts.username}@" if parts.username else ""
+    host = parts.hostname or ""
+    port = f":{parts.port}" if parts.port else ""
+    return f"{parts.scheme}://{user}{host}{port}{parts.path}"
+
+
+def same_location(one: str | Path, other: str | Path) -> bool:
+    """True when two locations name the same store (a file under two names included)."""
+    try:
+        first, second = sqlite_path(one), sqlite_path(other)
+    except UsageError:
+        return display_location(one) == display_location(other)
+    if first.exists() and second.exists():
+        return os.path.samefile(first, second)
+    return first.resolve() == second.resolve()

@@ -17,6 +17,7 @@ from ctx_kernel.kernel.records import AuditEvent, Decision, Evidence, Proposal
 from ctx_kernel.kernel.store import driver, migrate
 from ctx_kernel.kernel.store.query import TextQuery
 from ctx_kernel.kernel.store.rows import AUDIT, DECISION, EVIDENCE, PROPOSAL
+from ctx_kernel.kernel.store.sqlite_copy import SQLiteCopy
 from ctx_kernel.kernel.store.sqlite_fts import match_string
 from ctx_kernel.kernel.store.sqlite_index import IndexQueries
 from ctx_kernel.kernel.store.writelock import WriteLock
@@ -28,7 +29,7 @@ def _placeholders(values: list[Any]) -> str:
     return ",".join("?" * len(values))
 
 
-class SQLiteStore(IndexQueries):
+class SQLiteStore(IndexQueries, SQLiteCopy):
     """A ctx store in one SQLite file."""
 
     def __init__(self, path: Path, conn: Any) -> None:
