@@ -245,3 +245,17 @@ def test_a_store_refuses_a_restored_row_that_breaks_its_invariants(source, tmp_p
         row = copy.store.export_rows("audit", None, 1)[0]
         with pytest.raises(RefusedError), copy.store.transaction():
             copy.store.restore_rows("audit", [{**row, "seq": 10_000}])  # does not link to the last row
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="needs a pseudo-terminal")
+def test_on_a_terminal_each_table_gets_a_progress_bar(source, store_path, tmp_path):
+    from tests.test_terminal import _run_on_terminal
+
+    target = tmp_path / "copy.db"
+    env = {**os.environ, "CTX_DB": str(store_path), "COLUMNS": "120"}
+    code, output = _run_on_terminal(["migrate", "--to", str(target)], b"", env)
+    assert code == 0, output
+    for label in ("evidence", "proposals", "decisions", "supersession links", "audit chain", "index"):
+        assert label in output
+    assert "42/42" in output  # the evidence bar ends full: 2 notes and 40 bulk ones
+    assert rows_at(target) == rows_at(store_path)
