@@ -259,3 +259,13 @@ def test_on_a_terminal_each_table_gets_a_progress_bar(source, store_path, tmp_pa
         assert label in output
     assert "42/42" in output  # the evidence bar ends full: 2 notes and 40 bulk ones
     assert rows_at(target) == rows_at(store_path)
+
+
+@pytest.mark.parametrize("where", ["folder", "under a file"])
+def test_a_target_that_cannot_be_a_store_file_is_one_line(cli, source, tmp_path, where):
+    (tmp_path / "blocker").write_text("a file where a folder should be")
+    (tmp_path / "folder").mkdir()
+    to = tmp_path / "folder" if where == "folder" else tmp_path / "blocker" / "ctx.db"
+    result = cli("migrate", "--to", str(to))
+    assert result.code in (1, 2) and result.out == ""
+    assert result.err.count("\n") == 1 and "Traceback" not in result.err

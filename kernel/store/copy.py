@@ -23,10 +23,11 @@ from __future__ import annotations
 
 import secrets
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
-from ctx_kernel.kernel.errors import RefusedError, UsageError
+from ctx_kernel.kernel.errors import RefusedError, StoreError, UsageError
 from ctx_kernel.kernel.reports import MigrateReport, TableCopy
 from ctx_kernel.kernel.store import create_store, display_location, same_location
 from ctx_kernel.kernel.store.base import Store
@@ -56,9 +57,14 @@ def open_target(source: Store, location: str) -> Store:
             "this store is encrypted: ctx migrate copies plain stores only (a server does not seal "
             "evidence); for an encrypted offline copy, back up the SQLite file itself"
         )
+    if Path(display_location(location).removeprefix("sqlite:")).is_dir():
+        raise UsageError(f"{display_location(location)} is a folder: name the store's file")
     if same_location(source.location, location):
         raise RefusedError("the target is this store itself: name another file or server")
-    target = create_store(location)
+    try:
+        target = create_store(location)
+    except OSError as exc:  # a folder that cannot be made, a file in the way of one
+        raise StoreError(f"cannot create the target {display_location(location)}: {exc.strerror}") from exc
     try:
         nonce = secrets.token_hex(16)
         with target.transaction():
@@ -170,7 +176,7 @@ class _Copier:
                 if value is not None:
                     self.target.set_meta(key, value)
 
-    def _batches(self, spec: CopiedTable) -> Any:
+    def _batches(self, spec: CopiedTable) -> Iterator[list[dict[str, Any]]]:
         after: tuple[Any, ...] | None = None
         while rows := self.source.export_rows(spec.name, after, self.batch):
             after = tuple(rows[-1][c] for c in spec.cursor)
