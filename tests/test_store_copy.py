@@ -269,3 +269,27 @@ def test_a_target_that_cannot_be_a_store_file_is_one_line(cli, source, tmp_path,
     result = cli("migrate", "--to", str(to))
     assert result.code in (1, 2) and result.out == ""
     assert result.err.count("\n") == 1 and "Traceback" not in result.err
+
+
+def test_a_writer_on_the_source_during_the_copy_is_left_for_the_next_run(source, store_path, tmp_path):
+    target = tmp_path / "copy.db"
+    before = rows_at(store_path)
+    writer = Ctx.open(store_path, embedder=None)
+    wrote = []
+
+    def progress(stage: str, done: int, total: int | None) -> None:
+        if stage == "proposal" and not wrote:  # evidence is copied; proposals are next
+            wrote.append(writer.log("logged by another agent in the middle of the copy").id)
+            writer.ratify(writer.queue()[0].id, reviewer="dave")
+
+    try:
+        first = source.migrate(str(target), batch_size=5, progress=progress)
+    finally:
+        writer.close()
+    assert wrote and not first.resumed
+    assert rows_at(target) == before  # what was committed when the copy started, whole
+    second = source.migrate(str(target), batch_size=5)
+    assert second.resumed and second.resolved == 2  # the ratified one and its settled near-duplicate
+    assert rows_at(target) == rows_at(store_path) != before
+    with Ctx.open(target, embedder=None) as copy:
+        assert copy.verify_audit(state=True).ok
