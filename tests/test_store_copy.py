@@ -36,19 +36,6 @@ def _count(path: Path, table: str) -> int:
         conn.close()
 
 
-def _stop_after(calls: int):
-    """A progress callback that presses Ctrl-C on its ``calls``-th call."""
-    seen = 0
-
-    def progress(stage: str, done: int, total: int | None) -> None:
-        nonlocal seen
-        seen += 1
-        if seen == calls:
-            raise KeyboardInterrupt
-
-    return progress
-
-
 def test_copy_holds_every_row_and_its_audit_chain_verifies(cli, source, store_path, tmp_path):
     target = tmp_path / "elsewhere" / "ctx.db"
     result = cli("migrate", "--to", f"sqlite:{target}")
@@ -79,15 +66,42 @@ def test_json_report_matches_its_schema_and_a_second_run_writes_nothing(cli, sou
     assert again["last_hash"] == report["last_hash"]
 
 
-@pytest.mark.parametrize("calls", [2, 5, 9, 14])
-def test_ctrl_c_at_any_stage_then_the_same_command_finishes_an_identical_copy(
-    source, store_path, tmp_path, calls
+STAGES = [
+    "evidence",
+    "proposal",
+    "proposal_evidence",
+    "decision",
+    "decision_evidence",
+    "supersession",
+    "resolved",
+    "audit",
+    "index",
+]
+
+
+def _stop_in(stage: str):
+    """A progress callback that presses Ctrl-C once ``stage`` has written its first batch."""
+
+    def progress(now: str, done: int, total: int | None) -> None:
+        if now == stage and (done > 0 or stage == "index"):
+            raise KeyboardInterrupt
+
+    return progress
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_ctrl_c_in_any_stage_then_the_same_command_finishes_an_identical_copy(
+    source, store_path, tmp_path, stage
 ):
     target = tmp_path / "copy.db"
     with pytest.raises(KeyboardInterrupt):
-        source.migrate(str(target), batch_size=3, progress=_stop_after(calls))
+        source.migrate(str(target), batch_size=3, progress=_stop_in(stage))
     report = source.migrate(str(target), batch_size=3)
     assert report.resumed
+    written = {t.table: t.copied for t in report.tables}
+    done = STAGES.index(stage)
+    # What the stopped run committed stays; the rest is written now, once.
+    assert all(written[t] == 0 for t in STAGES[: min(done, 6)] if t in written)
     assert rows_at(target) == rows_at(store_path)
     with Ctx.open(target, embedder=None) as copy:
         assert copy.verify_audit(state=True).ok
@@ -129,7 +143,7 @@ def test_a_killed_process_resumes_and_no_row_is_written_twice(source, store_path
 def test_a_source_that_moved_on_between_runs_is_copied_as_it_is_now(source, store_path, tmp_path):
     target = tmp_path / "copy.db"
     with pytest.raises(KeyboardInterrupt):
-        source.migrate(str(target), batch_size=4, progress=_stop_after(30))
+        source.migrate(str(target), batch_size=4, progress=_stop_in("decision"))
     pending = source.queue()
     source.ratify(pending[0].id, reviewer="carol")  # resolves a copied proposal, supersedes a decision
     source.retire("cache.layer", reviewer="carol", reason="no cache")  # closes a copied window
