@@ -130,21 +130,28 @@ class Ctx:
 
     # -- lifecycle ------------------------------------------------------------------------
     @classmethod
-    def init(cls, path: Path, *, embedder: Embedder | str | None = AUTO) -> tuple[Ctx, bool]:
-        """Create the store at ``path`` (or open it if it exists); True when it was created."""
-        created = not path.exists()
-        if path.exists() and not path.is_file():
+    def init(cls, path: Path | str, *, embedder: Embedder | str | None = AUTO) -> tuple[Ctx, bool]:
+        """Create the store at ``path`` (a file, or a server's URL as text), or open it if it
+        exists; True when it was created."""
+        if isinstance(path, Path) and path.exists() and not path.is_file():
             raise UsageError(f"{path} exists and is not a file")
+        created = isinstance(path, Path) and not path.exists()
         store = create_store(path)
-        if store.get_meta("store_id") is None:
+        try:
+            # Read and written under the write lock: two `ctx init` on one server name it once.
             with store.transaction():
-                store.set_meta("store_id", clock.new_id("ev")[3:])
-                store.set_meta("created_at", clock.now())
-                store.set_meta(META_CONFLICT_RULES, conflict_rules())
+                if store.get_meta("store_id") is None:
+                    created = created or not isinstance(path, Path)
+                    store.set_meta("store_id", clock.new_id("ev")[3:])
+                    store.set_meta("created_at", clock.now())
+                    store.set_meta(META_CONFLICT_RULES, conflict_rules())
+        except BaseException:
+            store.close()
+            raise
         return cls(store, embedder=embedder), created
 
     @classmethod
-    def open(cls, path: Path, *, embedder: Embedder | str | None = AUTO) -> Ctx:
+    def open(cls, path: Path | str, *, embedder: Embedder | str | None = AUTO) -> Ctx:
         """Open an existing store; ``embedder`` is AUTO (the configured model), an embedder, or None."""
         return cls(open_store(path), embedder=embedder)
 

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
 import tomllib
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from ctx_kernel.kernel.errors import StoreError, UsageError
 
@@ -14,6 +17,25 @@ STORE_FILE = "ctx.db"
 
 
 SQLITE_SCHEME = "sqlite:"
+# A database server's URL (postgresql://...): the store is not a file, and the text goes to the
+# backend as it is (a Path would collapse its "//").
+_SERVER_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+://")
+
+
+def is_server_url(location: str | Path) -> bool:
+    """True when a location is a server's URL (text such as ``postgresql://host/db``), not a file."""
+    return isinstance(location, str) and _SERVER_URL.match(location) is not None
+
+
+def without_password(url: str) -> str:
+    """A server URL as it may be shown: any password (in the authority or ``?password=``) left out."""
+    parts = urlsplit(url)
+    netloc = parts.netloc
+    if "@" in netloc:
+        userinfo, _, hostport = netloc.rpartition("@")
+        netloc = f"{userinfo.split(':', 1)[0]}@{hostport}"
+    query = urlencode([(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k != "password"])
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 
 def location_file(location: str) -> Path:
@@ -22,11 +44,17 @@ def location_file(location: str) -> Path:
     return Path(location.removeprefix(SQLITE_SCHEME)).expanduser()
 
 
-def find_store(explicit: str | None = None, start: Path | None = None) -> Path:
-    """``--db``, then ``CTX_DB``, then the nearest ``.ctx/ctx.db`` walking up from ``start``."""
+def location(chosen: str) -> Path | str:
+    """A store location as given: a server's URL stays text; anything else names a file."""
+    return chosen if is_server_url(chosen) else location_file(chosen)
+
+
+def find_store(explicit: str | None = None, start: Path | None = None) -> Path | str:
+    """``--db``, then ``CTX_DB``, then the nearest ``.ctx/ctx.db`` walking up from ``start``
+    (a server's URL is returned as text)."""
     chosen = explicit or os.environ.get("CTX_DB")
     if chosen:
-        return location_file(chosen)
+        return location(chosen)
     here = (start or Path.cwd()).resolve()
     for folder in (here, *here.parents):
         candidate = folder / STORE_DIR / STORE_FILE
@@ -36,11 +64,12 @@ def find_store(explicit: str | None = None, start: Path | None = None) -> Path:
 
 
 def enclosing_store(folder: Path) -> Path | None:
-    """The store a command run in ``folder`` would use before a new one is made there, if any."""
+    """The store file a command run in ``folder`` would use before a new one is made there, if any."""
     try:
-        return find_store(None, folder)
+        found = find_store(None, folder)
     except StoreError:
         return None
+    return found if isinstance(found, Path) else None
 
 
 # Written beside a new store: the database stays local, signed audit checkpoints may be committed.
@@ -65,17 +94,22 @@ def keep_out_of_git(store: Path) -> bool:
     return True
 
 
-def init_target(explicit: str | None = None, start: Path | None = None) -> Path:
+def init_target(explicit: str | None = None, start: Path | None = None) -> Path | str:
     """Where ``ctx init`` creates the store: ``--db``, ``CTX_DB``, else ``./.ctx/ctx.db``."""
     chosen = explicit or os.environ.get("CTX_DB")
     if chosen:
-        return location_file(chosen)
+        return location(chosen)
     return (start or Path.cwd()).resolve() / STORE_DIR / STORE_FILE
 
 
-def checkpoints_dir(store: Path) -> Path:
-    """Where signed audit checkpoints are kept: ``checkpoints/`` beside the store file."""
-    return store.parent / "checkpoints"
+def checkpoints_dir(store: Path | str) -> Path:
+    """Where signed audit checkpoints are kept: ``checkpoints/`` beside the store file; for a store
+    on a server, a folder of its own in the user's config folder (named by the URL shown without a
+    password, so the same store always finds its checkpoints)."""
+    if is_server_url(str(store)):
+        digest = hashlib.sha256(without_password(str(store)).encode("utf-8")).hexdigest()[:16]
+        return config_dir() / "servers" / digest / "checkpoints"
+    return Path(store).parent / "checkpoints"
 
 
 def config_dir() -> Path:

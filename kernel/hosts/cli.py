@@ -214,17 +214,23 @@ def init(ctx: click.Context, encrypt: bool, key_file: Path | None, db_here: str 
     """Create the store (.ctx/ctx.db in the working folder, or --db / CTX_DB)."""
     explicit = db_here or ctx.obj.get("db")
     target = paths.init_target(explicit)
-    shadowed = None if explicit or os.environ.get("CTX_DB") else paths.enclosing_store(target.parent.parent)
+    shadowed = (
+        paths.enclosing_store(target.parent.parent)
+        if isinstance(target, Path) and not (explicit or os.environ.get("CTX_DB"))
+        else None
+    )
     kernel, created = Ctx.init(target)
     with kernel:
-        _say(f"{'created' if created else 'already present, schema up to date:'} {target}")
+        # A server's URL may hold a password: the store names itself without one.
+        shown = target if isinstance(target, Path) else kernel.location
+        _say(f"{'created' if created else 'already present, schema up to date:'} {shown}")
         if created and shadowed is not None:
             _say(
                 f"ctx: note: {shadowed} already serves this folder; commands run here and below "
                 "now use the new store instead",
                 err=True,
             )
-        if created and paths.keep_out_of_git(target):
+        if created and isinstance(target, Path) and paths.keep_out_of_git(target):
             _say(
                 f"{target.parent / '.gitignore'} keeps the store out of git (its evidence may hold "
                 "private text); commit checkpoints/ beside it, and share decisions with `ctx export adr`",
@@ -1624,7 +1630,8 @@ def completion(shell: str) -> None:
 @click.pass_context
 def path_command(ctx: click.Context, db_here: str | None) -> None:
     """Print the path of the store this folder uses (exit 1 when there is none)."""
-    _say(str(paths.find_store(db_here or ctx.find_root().obj.get("db"))))
+    found = paths.find_store(db_here or ctx.find_root().obj.get("db"))
+    _say(str(found) if isinstance(found, Path) else paths.without_password(found))
 
 
 @cli.command("mcp")
@@ -1654,7 +1661,7 @@ def mcp_server(ctx: click.Context, agent: str | None, session: str | None, db_he
         kernel = Ctx.open(paths.find_store(explicit))
     except StoreError as exc:
         message = exc.message
-        store = Path(named).expanduser() if named is not None else None
+        store = Path(named).expanduser() if named is not None and not paths.is_server_url(named) else None
         if store is not None and not store.exists():
             create = f"ctx init --db {shlex.quote(str(store))}"
             message = f"no ctx store at {store} (named by {origin}): create it with `{create}`"
