@@ -307,3 +307,42 @@ def test_a_writer_on_the_source_during_the_copy_is_left_for_the_next_run(source,
     assert rows_at(target) == rows_at(store_path) != before
     with Ctx.open(target, embedder=None) as copy:
         assert copy.verify_audit(state=True).ok
+
+
+def _embedded(store_path: Path) -> Ctx:
+    from tests.embedders import HashEmbedder
+
+    kernel = Ctx.open(store_path, embedder=HashEmbedder())
+    kernel.prepare_vectors(backfill=10_000)
+    return kernel
+
+
+def test_vectors_of_the_same_model_are_copied_and_not_embedded_again(source, store_path, tmp_path):
+    from tests.embedders import HashEmbedder
+
+    with _embedded(store_path) as embedded:
+        report = embedded.migrate(str(tmp_path / "copy.db"))
+        query = HashEmbedder().embed_query("ledger postgres")
+        expected = embedded.store.nearest("evidence", query, 50, 5)
+    assert report.vector_model == "test/hash-64"
+    assert report.vectors == 42 + 5  # every evidence text and decision
+    embedder = HashEmbedder()
+    with Ctx.open(tmp_path / "copy.db", embedder=embedder) as copy:
+        _, status = copy.prepare_vectors(backfill=10_000)
+        assert status.state == "on" and embedder.calls == 0
+        assert copy.store.nearest("evidence", query, 50, 5) == expected
+
+
+def test_vectors_of_another_model_are_left_for_the_target_to_embed(source, store_path, tmp_path):
+    from tests.embedders import HashEmbedder
+
+    target = tmp_path / "copy.db"
+    with Ctx.init(target, embedder=HashEmbedder(32, "test/hash-32"))[0] as other:
+        other.prepare_vectors()  # the target chose its model first
+    with _embedded(store_path) as embedded:
+        report = embedded.migrate(str(target))
+    assert report.vectors == 0 and report.vector_model is None
+    embedder = HashEmbedder(32, "test/hash-32")
+    with Ctx.open(target, embedder=embedder) as copy:
+        _, status = copy.prepare_vectors(backfill=10_000)
+        assert status.state == "on" and embedder.calls == 42 + 5

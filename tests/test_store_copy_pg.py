@@ -136,3 +136,23 @@ def test_a_login_without_the_rights_to_copy_is_refused_without_its_password(cli,
         result = cli("migrate", "--to", pg.url(group))
         assert result.code != 0, group
         assert result.err.count("\n") == 1 and password not in result.err + result.out
+
+
+def test_vectors_go_to_postgresql_and_back_unchanged(source, store_path, pg, tmp_path):
+    from tests.embedders import HashEmbedder
+
+    with Ctx.open(store_path, embedder=HashEmbedder()) as embedded:
+        embedded.prepare_vectors(backfill=10_000)
+        assert embedded.migrate(pg.url()).vectors == 42 + 5
+        original = [embedded.store.export_vectors(kind, None, 1000) for kind in ("decision", "evidence")]
+    embedder = HashEmbedder()
+    with Ctx.open(pg.url(), embedder=embedder) as server:
+        _, status = server.prepare_vectors(backfill=10_000)
+        assert status.state == "on" and embedder.calls == 0
+        assert [
+            server.store.export_vectors(kind, None, 1000) for kind in ("decision", "evidence")
+        ] == original
+        back = tmp_path / "back.db"
+        assert server.migrate(str(back)).vectors == 42 + 5
+    with Ctx.open(back, embedder=None) as copy:
+        assert [copy.store.export_vectors(kind, None, 1000) for kind in ("decision", "evidence")] == original
