@@ -346,3 +346,34 @@ def test_vectors_of_another_model_are_left_for_the_target_to_embed(source, store
     with Ctx.open(target, embedder=embedder) as copy:
         _, status = copy.prepare_vectors(backfill=10_000)
         assert status.state == "on" and embedder.calls == 42 + 5
+
+
+def test_an_encrypted_target_is_refused_even_empty(cli, source, tmp_path, monkeypatch):
+    target = tmp_path / "sealed" / "ctx.db"
+    assert cli("--db", str(target), "init", "--encrypt", db=False).code == 0
+    result = cli("migrate", "--to", str(target))
+    assert result.code == 1 and "is encrypted" in result.err
+    with Ctx.open(target, embedder=None) as sealed:
+        assert sealed.store.count_rows("evidence") == 0
+
+
+def test_two_copies_to_one_target_at_the_same_moment_write_every_row_once(source, store_path, tmp_path):
+    target = tmp_path / "copy.db"
+    Ctx.init(target)[0].close()
+    command = [
+        str(Path(sys.executable).parent / "ctx"),
+        "--db",
+        str(store_path),
+        "migrate",
+        "--to",
+        str(target),
+    ]
+    runs = [
+        subprocess.Popen([*command, "--batch-size", "2", "--json"], stdout=subprocess.PIPE) for _ in range(2)
+    ]
+    reports = [json.loads(run.communicate(timeout=120)[0]) for run in runs]
+    assert all(run.returncode == 0 for run in runs)
+    tables = [{t["table"]: t for t in report["tables"]} for report in reports]
+    for name, table in tables[0].items():
+        assert table["copied"] + tables[1][name]["copied"] == table["rows"]  # each row by one of them
+    assert rows_at(target) == rows_at(store_path)

@@ -149,13 +149,13 @@ class _Copier:
 
     def check_target(self) -> bool:
         """Refuse a target holding another store or rows the source lacks; True when resuming."""
+        if self.target.is_sealed():  # its rows would be sealed by ctx, never restored as they are
+            raise self._refuse("is encrypted")
         held = {spec.name: self.target.count_rows(spec.name) for spec in COPIED_TABLES}
         if not any(held.values()):
             return False
         if self.target.get_meta("store_id") != self.source.get_meta("store_id"):
             raise self._refuse(f"holds another store (id {self.target.get_meta('store_id')})")
-        if self.target.is_sealed():
-            raise self._refuse("is encrypted")
         for name, count in held.items():
             if count > self.totals[name]:
                 raise self._refuse(f"holds {count - self.totals[name]} {name} rows this store does not")
