@@ -29,7 +29,7 @@ from typing import Any
 
 from ctx_kernel.kernel.errors import RefusedError, StoreError, UsageError
 from ctx_kernel.kernel.reports import MigrateReport, TableCopy
-from ctx_kernel.kernel.store import create_store, display_location, same_location
+from ctx_kernel.kernel.store import create_store, display_location, same_location, sqlite_path
 from ctx_kernel.kernel.store.base import Store
 from ctx_kernel.kernel.store.rows import COPIED, COPIED_TABLES, CopiedTable
 
@@ -57,8 +57,12 @@ def open_target(source: Store, location: str) -> Store:
             "this store is encrypted: ctx migrate copies plain stores only (a server does not seal "
             "evidence); for an encrypted offline copy, back up the SQLite file itself"
         )
-    if Path(display_location(location).removeprefix("sqlite:")).is_dir():
-        raise UsageError(f"{display_location(location)} is a folder: name the store's file")
+    try:
+        path: Path | None = sqlite_path(location)
+    except UsageError:
+        path = None  # a server's URL, or a scheme create_store refuses with its own message
+    if path is not None and path.is_dir():
+        raise UsageError(f"{path} is a folder: name the store's file")
     if same_location(source.location, location):
         raise RefusedError("the target is this store itself: name another file or server")
     try:
@@ -90,8 +94,8 @@ def copy_store(
 ) -> MigrateReport:
     """Copy (or finish copying) ``source`` into ``target``, then ``derive`` the target's derived data."""
     started = time.perf_counter()
-    copier = _Copier(source, target, batch_size, progress or (lambda *_: None))
     with source.snapshot():
+        copier = _Copier(source, target, batch_size, progress or (lambda *_: None))
         resumed = copier.check_target()
         copier.copy_meta()
         written = {spec.name: copier.table(spec) for spec in COPIED_TABLES if spec.name != "audit"}
@@ -141,6 +145,7 @@ class _Copier:
         self.batch = batch_size
         self.say = say
         self.target_name = display_location(target.location)
+        # Counted inside the source's snapshot, like every row the copy reads.
         self.totals = {spec.name: source.count_rows(spec.name) for spec in COPIED_TABLES}
         self.closed = 0
 
