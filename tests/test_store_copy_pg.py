@@ -50,7 +50,7 @@ def test_round_trip_sqlite_postgres_sqlite_gives_back_the_original(cli, source, 
     verify = cli("--db", url, "audit", "verify", db=False)
     assert verify.code == 0, verify.err + verify.out
     back = tmp_path / "back" / "ctx.db"
-    home = cli("--db", url, "migrate", "--to", f"sqlite:{back}", "--json", db=False)
+    home = cli("--db", url, "migrate", "--to", f"sqlite:{back}", "--batch-size", "2", "--json", db=False)
     assert home.code == 0, home.err
     assert json.loads(home.out)["last_hash"] == report["last_hash"]
     assert rows_at(back) == original
