@@ -32,6 +32,7 @@ from ctx_kernel.kernel.decisions.review import (
 from ctx_kernel.kernel.errors import CtxError, StalePlanError, StoreError, UsageError
 from ctx_kernel.kernel.limits import (
     AUTO,
+    COPY_BATCH,
     DEFAULT_BUDGET,
     DEFAULT_MODE,
     DEFAULT_RRF_K,
@@ -433,7 +434,9 @@ class Ctx:
         """Embed every decision and evidence text again with the configured model."""
         return self._recall.reindex(download=download, progress=progress)
 
-    def migrate(self, to: str, *, batch_size: int = 500, progress: Progress | None = None) -> MigrateReport:
+    def migrate(
+        self, to: str, *, batch_size: int = COPY_BATCH, progress: Progress | None = None
+    ) -> MigrateReport:
         """Copy this store to ``to`` (a file, sqlite:PATH or a server URL); run again, it resumes."""
         from ctx_kernel.kernel.store import copy  # noqa: PLC0415 - only ctx migrate copies
 

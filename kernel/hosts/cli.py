@@ -33,6 +33,7 @@ from ctx_kernel.kernel.errors import CtxError, StoreError, UsageError
 from ctx_kernel.kernel.facade import Ctx, age, plain_diff, short_age
 from ctx_kernel.kernel.hosts import bulk
 from ctx_kernel.kernel.limits import (
+    COPY_BATCH,
     DEFAULT_BUDGET,
     DEFAULT_MODE,
     DEFAULT_RRF_K,
@@ -929,7 +930,7 @@ _MIGRATE_STAGES = {
 @click.option(
     "--batch-size",
     type=click.IntRange(1, 100_000),
-    default=500,
+    default=COPY_BATCH,
     show_default=True,
     help="Rows per transaction on the target.",
 )

@@ -28,12 +28,12 @@ from pathlib import Path
 from typing import Any
 
 from ctx_kernel.kernel.errors import RefusedError, StoreError, UsageError
+from ctx_kernel.kernel.limits import COPY_BATCH
 from ctx_kernel.kernel.reports import MigrateReport, TableCopy
 from ctx_kernel.kernel.store import create_store, display_location, same_location, sqlite_path
 from ctx_kernel.kernel.store.base import Store
 from ctx_kernel.kernel.store.rows import COPIED, COPIED_TABLES, CopiedTable
 
-COPY_BATCH = 500
 IDENTITY_META = ("store_id", "created_at", "audit_checkpoint")
 # Written to the target and read back through the source: a target that is the source under
 # another name (a link, a second spelling of a server's address) sees it.
