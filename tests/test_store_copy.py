@@ -377,3 +377,9 @@ def test_two_copies_to_one_target_at_the_same_moment_write_every_row_once(source
     for name, table in tables[0].items():
         assert table["copied"] + tables[1][name]["copied"] == table["rows"]  # each row by one of them
     assert rows_at(target) == rows_at(store_path)
+
+
+def test_a_copy_into_a_projects_ctx_folder_is_kept_out_of_git(cli, source, tmp_path):
+    target = tmp_path / "laptop" / "project" / ".ctx" / "ctx.db"
+    assert cli("migrate", "--to", str(target)).code == 0
+    assert "*" in (target.parent / ".gitignore").read_text(encoding="utf-8")

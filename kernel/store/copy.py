@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from ctx_kernel.kernel import paths
 from ctx_kernel.kernel.errors import RefusedError, StoreError, UsageError
 from ctx_kernel.kernel.limits import COPY_BATCH
 from ctx_kernel.kernel.reports import MigrateReport, TableCopy
@@ -67,6 +68,8 @@ def open_target(source: Store, location: str) -> Store:
         raise RefusedError("the target is this store itself: name another file or server")
     try:
         target = create_store(location)
+        if path is not None:
+            paths.keep_out_of_git(path)  # a copy into a project's .ctx/ is as private as the store
     except OSError as exc:  # a folder that cannot be made, a file in the way of one
         raise StoreError(f"cannot create the target {display_location(location)}: {exc.strerror}") from exc
     try:
