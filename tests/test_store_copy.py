@@ -383,3 +383,14 @@ def test_a_copy_into_a_projects_ctx_folder_is_kept_out_of_git(cli, source, tmp_p
     target = tmp_path / "laptop" / "project" / ".ctx" / "ctx.db"
     assert cli("migrate", "--to", str(target)).code == 0
     assert "*" in (target.parent / ".gitignore").read_text(encoding="utf-8")
+
+
+def test_the_signed_checkpoint_comes_along_and_the_copy_matches_it(cli, source, tmp_path, monkeypatch):
+    monkeypatch.setenv("CTX_KEY_PASSPHRASE", "correct horse battery staple")
+    assert cli("keys", "init", db=False).code == 0
+    assert cli("audit", "checkpoint").code == 0
+    target = tmp_path / "elsewhere" / "ctx.db"
+    assert cli("migrate", "--to", str(target)).code == 0
+    verify = cli("--db", str(target), "audit", "verify", db=False)
+    assert verify.code == 0, verify.err
+    assert "matches 1 signed checkpoints" in verify.out
