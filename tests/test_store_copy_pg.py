@@ -156,3 +156,14 @@ def test_vectors_go_to_postgresql_and_back_unchanged(source, store_path, pg, tmp
         assert server.migrate(str(back)).vectors == 42 + 5
     with Ctx.open(back, embedder=None) as copy:
         assert [copy.store.export_vectors(kind, None, 1000) for kind in ("decision", "evidence")] == original
+
+
+def test_a_server_store_is_not_copied_onto_itself_under_another_spelling(cli, source, pg):
+    url = pg.url()
+    assert cli("migrate", "--to", url).code == 0
+    before = _rows_at_url(url)
+    spelled = url + ("&" if "?" in url else "?") + "application_name=ctx-copy"
+    for to in (url, spelled):
+        result = cli("--db", url, "migrate", "--to", to, db=False)
+        assert result.code == 1 and "is this store itself" in result.err, result.err
+    assert _rows_at_url(url) == before
