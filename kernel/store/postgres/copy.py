@@ -26,18 +26,29 @@ _VECTOR_KINDS = ("decision", "evidence")
 
 
 class PostgresCopy:
-    """Export and restore of the copied tables and of the vectors."""
+    """Export and restore of the copied tables and of the vectors.
+
+    Reads go through the store's ``_q`` (a dropped connection is reopened, or named without its
+    password); restores run inside the store's transaction, which does the same for a failure.
+    """
 
     _conn: Any
+    _changes: int
     _column_types: dict[str, dict[str, str]] | None = None
+
+    def _q(self, sql: str, params: tuple[Any, ...] | list[Any] = ()) -> list[tuple[Any, ...]]:
+        raise NotImplementedError
+
+    def _read(self, query: sql.Composable, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        return self._q(query.as_string(self._conn), list(params))
 
     def _types(self, table: str) -> dict[str, str]:
         """Each column's type name (``timestamp with time zone``, ``jsonb``, ...), from the catalog."""
         if self._column_types is None:
-            rows = self._conn.execute(
+            rows = self._q(
                 "SELECT table_name, column_name, data_type FROM information_schema.columns "
                 "WHERE table_schema = current_schema()"
-            ).fetchall()
+            )
             types: dict[str, dict[str, str]] = {}
             for name, column, kind in rows:
                 types.setdefault(name, {})[column] = kind
@@ -52,7 +63,7 @@ class PostgresCopy:
         """How many rows a copied table holds."""
         spec = COPIED[table]
         query = sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(spec.name))
-        return int(self._conn.execute(query).fetchone()[0])
+        return int(self._read(query)[0][0])
 
     def export_rows(self, table: str, after: Sequence[Any] | None, limit: int) -> list[dict[str, Any]]:
         """Up to ``limit`` rows in export order, after the row whose cursor values are ``after``."""
@@ -72,7 +83,7 @@ class PostgresCopy:
                 else sql.SQL("")
             )
         query = sql.SQL("SELECT {} FROM {} {} ORDER BY {} LIMIT %s").format(columns, name, where, order)
-        rows = self._conn.execute(query, [*(after or ()), limit]).fetchall()
+        rows = self._read(query, [*(after or ()), limit])
         return [_neutral(spec, row) for row in rows]
 
     def rows_by_key(self, table: str, keys: Sequence[Sequence[Any]]) -> dict[tuple[Any, ...], dict[str, Any]]:
@@ -89,7 +100,7 @@ class PostgresCopy:
             sql.SQL(", ").join([one] * len(wanted)),
         )
         found: dict[tuple[Any, ...], dict[str, Any]] = {}
-        for row in self._conn.execute(query, [value for k in wanted for value in k]).fetchall():
+        for row in self._read(query, [value for k in wanted for value in k]):
             record = _neutral(spec, row)
             found[tuple(record[c] for c in spec.key)] = record
         return found
@@ -104,8 +115,10 @@ class PostgresCopy:
             sql.SQL(", ").join(map(sql.Identifier, spec.columns)),
             sql.SQL(", ").join(self._placeholders(spec, spec.columns)),
         )
+        # One pipeline for the batch (psycopg's executemany), not a round trip per row.
         with self._conn.cursor() as cursor:
             cursor.executemany(query, [_stored(spec, row) for row in rows])
+            self._changes += max(cursor.rowcount, 0)
 
     def export_vectors(
         self, kind: str, after: tuple[str, int] | None, limit: int
@@ -116,17 +129,15 @@ class PostgresCopy:
         table, vectors = sql.Identifier(kind), sql.Identifier(f"{kind}_vector")
         start = -1
         if after is not None:
-            owner = self._conn.execute(
-                sql.SQL("SELECT rowid FROM {} WHERE id = %s").format(table), (after[0],)
-            ).fetchone()
-            start = owner[0] * CHUNK_SLOTS + after[1] if owner else -1
-        rows = self._conn.execute(
+            owner = self._read(sql.SQL("SELECT rowid FROM {} WHERE id = %s").format(table), (after[0],))
+            start = owner[0][0] * CHUNK_SLOTS + after[1] if owner else -1
+        rows = self._read(
             sql.SQL(
                 "SELECT t.id, mod(v.chunk_id, {}), v.emb::real[] FROM {} v "
                 "JOIN {} t ON t.rowid = v.owner_rowid WHERE v.chunk_id > %s ORDER BY v.chunk_id LIMIT %s"
             ).format(sql.Literal(CHUNK_SLOTS), vectors, table),
             (start, limit),
-        ).fetchall()
+        )
         return [(r[0], int(r[1]), struct.pack(f"<{len(r[2])}f", *r[2])) for r in rows]
 
 
