@@ -29,9 +29,7 @@ def test_init_log_propose_ratify_reject_history_and_verify(store_url: str, cli, 
     assert ctx("init").startswith("already present, schema up to date: postgresql://")
     cited = ctx("log", "We benchmarked PostgreSQL for the team store").strip()
     first = json.loads(
-        ctx(
-            "propose", "--subject", "db.engine", "--decision", "Use PostgreSQL", "--evidence", cited, "--json"
-        )
+        ctx("propose", "--subject", "db.engine", "--decision", "Use PostgreSQL", "--evidence", cited, "--json")
     )
     ratified = json.loads(ctx("ratify", first["id"], "--reviewer", "alice", "--yes", "--json"))
     old_id = ratified["decision"]["id"]
@@ -39,9 +37,7 @@ def test_init_log_propose_ratify_reject_history_and_verify(store_url: str, cli, 
     ctx("reject", rejected["id"], "--reason", "one file cannot be shared", "--reviewer", "bob", "--yes")
     # CTX_DB names the store as well as --db does.
     monkeypatch.setenv("CTX_DB", store_url)
-    newer = json.loads(
-        cli("propose", "--subject", "db.engine", "--decision", "Use PostgreSQL 18", "--json", db=False).out
-    )
+    newer = json.loads(cli("propose", "--subject", "db.engine", "--decision", "Use PostgreSQL 18", "--json", db=False).out)
     assert cli("ratify", newer["id"], "--reviewer", "carol", "--yes", db=False).code == 0
 
     current = json.loads(ctx("decisions", "--json"))
@@ -91,9 +87,7 @@ def test_an_agent_login_proposes_but_the_database_refuses_its_ratification(pg, c
     agent = pg.url(roles.AGENT)
     cited = cli("--db", agent, "log", "the agent read the benchmark", db=False)
     assert cited.code == 0, cited.err
-    queued = cli(
-        "--db", agent, "propose", "--subject", "db.engine", "--decision", "Use PostgreSQL", "--json", db=False
-    )
+    queued = cli("--db", agent, "propose", "--subject", "db.engine", "--decision", "Use PostgreSQL", "--json", db=False)
     assert queued.code == 0, queued.err
     proposal_id = json.loads(queued.out)["id"]
     refused = cli("--db", agent, "ratify", proposal_id, "--reviewer", "mallory", "--yes", db=False)

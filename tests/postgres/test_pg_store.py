@@ -273,9 +273,7 @@ def test_data_version_moves_when_another_connection_commits(pg) -> None:
         ),
     ],
 )
-def test_integrity_check_and_audit_verify_find_a_disabled_invariant(
-    pg, cli, tamper: str, problem: str
-) -> None:
+def test_integrity_check_and_audit_verify_find_a_disabled_invariant(pg, cli, tamper: str, problem: str) -> None:
     Ctx.init(pg.url(), embedder=None)[0].close()
     assert cli("--db", pg.url(), "audit", "verify", db=False).code == 0
     with pg.connect(autocommit=True) as owner:
