@@ -17,9 +17,9 @@ STORE_FILE = "ctx.db"
 
 
 SQLITE_SCHEME = "sqlite:"
-# A database server's URL (postgresql://...): the store is not a file, and the text goes to the
-# backend as it is (a Path would collapse its "//").
-_SERVER_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+://")
+# A database server's URL (postgresql://..., postgres+driver://...): the store is not a file, and
+# the text goes to the backend as it is (a Path would collapse its "//").
+_SERVER_URL = re.compile(r"^(postgres|postgresql)(\+[A-Za-z0-9.-]+)?://", re.IGNORECASE)
 
 
 def is_server_url(location: str | Path) -> bool:
@@ -34,7 +34,8 @@ def without_password(url: str) -> str:
     if "@" in netloc:
         userinfo, _, hostport = netloc.rpartition("@")
         netloc = f"{userinfo.split(':', 1)[0]}@{hostport}"
-    query = urlencode([(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k != "password"])
+    kept = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k != "password"]
+    query = urlencode(kept, safe="/")
     return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 
