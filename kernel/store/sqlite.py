@@ -52,7 +52,10 @@ class SQLiteStore(IndexQueries, SQLiteCopy):
     @classmethod
     def create(cls, path: Path) -> SQLiteStore:
         """Create (or upgrade) the store file at ``path`` and open it."""
-        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(f"cannot create a store at {path}: {exc.strerror or exc}") from exc
         migrate.upgrade(path)
         return cls.open(path)
 
