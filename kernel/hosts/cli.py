@@ -1566,7 +1566,10 @@ def status(kernel: Ctx, as_json: bool) -> None:
 @_db_option
 @click.pass_context
 def doctor(ctx: click.Context, as_json: bool, db_here: str | None) -> None:
-    """Check the install and the store: the SQLite driver, the model, integrity, the audit log.
+    """Check the install and the store: its backend, the model, integrity, the audit log.
+
+    The backend is the SQLite driver (it loads sqlite-vec), or for a server its version, its
+    extensions and the role this login belongs to.
 
     Each failed check says what to do; exits 1 when any failed.
     """
