@@ -18,6 +18,7 @@ and the inverse document frequency comes from counts the caller makes (:func:`id
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 from ctx_kernel.kernel.store.postgres.schema import TEXT_SEARCH_CONFIG
 from ctx_kernel.kernel.store.query import TextQuery
@@ -92,8 +93,68 @@ def ranked(
         f"CROSS JOIN LATERAL (SELECT {frequencies}, "
         f"{length(alias + '.search')} / greatest(q.average, 1.0) AS relative) AS tf"
     )
+    return source, _score(count), [*idfs, average, *query.terms]
+
+
+def _score(count: int) -> str:
+    """The BM25 sum over ``count`` terms of ``q.w{i}`` (idf), ``tf.f{i}`` (weighted frequency) and
+    ``tf.relative`` (the row's length over the average), in term order."""
     score = " + ".join(
         f"q.w{i} * tf.f{i} * {K1 + 1!r} / (tf.f{i} + {K1!r} * ({1 - B!r} + {B!r} * tf.relative))"
         for i in range(count)
     )
-    return source, f"({score})", [*idfs, average, *query.terms]
+    return f"({score})"
+
+
+def ranked_postings(
+    query: TextQuery,
+    table: str,
+    weights: tuple[float, float, float, float],
+    idfs: list[float],
+    average: float,
+    lexemes: Sequence[str | None],
+    matching: list[int] | None = None,
+) -> tuple[str, list[object]]:
+    """A statement of ``(rowid, score)``: the BM25 of :func:`ranked` from the postings ``table``.
+
+    ``lexemes`` holds each term's one lexeme. A posting's weighted frequency is its occurrences
+    per weight times the column weights, which is what ``ts_rank_cd`` of the term alone adds up
+    (an occurrence weighs its column's weight), and its length that of the row's tsvector, so
+    every score is the one :func:`ranked` computes, to the bit. With ``matching`` (term numbers),
+    only the rows holding one of those terms are scored (on every term), each by a probe of the
+    postings' primary key per term; ``all`` keeps the rows that hold every term.
+    """
+    count = len(query.terms)
+    if count != len(lexemes) or not all(lexemes):
+        raise ValueError("ranking from postings needs one lexeme per term")
+    d, c, b, a = weights
+    frequency = f"(p.a * {a!r}::float8 + p.b * {b!r}::float8 + p.c * {c!r}::float8 + p.d * {d!r}::float8)"
+    bound: list[object] = [list(lexemes)]
+    terms = (
+        'WITH terms (term, i) AS (SELECT term COLLATE "C", i '
+        "FROM unnest(%s::text[]) WITH ORDINALITY AS u (term, i))"
+    )
+    if matching is None:
+        hits = (
+            f"SELECT p.rowid, terms.i, {frequency} AS f, p.length "
+            f"FROM terms JOIN {table} p ON p.term = terms.term"
+        )
+    else:
+        bound.append([i + 1 for i in matching])
+        hits = (
+            f"SELECT p.rowid, terms.i, {frequency} AS f, p.length FROM (SELECT DISTINCT p.rowid "
+            f"FROM terms JOIN {table} p ON p.term = terms.term WHERE terms.i = ANY(%s::bigint[])) AS chosen "
+            f"CROSS JOIN terms JOIN {table} p ON p.term = terms.term AND p.rowid = chosen.rowid"
+        )
+    every = f"HAVING count(*) = {count}" if query.mode == "all" and matching is None else ""
+    frequencies = ", ".join(
+        f"coalesce(sum(h.f) FILTER (WHERE h.i = {i + 1}), 0.0) AS f{i}" for i in range(count)
+    )
+    weighted = ", ".join(f"%s::float8 AS w{i}" for i in range(count))
+    statement = (
+        f"{terms}, hits AS ({hits}) "
+        f"SELECT tf.rowid, {_score(count)} AS score FROM (SELECT {weighted}, %s::float8 AS average) AS q "
+        f"CROSS JOIN LATERAL (SELECT h.rowid, {frequencies}, "
+        f"max(h.length) / greatest(q.average, 1.0) AS relative FROM hits h GROUP BY h.rowid {every}) AS tf"
+    )
+    return statement, [*bound, *idfs, average]

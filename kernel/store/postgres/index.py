@@ -110,6 +110,7 @@ class PostgresIndex:
     _text_counts: dict[tuple[str, str], tuple[int, int]]
     _vector_dim: int | None
     _average_lengths: dict[str, tuple[float, int]]  # kind -> (average words per row, watermark then)
+    _term_lexemes: dict[str, str | None]  # term -> its one lexeme (None: a phrase or no word)
 
     def _q(self, sql: str, params: tuple[Any, ...] | list[Any] = ()) -> list[tuple[Any, ...]]:
         raise NotImplementedError
@@ -298,22 +299,31 @@ class PostgresIndex:
         rows, average = self._text_statistics(kind)
         frequencies = self._frequencies(kind, query.terms, rows)
         idfs = [fts.idf(rows, frequencies[term]) for term in query.terms]
+        lexemes = self._lexemes(query.terms)
+        postings = [lexemes[term] for term in query.terms]
 
         def best(matching: list[int] | None) -> list[tuple[int, str, float]]:
-            source, score, bound = fts.ranked(query, "t", _WEIGHTS[kind], idfs, average, matching)
-            return [
-                (int(r[0]), r[1], float(r[2]))
-                for r in self._q(
-                    f"""SELECT t.rowid, t.id, {score} AS score FROM {_kind(kind)} t CROSS JOIN {source}
-                        WHERE t.search @@ q.q {where} ORDER BY score DESC, t.rowid LIMIT %s""",
-                    [*bound, *params, limit],
+            if all(postings):
+                statement, bound = fts.ranked_postings(
+                    query, f"{_kind(kind)}_posting", _WEIGHTS[kind], idfs, average, postings, matching
                 )
-            ]
+                statement = (
+                    f"SELECT s.rowid, t.id, s.score FROM ({statement}) AS s "
+                    f"JOIN {_kind(kind)} t ON t.rowid = s.rowid WHERE true {where} "
+                    "ORDER BY s.score DESC, s.rowid LIMIT %s"
+                )
+            else:
+                source, score, bound = fts.ranked(query, "t", _WEIGHTS[kind], idfs, average, matching)
+                statement = (
+                    f"SELECT t.rowid, t.id, {score} AS score FROM {_kind(kind)} t CROSS JOIN {source} "
+                    f"WHERE t.search @@ q.q {where} ORDER BY score DESC, t.rowid LIMIT %s"
+                )
+            return [(int(r[0]), r[1], float(r[2])) for r in self._q(statement, [*bound, *params, limit])]
 
-        # Scoring a row costs a heap read, and a common term matches thousands. Rank the rows that
-        # hold one of the rarer terms first (scored on every term): when the last of them still
-        # scores more than the common terms alone ever can, no row holding only those would make
-        # the list, and the answer is exact without reading them. Fewer terms left out, next.
+        # A common term has thousands of postings (or rows to read). Rank the rows that hold one
+        # of the rarer terms first (scored on every term): when the last of them still scores
+        # more than the common terms alone ever can, no row holding only those would make the
+        # list, and the answer is exact without reading them. Fewer terms left out, next.
         order = sorted(range(len(query.terms)), key=lambda i: frequencies[query.terms[i]])
         for kept in range(1, len(order)) if query.mode == "any" else ():
             if frequencies[query.terms[order[kept]]] < _PRUNE_FROM:
@@ -322,6 +332,26 @@ class PostgresIndex:
             if len(first) >= limit and first[-1][2] > sum(fts.ceiling(idfs[i]) for i in order[kept:]):
                 return first
         return best(None)
+
+    def _lexemes(self, terms: Sequence[str]) -> dict[str, str | None]:
+        """Each term's one lexeme in the index, or None for a term that is a phrase or no word
+        (those are matched against the tsvectors instead of the postings)."""
+        cache = getattr(self, "_term_lexemes", None)
+        if cache is None:
+            cache = self._term_lexemes = {}
+        missing = [term for term in dict.fromkeys(terms) if term not in cache]
+        if missing:
+            if len(cache) > TERM_CACHE:
+                cache.clear()
+            # A query of one node is one lexeme, and the same text's tsvector holds just that one.
+            for term, lexeme in self._q(
+                f"""SELECT u.term, CASE WHEN numnode(phraseto_tsquery('{fts.CONFIG}', u.term)) = 1 THEN
+                      (SELECT min(lexeme) FROM unnest(to_tsvector('{fts.CONFIG}', u.term))) END
+                    FROM unnest(%s::text[]) AS u (term)""",
+                (missing,),
+            ):
+                cache[term] = lexeme
+        return {term: cache[term] for term in terms}
 
     def _text_statistics(self, kind: str) -> tuple[int, float]:
         """The rows of ``kind`` (its rowid watermark) and their average length in words, which is
@@ -364,12 +394,20 @@ class PostgresIndex:
             if known is not None and fresh:
                 out[term] = known[0]
                 continue
-            source, bound = fts.tsquery(TextQuery((term,)))
-            found = self._one(
-                f"""SELECT count(*) FROM (SELECT 1 FROM {_kind(kind)} t, {source}
-                    WHERE t.search @@ q.q LIMIT %s) AS hits""",
-                [*bound, cap],
-            )
+            lexeme = self._lexemes((term,))[term]
+            if lexeme is not None:
+                found = self._one(
+                    f"""SELECT count(*) FROM (SELECT 1 FROM {_kind(kind)}_posting
+                        WHERE term = %s LIMIT %s) AS hits""",
+                    [lexeme, cap],
+                )
+            else:
+                source, bound = fts.tsquery(TextQuery((term,)))
+                found = self._one(
+                    f"""SELECT count(*) FROM (SELECT 1 FROM {_kind(kind)} t, {source}
+                        WHERE t.search @@ q.q LIMIT %s) AS hits""",
+                    [*bound, cap],
+                )
             out[term] = int(found[0]) if found else 0
             if len(cache) > TERM_CACHE:
                 cache.clear()
@@ -447,15 +485,22 @@ class PostgresIndex:
         return {item: found[item] for item in ids if item in found}
 
     def rebuild_text_index(self, *, evidence: bool) -> None:
-        """Forget entity mentions (of decisions, and of evidence) so they are extracted again.
+        """Make the full-text postings again (of decisions, and of evidence) and forget entity
+        mentions so they are extracted again.
 
-        The full-text columns are generated from the rows by PostgreSQL itself, so they never
-        drift from the text and have nothing to rebuild.
+        The tsvector columns are generated from the rows by PostgreSQL itself, so they never drift
+        from the text; the postings are derived from them and made again in one transaction.
         """
-        self._q("DELETE FROM entity_mention WHERE starts_with(item, %s)", ("dc_",))
+        kinds = ["decision", "evidence"] if evidence else ["decision"]
+        with self._conn.transaction():
+            for kind in kinds:
+                for statement in schema.posting_rebuild(kind):
+                    self._q(statement)
+            self._q("DELETE FROM entity_mention WHERE starts_with(item, %s)", ("dc_",))
+            if evidence:
+                self._q("DELETE FROM entity_mention WHERE starts_with(item, %s)", ("ev_",))
         if evidence:
             self._term_cache().clear()
-            self._q("DELETE FROM entity_mention WHERE starts_with(item, %s)", ("ev_",))
 
     # -- records by id --------------------------------------------------------------------
 

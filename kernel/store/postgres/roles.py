@@ -40,6 +40,9 @@ TABLES = (
     "decision_conflict",
     "decision_vector",
     "evidence_vector",
+    # Full-text postings: read by every search; written only by SECURITY DEFINER triggers.
+    "decision_posting",
+    "evidence_posting",
 )
 # What an agent's own acts write: evidence, proposals, their citations and derived recall rows.
 AGENT_INSERTS = (
