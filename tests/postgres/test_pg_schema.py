@@ -153,8 +153,7 @@ def test_every_ctx_table_bumps_the_counter(pg):
         ctx_tables = {
             row[0]
             for row in conn.execute(
-                "SELECT tablename FROM pg_tables WHERE schemaname = 'public' "
-                "AND tablename <> ALL(%s)",
+                "SELECT tablename FROM pg_tables WHERE schemaname = 'public' AND tablename <> ALL(%s)",
                 ([*schema.POSTGRES_ONLY_TABLES, "alembic_version"],),
             )
         }
