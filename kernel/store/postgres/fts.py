@@ -96,14 +96,15 @@ def ranked(
     return source, _score(count), [*idfs, average, *query.terms]
 
 
+def _term_score(idf: str, frequency: str, relative: str) -> str:
+    """BM25 of one term: its ``idf`` times its saturated ``frequency`` in a row of ``relative`` length."""
+    return f"{idf} * {frequency} * {K1 + 1!r} / ({frequency} + {K1!r} * ({1 - B!r} + {B!r} * {relative}))"
+
+
 def _score(count: int) -> str:
     """The BM25 sum over ``count`` terms of ``q.w{i}`` (idf), ``tf.f{i}`` (weighted frequency) and
     ``tf.relative`` (the row's length over the average), in term order."""
-    score = " + ".join(
-        f"q.w{i} * tf.f{i} * {K1 + 1!r} / (tf.f{i} + {K1!r} * ({1 - B!r} + {B!r} * tf.relative))"
-        for i in range(count)
-    )
-    return f"({score})"
+    return "(" + " + ".join(_term_score(f"q.w{i}", f"tf.f{i}", "tf.relative") for i in range(count)) + ")"
 
 
 def ranked_postings(
@@ -115,46 +116,45 @@ def ranked_postings(
     lexemes: Sequence[str | None],
     matching: list[int] | None = None,
 ) -> tuple[str, list[object]]:
-    """A statement of ``(rowid, score)``: the BM25 of :func:`ranked` from the postings ``table``.
+    """A query of ``(rowid, score)``: the BM25 of :func:`ranked`, from the postings ``table``.
 
     ``lexemes`` holds each term's one lexeme. A posting's weighted frequency is its occurrences
     per weight times the column weights, which is what ``ts_rank_cd`` of the term alone adds up
-    (an occurrence weighs its column's weight), and its length that of the row's tsvector, so
-    every score is the one :func:`ranked` computes, to the bit. With ``matching`` (term numbers),
-    only the rows holding one of those terms are scored (on every term), each by a probe of the
-    postings' primary key per term; ``all`` keeps the rows that hold every term.
+    (an occurrence weighs its column's weight), and its length that of the row's tsvector. Each
+    posting's share is the term's BM25 computed as :func:`ranked` computes it, and a row's shares
+    are summed in term order (a term a row lacks adds an exact 0 there), so every score is the
+    one :func:`ranked` gives, to the bit. With ``matching`` (term numbers), only the rows holding
+    one of those terms are scored (on every term, by index probes); ``all`` keeps the rows that
+    hold every term.
     """
     count = len(query.terms)
     if count != len(lexemes) or not all(lexemes):
         raise ValueError("ranking from postings needs one lexeme per term")
     d, c, b, a = weights
     frequency = f"(p.a * {a!r}::float8 + p.b * {b!r}::float8 + p.c * {c!r}::float8 + p.d * {d!r}::float8)"
-    bound: list[object] = [list(lexemes)]
+    relative = "(p.length / greatest(%s::float8, 1.0))"
+    share = _term_score("terms.w", frequency, relative)
+    bound: list[object] = [list(lexemes), list(idfs)]
     terms = (
-        'WITH terms (term, i) AS (SELECT term COLLATE "C", i '
-        "FROM unnest(%s::text[]) WITH ORDINALITY AS u (term, i))"
+        'WITH terms (term, w, i) AS (SELECT term COLLATE "C", w, i '
+        "FROM unnest(%s::text[], %s::float8[]) WITH ORDINALITY AS u (term, w, i))"
     )
     if matching is None:
-        hits = (
-            f"SELECT p.rowid, terms.i, {frequency} AS f, p.length "
-            f"FROM terms JOIN {table} p ON p.term = terms.term"
-        )
+        hits = f"SELECT p.rowid, terms.i, {share} AS share FROM terms JOIN {table} p ON p.term = terms.term"
+        bound.append(average)
     else:
-        bound.append([i + 1 for i in matching])
+        # Each chosen row's postings of every term by a probe of the primary key (OFFSET 0 keeps
+        # the planner from joining all the common terms' postings instead).
         hits = (
-            f"SELECT p.rowid, terms.i, {frequency} AS f, p.length FROM (SELECT DISTINCT p.rowid "
-            f"FROM terms JOIN {table} p ON p.term = terms.term WHERE terms.i = ANY(%s::bigint[])) AS chosen "
-            f"CROSS JOIN terms JOIN {table} p ON p.term = terms.term AND p.rowid = chosen.rowid"
+            f"SELECT h.* FROM (SELECT DISTINCT p.rowid FROM terms JOIN {table} p ON p.term = terms.term "
+            "WHERE terms.i = ANY(%s::bigint[])) AS chosen CROSS JOIN LATERAL ("
+            f"SELECT p.rowid, terms.i, {share} AS share FROM terms JOIN {table} p "
+            "ON p.term = terms.term AND p.rowid = chosen.rowid OFFSET 0) AS h"
         )
+        bound += [[i + 1 for i in matching], average]
     every = f"HAVING count(*) = {count}" if query.mode == "all" and matching is None else ""
-    frequencies = ", ".join(
-        f"coalesce(sum(h.f) FILTER (WHERE h.i = {i + 1}), 0.0) AS f{i}" for i in range(count)
-    )
-    weighted = ", ".join(f"%s::float8 AS w{i}" for i in range(count))
     statement = (
-        f"{terms}, hits AS ({hits}) "
-        f"SELECT tf.rowid, {_score(count)} AS score FROM (SELECT {weighted}, %s::float8 AS average) AS q "
-        f"CROSS JOIN LATERAL (SELECT h.rowid, {frequencies}, "
-        f"max(h.length) / greatest(q.average, 1.0) AS relative FROM hits h GROUP BY h.rowid {every}) AS tf"
+        f"{terms} SELECT h.rowid, sum(h.share ORDER BY h.i) AS score FROM ({hits}) AS h "
+        f"GROUP BY h.rowid {every}"
     )
-    return statement, [*bound, *idfs, average]
+    return statement, bound
