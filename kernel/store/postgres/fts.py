@@ -13,6 +13,10 @@ labelled recall set it fell 0.1 short of SQLite in keyword MRR. Per term, the te
 ``ts_rank_cd`` of that term alone with the column weights (it is the weighted count of the term's
 occurrences, or of the phrase's), the document length is its number of distinct words (:func:`length`),
 and the inverse document frequency comes from counts the caller makes (:func:`idf`).
+
+GIN keeps no term frequencies, so :func:`ranked` reads the tsvector of every matching row;
+:func:`ranked_postings` computes the same scores from the postings tables (schema.POSTINGS), which
+hold each lexeme's occurrences per weight and the row's length, as FTS5 ranks from its own.
 """
 
 from __future__ import annotations

@@ -3,12 +3,13 @@
 The same answers as the SQLite store's :class:`~ctx_kernel.kernel.store.sqlite_index.IndexQueries`
 wherever :class:`~ctx_kernel.kernel.store.base.Store` defines them, from PostgreSQL's own tools:
 
-- Full text: the generated ``search`` tsvector columns and their GIN indexes, queried with a
-  ``tsquery`` built from the :class:`TextQuery` terms and ranked by BM25 as SQLite's ``bm25()``
-  ranks (:mod:`.fts`; weights subject 4 : decision 1 : rationale 0.5, as in SQLite), so both
-  backends put the same rows first; relevance is higher-is-better and, as in SQLite, comparable
-  within one answer only. Term counts for the idf (and for :meth:`evidence_common_terms`) are
-  counted up to a cap and remembered per connection.
+- Full text: ranked by BM25 as SQLite's ``bm25()`` ranks (:mod:`.fts`; weights subject 4 :
+  decision 1 : rationale 0.5, as in SQLite), so both backends put the same rows first; relevance
+  is higher-is-better and, as in SQLite, comparable within one answer only. A query of words is
+  ranked from the postings tables (one row per lexeme and row, schema.POSTINGS) by an index-only
+  aggregate; a query holding a phrase (``user_id`` is ``user`` then ``id``) from the generated
+  ``search`` tsvectors and their GIN indexes, to the same scores. Term counts for the idf (and
+  for :meth:`evidence_common_terms`) are counted up to a cap and remembered per connection.
 - Snippets: ``ts_headline`` with matches in [brackets] (cut from the text's words when the
   text as written hides them inside a path or a dotted name).
 - Entities: the store lists names and postings; the matching itself (rapidfuzz) stays in the

@@ -18,6 +18,7 @@ they let the database hold an invariant or a type SQLite cannot:
   every word; over the text split at every character that
   is not a letter or digit, as FTS5's unicode61 tokenizer splits it: PostgreSQL's own parser keeps
   ``src/auth/policy.py`` or ``CacheClient.set`` whole, so the word ``auth`` would not find them),
+  the triggers of :data:`POSTINGS` keep each lexeme's postings for BM25 (FTS5 keeps its own),
   entity names have a trigram index, and the
   vector columns are pgvector ``vector``, given a dimension by :func:`vector_statements` once a
   model is chosen, as SQLite creates its KNN tables on the first embedding.
