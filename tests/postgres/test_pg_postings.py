@@ -160,3 +160,41 @@ def test_evidence_copied_in_bulk_gets_its_postings(pg, monkeypatch) -> None:
         assert [store.fts_evidence_ids(query, 30) for query in queries] == copied
     finally:
         store.close()
+
+
+def _postings(pg) -> list[tuple[object, ...]]:
+    with pg.connect() as conn:
+        return [
+            *conn.execute("SELECT 'e', * FROM evidence_posting ORDER BY term, rowid").fetchall(),
+            *conn.execute("SELECT 'd', * FROM decision_posting ORDER BY term, rowid").fetchall(),
+        ]
+
+
+def test_a_store_migrated_to_postgresql_searches_from_postings_made_from_its_rows(
+    cli, kernel, pg, monkeypatch
+) -> None:
+    from tests.store_copy_support import fill
+
+    fill(kernel, evidence=60)
+    moved = cli("migrate", "--to", pg.url())
+    assert moved.code == 0, moved.err
+    copied = _postings(pg)
+    store = open_store(pg.url())
+    try:
+        store.rebuild_text_index(evidence=True)
+    finally:
+        store.close()
+    assert _postings(pg) == copied and len(copied) > 100  # what a rebuild from the rows gives
+    queries = [TextQuery(("ledger", "postgres")), TextQuery(("jwt", "session", "redis"))]
+    store = open_store(pg.url())
+    try:
+        found = [(store.fts_evidence_ids(q, 10), store.fts_decision_ids(q, 10)) for q in queries]
+    finally:
+        store.close()
+    assert all(evidence and decisions for evidence, decisions in found[1:]) and found[0][0]
+    _from_tsvectors(monkeypatch)
+    store = open_store(pg.url())
+    try:
+        assert [(store.fts_evidence_ids(q, 10), store.fts_decision_ids(q, 10)) for q in queries] == found
+    finally:
+        store.close()
