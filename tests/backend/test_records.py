@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import pytest
 
+from ctx_kernel.kernel import clock
 from ctx_kernel.kernel.errors import RefusedError
+from ctx_kernel.kernel.records import Decision
 from ctx_kernel.kernel.store.base import Store
 
 from .support import Backend, decision, evidence, proposal
 
+EARLIER = "2026-01-01T00:00:00.000000Z"
 LATER = "2026-02-01T00:00:00.000000Z"
 LATEST = "2026-03-01T00:00:00.000000Z"
 
@@ -142,6 +146,77 @@ def test_overlapping_windows_of_a_subject_are_refused(store: Store) -> None:
         store.close_decision(old.id, LATEST, "retired", "done")
     with pytest.raises(RefusedError), store.transaction():
         store.insert_decision(decision("db.engine", "earlier", valid_from="2026-01-01T00:00:00.000000Z"))
+
+
+def _closed_row(store: Store, made: Decision, valid_from: str, valid_until: str) -> dict[str, Any]:
+    """``made``'s exported row as another decision with the window ``[valid_from, valid_until)``."""
+    row = store.rows_by_key("decision", [(made.id,)])[(made.id,)]
+    return row | {
+        "id": clock.new_id("dc"),
+        "valid_from": valid_from,
+        "ratified_at": valid_from,
+        "valid_until": valid_until,
+        "closed_by": "retired",
+        "close_reason": "withdrawn at once",
+    }
+
+
+def test_a_window_closed_the_moment_it_opened_still_refuses_an_earlier_open_one(store: Store) -> None:
+    # Both backends hold SQLite's rule: the empty window [LATER, LATER) counts as overlapping the
+    # window that opens before it and never ends (an empty range overlaps nothing in PostgreSQL).
+    instant = decision("db.engine", "use mysql", valid_from=LATER)
+    with store.transaction():
+        store.insert_decision(instant)
+        store.close_decision(instant.id, LATER, "retired", "withdrawn at once")
+    earlier = decision("db.engine", "use postgres", valid_from=EARLIER)
+    with pytest.raises(RefusedError, match="overlap"), store.transaction():
+        store.insert_decision(earlier)
+    assert store.get_decision(earlier.id) is None
+    assert [d.id for d in store.decisions("db.engine", include_closed=True)] == [instant.id]
+
+
+def test_a_copied_window_closed_the_moment_it_opened_inside_another_is_refused(store: Store) -> None:
+    around = decision("db.engine", "use mysql", valid_from=EARLIER)
+    with store.transaction():
+        store.insert_decision(around)
+        store.close_decision(around.id, LATEST, "retired", "done")
+    inside = _closed_row(store, around, LATER, LATER)
+    with pytest.raises(RefusedError, match="overlap"), store.transaction():
+        store.restore_rows("decision", [inside])
+    assert store.get_decision(inside["id"]) is None
+    # Closed the moment the other window opened, it only touches it: SQLite accepts it, so must all.
+    at_start = _closed_row(store, around, EARLIER, EARLIER)
+    with store.transaction():
+        store.restore_rows("decision", [at_start])
+    assert store.get_decision(at_start["id"]) is not None
+
+
+def test_a_raw_insert_of_an_empty_window_inside_another_is_refused(backend: Backend) -> None:
+    around = decision("db.engine", "use mysql", valid_from=EARLIER)
+    with backend.store.transaction():
+        backend.store.insert_decision(around)
+    with pytest.raises(RefusedError):
+        backend.raw_execute(
+            "INSERT INTO decision (id, subject, decision, valid_from, valid_until, closed_by, ratified_by, "
+            "ratified_at) VALUES (?, 'db.engine', 'use sqlite', ?, ?, 'retired', 'reviewer', ?)",
+            (clock.new_id("dc"), LATER, LATER, LATER),
+        )
+    assert [d.id for d in backend.store.decisions("db.engine", include_closed=True)] == [around.id]
+
+
+def test_windows_that_only_touch_are_accepted_even_when_empty(store: Store) -> None:
+    before = decision("db.engine", "use mysql", valid_from=EARLIER)
+    with store.transaction():
+        store.insert_decision(before)
+        store.close_decision(before.id, LATER, "retired", "done")
+    # Empty windows at the instant the first one ends, then a window opening at that instant.
+    touching = [_closed_row(store, before, LATER, LATER), _closed_row(store, before, LATER, LATER)]
+    after = decision("db.engine", "use postgres", valid_from=LATER)
+    with store.transaction():
+        store.restore_rows("decision", touching)
+        store.insert_decision(after)
+    assert len(store.decisions("db.engine", include_closed=True)) == 4
+    assert store.current_decision("db.engine") == after
 
 
 @pytest.mark.parametrize(
