@@ -84,21 +84,93 @@ def test_a_decision_only_has_its_window_closed_once(conn):
         conn.execute("TRUNCATE decision CASCADE")
 
 
+OVERLAP = "validity windows of one subject must not overlap"
+
+
 def test_one_current_decision_per_subject(conn):
     decision(conn, "dc_1", valid_from=at(1))
-    with refused("ux_decision_current", errors.UniqueViolation):
+    with refused(OVERLAP):
         decision(conn, "dc_2", valid_from=at(5))
     decision(conn, "dc_3", subject="other.subject", valid_from=at(5))
 
 
 def test_windows_of_one_subject_never_overlap(conn):
     decision(conn, "dc_1", valid_from=at(1), valid_until=at(10))
-    with refused("decision_no_overlap", errors.ExclusionViolation):
+    with refused(OVERLAP):
         decision(conn, "dc_2", valid_from=at(5), valid_until=at(12))
-    with refused("decision_no_overlap", errors.ExclusionViolation):
+    with refused(OVERLAP):
         decision(conn, "dc_3", valid_from=at(9))
+    # Empty windows: inside another one they overlap it, as in SQLite; at its edges they touch it.
+    with refused(OVERLAP):
+        decision(conn, "dc_4", valid_from=at(5), valid_until=at(5))
+    decision(conn, "dc_5", valid_from=at(1), valid_until=at(1))
+    decision(conn, "dc_6", valid_from=at(10), valid_until=at(10))
     # Touching windows do not overlap: the first ends the moment the next begins.
-    decision(conn, "dc_4", valid_from=at(10))
+    decision(conn, "dc_7", valid_from=at(10))
+    with refused(OVERLAP):
+        decision(conn, "dc_8", valid_from=at(12), valid_until=at(12))
+
+
+def _second_writer_at_the_same_moment(pg, first_row: dict, second_row: dict, isolation=None) -> list:
+    """Insert ``second_row`` from another connection while ``first_row`` is written, uncommitted."""
+    outcome: list = []
+    ready = threading.Event()
+
+    def second_writer() -> None:
+        with pg.connect() as second:
+            if isolation is not None:
+                second.isolation_level = isolation
+            second.execute("SELECT 1")  # the transaction (and a REPEATABLE READ snapshot) begins
+            ready.set()
+            try:
+                decision(second, **second_row)
+                second.commit()
+                outcome.append("accepted")
+            except psycopg.Error as error:
+                outcome.append(error)
+
+    with pg.connect() as first:
+        decision(first, **first_row)
+        thread = threading.Thread(target=second_writer)
+        thread.start()
+        ready.wait()
+        thread.join(0.3)
+        first.commit()
+    thread.join()
+    return outcome
+
+
+def test_a_raw_writer_at_the_same_moment_waits_and_its_empty_window_is_refused(pg):
+    # The empty window overlaps nothing for the exclusion constraint: only the trigger refuses it,
+    # and only because it waits for the first writer's commit before reading.
+    outcome = _second_writer_at_the_same_moment(
+        pg, {"did": "dc_1", "valid_from": at(1)}, {"did": "dc_2", "valid_from": at(5), "valid_until": at(5)}
+    )
+    assert len(outcome) == 1 and OVERLAP in str(outcome[0])
+
+
+@pytest.mark.parametrize(
+    ("second", "constraint", "error"),
+    [
+        ({"valid_from": at(5)}, "ux_decision_current", errors.UniqueViolation),
+        ({"valid_from": at(5), "valid_until": at(12)}, "decision_no_overlap", errors.ExclusionViolation),
+    ],
+)
+def test_a_repeatable_read_writer_that_misses_the_first_is_held_by_the_constraints(
+    pg, second, constraint, error
+):
+    # Its snapshot predates the first writer's commit, so the trigger reads no overlap; the unique
+    # index and the exclusion constraint see the committed row all the same.
+    outcome = _second_writer_at_the_same_moment(
+        pg,
+        {"did": "dc_1", "valid_from": at(1)},
+        {"did": "dc_2", **second},
+        isolation=psycopg.IsolationLevel.REPEATABLE_READ,
+    )
+    assert len(outcome) == 1 and isinstance(outcome[0], error), outcome
+    assert constraint in str(outcome[0])
+    with pg.connect(autocommit=True) as conn:
+        assert conn.execute("SELECT id FROM decision").fetchall() == [("dc_1",)]
 
 
 def test_supersession_runs_forward_in_time_and_is_permanent(conn):

@@ -1,6 +1,6 @@
 """Shipped PostgreSQL revisions never change: a schema change is a new revision.
 
-p001 and p002 run statement lists kept in :mod:`ctx_kernel.kernel.store.postgres.schema` and
+p001, p002 and p003 run statement lists kept in :mod:`ctx_kernel.kernel.store.postgres.schema` and
 :mod:`~ctx_kernel.kernel.store.postgres.roles`. A server created by an earlier ctx has run them
 as they were then; editing them in place would give new servers a schema that existing ones never
 get. These digests hold the lists as they shipped.
@@ -15,6 +15,7 @@ from ctx_kernel.kernel.store.postgres import roles, schema
 SHIPPED = {
     "p001_initial": "de87edb5ea07828f2022f7566cdfb35945af1e1f78d74b3a88bc471895056f1b",
     "p002_role_grants": "d555cf36c7c0c6d0e2a4a371cd8cba923fc5573298481a6bc9222afb939ca90c",
+    "p003_window_rule": "fa65e8acf922f42371ddae86db2bc708f6e3d936a81f1610844821e178dec5a3",
 }
 HOW = (
     "{name} has shipped and its statements changed: restore them (copy the old list into the "
@@ -30,6 +31,7 @@ def test_shipped_revisions_run_the_statements_they_shipped_with() -> None:
     runs = {
         "p001_initial": [*schema.STATEMENTS, *roles.STATEMENTS],
         "p002_role_grants": roles.P002_STATEMENTS,
+        "p003_window_rule": schema.P003_STATEMENTS,
     }
     for name, statements in runs.items():
         assert _digest(statements) == SHIPPED[name], HOW.format(name=name)
@@ -39,3 +41,9 @@ def test_a_changed_statement_is_caught() -> None:
     changed = [*schema.STATEMENTS, *roles.STATEMENTS]
     changed[-1] += " "
     assert _digest(changed) != SHIPPED["p001_initial"]
+
+
+def test_every_revision_is_pinned() -> None:
+    from ctx_kernel.kernel.store.postgres import migrate
+
+    assert migrate.revisions() == list(SHIPPED), "pin each new revision's statements here once it ships"

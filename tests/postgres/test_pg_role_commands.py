@@ -18,7 +18,7 @@ from mcp_support import Agent, server_params
 from psycopg import sql
 
 from ctx_kernel.kernel import Ctx
-from ctx_kernel.kernel.store.postgres import roles
+from ctx_kernel.kernel.store.postgres import connection, roles
 
 AGENT, REVIEWER, AUDITOR = roles.AGENT, roles.REVIEWER, roles.AUDITOR
 EVERYONE = frozenset(roles.GROUPS)
@@ -324,7 +324,8 @@ def test_a_p001_store_is_upgraded_by_its_owner_only_and_then_a_reviewer_records_
     upgraded = cli("--db", pg_empty.url(), "init", db=False)
     assert upgraded.code == 0, upgraded.err
     with pg_empty.connect(autocommit=True) as owner:
-        assert owner.execute("SELECT version_num FROM alembic_version").fetchone() == ("p002_role_grants",)
+        version = owner.execute("SELECT version_num FROM alembic_version").fetchone()
+        assert version == (connection.HEAD_REVISION,)
         for statement in roles.grant_reviewer(pg_empty.cluster.logins[REVIEWER][0]):
             owner.execute(statement)
     reviewer = pg_empty.url(REVIEWER)

@@ -18,6 +18,7 @@ from ctx_kernel.kernel.store.postgres import connection, migrate, roles, schema
 from tests.backend.support import evidence, proposal
 
 PASSWORD_PLACEHOLDER = "hunter2-never-shown"
+HEAD = connection.HEAD_REVISION
 
 
 def _without_password(url: str, password: str) -> str:
@@ -148,9 +149,9 @@ def test_a_database_of_another_application_is_never_touched(pg_empty) -> None:
     [
         (
             "p000_before",
-            r"older than this ctx \(p002_role_grants\): the administrator must run `ctx init --db",
+            rf"older than this ctx \({HEAD}\): the administrator must run `ctx init --db",
         ),
-        ("p999_future", r"newer than this ctx \(p002_role_grants\): upgrade ctx"),
+        ("p999_future", rf"newer than this ctx \({HEAD}\): upgrade ctx"),
         ("4a1b2c3d", "schema of another application"),
     ],
 )
@@ -182,7 +183,7 @@ def test_two_inits_at_once_create_one_schema(pg_empty) -> None:
         thread.join()
     assert failures == []
     with pg_empty.connect(autocommit=True) as conn:
-        assert conn.execute("SELECT version_num FROM alembic_version").fetchall() == [("p002_role_grants",)]
+        assert conn.execute("SELECT version_num FROM alembic_version").fetchall() == [(HEAD,)]
         assert conn.execute("SELECT count(*) FROM meta WHERE key = 'store_id'").fetchone() == (1,)
 
 
@@ -302,6 +303,17 @@ def test_data_version_moves_when_another_connection_commits(pg) -> None:
             "CREATE OR REPLACE FUNCTION ctx_refuse() RETURNS trigger LANGUAGE plpgsql "
             "AS $$ BEGIN RETURN OLD; END $$",
             "function ctx_refuse differs from its definition",
+        ),
+        # p003's trigger and function are checked as p001's are.
+        (
+            "ALTER TABLE decision DISABLE TRIGGER decision_windows_apart",
+            "trigger decision_windows_apart is disabled",
+        ),
+        ("DROP TRIGGER decision_windows_apart ON decision", "trigger decision_windows_apart is missing"),
+        (
+            "CREATE OR REPLACE FUNCTION ctx_decision_no_overlap() RETURNS trigger LANGUAGE plpgsql "
+            "AS $$ BEGIN RETURN NEW; END $$",
+            "function ctx_decision_no_overlap differs from its definition",
         ),
         (
             "ALTER TABLE decision DROP CONSTRAINT decision_window_order, "

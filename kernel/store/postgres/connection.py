@@ -18,8 +18,8 @@ from ctx_kernel.kernel.errors import StoreError, UsageError
 from ctx_kernel.kernel.store.postgres import roles, schema
 
 # The Alembic revision at head (kernel/store/postgres/migrations/versions) and its number.
-HEAD_REVISION = "p002_role_grants"
-HEAD_VERSION = 2
+HEAD_REVISION = "p003_window_rule"
+HEAD_VERSION = 3
 _REVISION = re.compile(r"^p(\d{3})_\w+$")
 # How long connecting may take before ctx gives up (libpq waits forever by default).
 CONNECT_TIMEOUT = 10
@@ -157,10 +157,10 @@ def schema_version(conn: psycopg.Connection[Any]) -> int:
 
 
 def _defined(kind: str) -> dict[str, str]:
-    """Name -> statement of every function or trigger the schema defines."""
+    """Name -> statement of every function or trigger the schema defines, at head."""
     pattern = re.compile(rf"CREATE {kind} (\w+)")
     found: dict[str, str] = {}
-    for statement in schema.STATEMENTS:
+    for statement in [*schema.STATEMENTS, *schema.P003_STATEMENTS]:
         for name in pattern.findall(statement):
             found[name] = statement
     return found
@@ -172,7 +172,8 @@ def _body(statement: str) -> str:
 
 def invariant_problems(conn: psycopg.Connection[Any]) -> list[str]:
     """What a sound store must have that this one lacks: ctx's triggers present and enabled, its
-    functions as this ctx defines them, and every constraint validated (first problem first).
+    functions as this ctx defines them, every constraint validated, and no two windows of a subject
+    overlapping (first problem first).
 
     A DISABLE TRIGGER, a CREATE OR REPLACE FUNCTION or a constraint added NOT VALID turns an
     invariant off without changing a row; the server's page checksums are its own affair.
@@ -205,7 +206,19 @@ def invariant_problems(conn: psycopg.Connection[Any]) -> list[str]:
         "AND NOT convalidated ORDER BY conname"
     ).fetchall():
         problems.append(f"constraint {name} is not validated")
+    # p003's trigger checks new rows only: a store written before it may hold an empty window that
+    # overlaps another by SQLite's rule, which a copy to SQLite would refuse.
+    for subject, first, second in conn.execute(_OVERLAPPING_WINDOWS).fetchall():
+        problems.append(f"decisions {first} and {second} on {subject} have overlapping windows")
     return problems
+
+
+# Pairs of decisions whose windows overlap by the predicate of the decision_no_overlap triggers.
+_OVERLAPPING_WINDOWS = """SELECT a.subject, a.id, b.id FROM decision a JOIN decision b
+    ON b.subject = a.subject AND a.id < b.id
+   AND (a.valid_until IS NULL OR a.valid_until > b.valid_from)
+   AND (b.valid_until IS NULL OR b.valid_until > a.valid_from)
+ ORDER BY a.subject, a.id, b.id LIMIT 5"""
 
 
 def schema_objects(conn: psycopg.Connection[Any]) -> list[tuple[str, str, str, str | None]]:

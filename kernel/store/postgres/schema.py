@@ -292,7 +292,8 @@ TABLES = [
     # also refuses a second open window, so that this case is reported by its own name.
     "CREATE UNIQUE INDEX ux_decision_current ON decision (subject) WHERE valid_until IS NULL",
     # No two windows of one subject overlap; an open window runs to infinity. A window closed the
-    # moment it opened is empty and overlaps nothing (SQLite's trigger counts it as overlapping).
+    # moment it opened is empty and overlaps nothing here, where SQLite's trigger counts it as
+    # overlapping: revision p003 adds SQLite's rule as a trigger (P003_STATEMENTS) and keeps this.
     """ALTER TABLE decision ADD CONSTRAINT decision_no_overlap
        EXCLUDE USING gist (subject WITH =, tstzrange(valid_from, valid_until) WITH &&)""",
     "CREATE INDEX ix_decision_subject ON decision (subject, valid_from)",
@@ -528,6 +529,35 @@ STATEMENTS = [
     *POSTINGS,
     AUDIT_APPEND,
     *CHANGE_SIGNAL,
+    PIN_SEARCH_PATH,
+]
+
+
+# Revision p003: SQLite's decision_no_overlap trigger, predicate for predicate, so that a window
+# closed the moment it opened ([t, t), empty to the exclusion constraint, which lets it through) is
+# refused where SQLite refuses it, and a store valid here can always be copied to SQLite.
+# The trigger reads the decisions committed before it runs. ctx's writers insert under the store's
+# writer lock, so none of theirs is missed; a raw SQL writer may not take that lock, so the trigger
+# takes a lock of its own on the decision table before reading (as the supersession check does),
+# held to the end of the transaction: a second insert at the same moment waits for the first to
+# commit and then sees it. That holds under READ COMMITTED, where each statement reads afresh; a
+# REPEATABLE READ or SERIALIZABLE writer reads its transaction's first snapshot and can still miss a
+# concurrent row, and for those the exclusion constraint (kept from p001, and checked against
+# uncommitted rows) refuses every overlap but one involving an empty window.
+P003_STATEMENTS = [
+    f"""CREATE FUNCTION ctx_decision_no_overlap() RETURNS trigger LANGUAGE plpgsql AS $$
+       BEGIN
+         PERFORM pg_advisory_xact_lock('decision'::regclass::oid::bigint);
+         IF EXISTS (
+           SELECT 1 FROM decision d WHERE d.subject = NEW.subject
+             AND (d.valid_until IS NULL OR d.valid_until > NEW.valid_from)
+             AND (NEW.valid_until IS NULL OR NEW.valid_until > d.valid_from)) THEN
+           RAISE EXCEPTION 'validity windows of one subject must not overlap' {_REFUSED};
+         END IF;
+         RETURN NEW;
+       END $$""",
+    """CREATE TRIGGER decision_windows_apart BEFORE INSERT ON decision
+       FOR EACH ROW EXECUTE FUNCTION ctx_decision_no_overlap()""",
     PIN_SEARCH_PATH,
 ]
 
