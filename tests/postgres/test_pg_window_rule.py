@@ -60,3 +60,5 @@ def test_a_p002_store_is_upgraded_by_its_owner_and_then_refuses_an_empty_window(
     finally:
         store.close()
     assert cli("--db", pg_empty.url(roles.AGENT), "status", db=False).code == 0
+    verified = cli("--db", pg_empty.url(), "audit", "verify", db=False)
+    assert verified.code == 1 and f"schema: {problem}" in verified.out + verified.err
