@@ -14,7 +14,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ctx_kernel.kernel import clock
+from ctx_kernel.kernel import clock, paths
 from ctx_kernel.kernel.capture.ingest import BatchReport, Item
 from ctx_kernel.kernel.decisions.queue import QueueService
 from ctx_kernel.kernel.decisions.review import (
@@ -122,12 +122,16 @@ class Ctx:
 
     # -- lifecycle ------------------------------------------------------------------------
     @classmethod
-    def init(cls, path: Path, *, embedder: Embedder | str | None = AUTO) -> tuple[Ctx, bool]:
-        """Create the store at ``path`` (or open it if it exists); True when it was created."""
-        created = not path.exists()
-        if path.exists() and not path.is_file():
-            raise UsageError(f"{path} exists and is not a file")
+    def init(cls, path: Path | str, *, embedder: Embedder | str | None = AUTO) -> tuple[Ctx, bool]:
+        """Create the store at ``path`` (a file, or a server URL) or open it if it exists; True when
+        it was created."""
+        if isinstance(path, Path):
+            if path.exists() and not path.is_file():
+                raise UsageError(f"{path} exists and is not a file")
+            created = not path.exists()
         store = create_store(path)
+        if not isinstance(path, Path):
+            created = store.get_meta("store_id") is None
         if store.get_meta("store_id") is None:
             with store.transaction():
                 store.set_meta("store_id", clock.new_id("ev")[3:])
@@ -136,7 +140,7 @@ class Ctx:
         return cls(store, embedder=embedder), created
 
     @classmethod
-    def open(cls, path: Path, *, embedder: Embedder | str | None = AUTO) -> Ctx:
+    def open(cls, path: Path | str, *, embedder: Embedder | str | None = AUTO) -> Ctx:
         """Open an existing store; ``embedder`` is AUTO (the configured model), an embedder, or None."""
         return cls(open_store(path), embedder=embedder)
 
@@ -153,8 +157,8 @@ class Ctx:
 
     @property
     def location(self) -> str:
-        """Where the store lives."""
-        return self.store.location
+        """Where the store lives: its file, or its server's host and database (never a password)."""
+        return paths.display_location(self.store.location)
 
     def data_version(self) -> int:
         """A number that changes whenever another connection commits to the store (cheap to poll)."""

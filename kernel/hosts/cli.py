@@ -78,11 +78,25 @@ def _db_option(func: Callable[..., Any]) -> Callable[..., Any]:
     return click.option("--db", "db_here", type=click.Path(dir_okay=False), help=_DB_HELP)(func)
 
 
+def _locate(explicit: str | None, start: Path | None = None) -> paths.Location:
+    """The store's location (``--db``, ``CTX_DB``, the project's config, ``.ctx/ctx.db``); a
+    password found in the committed project config is said on standard error."""
+    located = paths.locate_store(explicit, start)
+    if located.warning:
+        _say(f"ctx: warning: {located.warning}", err=True)
+    return located.location
+
+
+def _open(explicit: str | None, start: Path | None = None, **kwargs: Any) -> Ctx:
+    """Open the store a command uses (see :func:`_locate`)."""
+    return Ctx.open(_locate(explicit, start), **kwargs)
+
+
 def _with_store(func: Callable[..., Any]) -> Callable[..., Any]:
     """Open the project's store for the command (``--db`` before or after it) and close it afterwards."""
 
     def wrapper(ctx: click.Context, *args: Any, db_here: str | None, **kwargs: Any) -> Any:
-        kernel = Ctx.open(paths.find_store(db_here or ctx.find_root().obj.get("db")))
+        kernel = _open(db_here or ctx.find_root().obj.get("db"))
         try:
             return func(kernel, *args, **kwargs)
         finally:
@@ -211,20 +225,30 @@ _KEY_FILE_HELP = (
 @_db_option
 @click.pass_context
 def init(ctx: click.Context, encrypt: bool, key_file: Path | None, db_here: str | None) -> None:
-    """Create the store (.ctx/ctx.db in the working folder, or --db / CTX_DB)."""
+    """Create the store (.ctx/ctx.db in the working folder, or --db / CTX_DB / .ctx/config.toml).
+
+    With --db postgresql://host/dbname it creates the schema on the server and names the store
+    in .ctx/config.toml (never with a user or password), so teammates' commands find it.
+    """
     explicit = db_here or ctx.obj.get("db")
     target = paths.init_target(explicit)
-    shadowed = None if explicit or os.environ.get("CTX_DB") else paths.enclosing_store(target.parent.parent)
+    here = Path.cwd().resolve()
+    shadowed = None if explicit or os.environ.get("CTX_DB") else paths.enclosing_store(here)
+    if shadowed == target:
+        shadowed = None
+    shown = paths.display_location(target)
     kernel, created = Ctx.init(target)
     with kernel:
-        _say(f"{'created' if created else 'already present, schema up to date:'} {target}")
+        _say(f"{'created' if created else 'already present, schema up to date:'} {shown}")
         if created and shadowed is not None:
             _say(
-                f"ctx: note: {shadowed} already serves this folder; commands run here and below "
-                "now use the new store instead",
+                f"ctx: note: {paths.display_location(shadowed)} already serves this folder; commands "
+                "run here and below now use the new store instead",
                 err=True,
             )
-        if created and paths.keep_out_of_git(target):
+        if isinstance(target, str) and paths.is_server_url(target):
+            _name_shared_store(here, target, explicit is not None)
+        elif isinstance(target, Path) and created and paths.keep_out_of_git(target.parent):
             _say(
                 f"{target.parent / '.gitignore'} keeps the store out of git (its evidence may hold "
                 "private text); commit checkpoints/ beside it, and share decisions with `ctx export adr`",
@@ -234,6 +258,26 @@ def init(ctx: click.Context, encrypt: bool, key_file: Path | None, db_here: str 
             _seal(kernel, kernel.encrypt, key_file, "encrypting")
         elif key_file is not None:
             raise UsageError("--key-file goes with --encrypt")
+
+
+def _name_shared_store(project: Path, url: str, from_option: bool) -> None:
+    """Write the project's config naming a server store (``ctx init --db URL``), password-free."""
+    if paths.has_password(url):
+        _say(
+            f"ctx: note: the password in the URL was used once and is not kept; give it with "
+            f"{paths.CREDENTIALS_HINT}",
+            err=True,
+        )
+    if not from_option:
+        return
+    written = paths.write_project_config(project, url)
+    if written is not None:
+        paths.keep_out_of_git(written.parent)
+        _say(
+            f"{written} names the store for everyone who works here: commit it (it holds no "
+            f"password; each person connects as their own role with {paths.CREDENTIALS_HINT})",
+            err=True,
+        )
 
 
 @cli.command("encrypt")
@@ -1028,7 +1072,7 @@ def audit_verify(
 def _verify_store(
     ctx: click.Context, checkpoints: tuple[str, ...], pubkey: str | None, as_json: bool, db_here: str | None
 ) -> None:
-    kernel = Ctx.open(paths.find_store(db_here or ctx.find_root().obj.get("db")))
+    kernel = _open(db_here or ctx.find_root().obj.get("db"))
     try:
         report = kernel.verify_audit(
             state=True, checkpoints=[Path(c) for c in checkpoints], pubkey=Path(pubkey) if pubkey else None
@@ -1282,8 +1326,8 @@ def hook(ctx: click.Context, event: str, fmt: str | None, budget: int, db_here: 
     cwd = payload.get("cwd")
     start = Path(cwd) if isinstance(cwd, str) and Path(cwd).is_dir() else None
     try:
-        location = paths.find_store(db_here or ctx.find_root().obj.get("db"), start)
-    except StoreError as exc:
+        location = _locate(db_here or ctx.find_root().obj.get("db"), start)
+    except CtxError as exc:
         _say(f"ctx: {exc.message}; transcript not ingested", err=True)
         return
     with Ctx.open(location) as kernel:
@@ -1318,8 +1362,8 @@ def _session_start(ctx: click.Context, budget: int, db_here: str | None) -> None
     cwd = payload.get("cwd")
     start = Path(cwd) if isinstance(cwd, str) and Path(cwd).is_dir() else None
     try:
-        kernel = Ctx.open(paths.find_store(db_here or ctx.find_root().obj.get("db"), start))
-    except StoreError as exc:
+        kernel = _open(db_here or ctx.find_root().obj.get("db"), start)
+    except CtxError as exc:
         _say(f"ctx: {exc.message}; no decisions injected", err=True)
         return
     with kernel:
@@ -1480,7 +1524,7 @@ def doctor(ctx: click.Context, as_json: bool, db_here: str | None) -> None:
 
     kernel, problem = None, None
     try:
-        kernel = Ctx.open(paths.find_store(db_here or ctx.find_root().obj.get("db")))
+        kernel = _open(db_here or ctx.find_root().obj.get("db"))
     except StoreError as exc:
         problem = exc.message
     try:
@@ -1540,7 +1584,7 @@ def completion(shell: str) -> None:
 @click.pass_context
 def path_command(ctx: click.Context, db_here: str | None) -> None:
     """Print the path of the store this folder uses (exit 1 when there is none)."""
-    _say(str(paths.find_store(db_here or ctx.find_root().obj.get("db"))))
+    _say(paths.display_location(_locate(db_here or ctx.find_root().obj.get("db"))))
 
 
 @cli.command("mcp")
@@ -1567,10 +1611,10 @@ def mcp_server(ctx: click.Context, agent: str | None, session: str | None, db_he
     explicit = db_here or ctx.find_root().obj.get("db")
     named, origin = (explicit, "--db") if explicit else (os.environ.get("CTX_DB") or None, "CTX_DB")
     try:
-        kernel = Ctx.open(paths.find_store(explicit))
+        kernel = _open(explicit)
     except StoreError as exc:
         message = exc.message
-        store = Path(named).expanduser() if named is not None else None
+        store = None if named is None or paths.url_scheme(named) else paths.location_file(named)
         if store is not None and not store.exists():
             create = f"ctx init --db {shlex.quote(str(store))}"
             message = f"no ctx store at {store} (named by {origin}): create it with `{create}`"
@@ -1659,7 +1703,8 @@ def demo(folder: str, no_review: bool) -> None:
 
 
 def _fail(message: str, code: int) -> NoReturn:
-    _say(f"ctx: error: {message}", err=True)
+    # The last guard: no error line ever shows a database password.
+    _say(f"ctx: error: {paths.redact(message)}", err=True)
     sys.exit(code)
 
 
