@@ -173,7 +173,7 @@ def enclosing_store(folder: Path) -> Location | None:
     """The store a command run in ``folder`` would use before a new one is made there, if any."""
     try:
         return find_store(None, folder)
-    except (StoreError, UsageError):
+    except StoreError:
         return None
 
 
