@@ -86,7 +86,9 @@ def test_a_config_without_db_falls_through_to_the_store_file(cli, project: Path)
         (b"db = '\xff'\n", "cannot read"),
     ],
 )
-def test_a_bad_config_is_one_line_naming_the_file(cli, project: Path, text: str | bytes, expected: str) -> None:
+def test_a_bad_config_is_one_line_naming_the_file(
+    cli, project: Path, text: str | bytes, expected: str
+) -> None:
     config = project / ".ctx" / "config.toml"
     if isinstance(text, bytes):
         config.write_bytes(text)
@@ -109,9 +111,9 @@ def test_a_password_in_the_config_is_warned_about_and_never_shown(cli, project: 
 
 def test_a_password_in_a_location_never_reaches_the_terminal(cli, tmp_path: Path) -> None:
     url = f"postgresql://ctx:{SECRET}@127.0.0.1:1/team"
-    for args in (("--db", url, "path"), ("--db", url, "init"), ("--db", url, "queue"), ("--db", url, "status")):
-        result = cli(*args, db=False)
-        assert SECRET not in result.out + result.err, (args, result)
+    for command in ("path", "init", "queue", "status", "doctor"):
+        result = cli("--db", url, command, db=False)
+        assert SECRET not in result.out + result.err, (command, result)
     other = cli("--db", f"mysql://ctx:{SECRET}@db/team", "queue", db=False)
     assert "unknown store scheme mysql" in one_line_error(other) and SECRET not in other.err
 
@@ -120,9 +122,15 @@ def test_a_password_in_a_location_never_reaches_the_terminal(cli, tmp_path: Path
     ("text", "expected"),
     [
         (f"postgresql://ctx:{SECRET}@db/team", "postgresql://ctx:***@db/team"),
-        (f"postgres+psycopg://ctx:{SECRET}@db:5432/t?sslmode=require", "postgres+psycopg://ctx:***@db:5432/t"),
+        (
+            f"postgres+psycopg://ctx:{SECRET}@db:5432/t?sslmode=require",
+            "postgres+psycopg://ctx:***@db:5432/t",
+        ),
         (f"postgresql://ctx:p@ss{SECRET}@db/team", "postgresql://ctx:***@db/team"),
-        (f"postgresql://db/team?sslmode=require&password={SECRET}", "postgresql://db/team?sslmode=require&password=***"),
+        (
+            f"postgresql://db/team?sslmode=require&password={SECRET}",
+            "postgresql://db/team?sslmode=require&password=***",
+        ),
         (f"host=db password={SECRET} dbname=team", "host=db password=*** dbname=team"),
         (f"host=db password = '{SECRET} x' dbname=team", "host=db password = *** dbname=team"),
         (f"host=db sslpassword={SECRET}", "host=db sslpassword=***"),
