@@ -71,11 +71,14 @@ def _emit_json(data: Any) -> None:
     click.echo(text.json_visible(json.dumps(data, indent=2, ensure_ascii=False)))
 
 
-_DB_HELP = "Store file to use (default: CTX_DB, else the nearest .ctx/ctx.db above the working folder)."
+_DB_HELP = (
+    "Store to use: a file, sqlite:PATH or postgresql://host/dbname (default: CTX_DB, else the nearest "
+    ".ctx/config.toml naming one or .ctx/ctx.db above the working folder)."
+)
 
 
 def _db_option(func: Callable[..., Any]) -> Callable[..., Any]:
-    return click.option("--db", "db_here", type=click.Path(dir_okay=False), help=_DB_HELP)(func)
+    return click.option("--db", "db_here", metavar="STORE", help=_DB_HELP)(func)
 
 
 def _locate(explicit: str | None, start: Path | None = None) -> paths.Location:
@@ -202,7 +205,7 @@ def _complete_subject(ctx: click.Context, _param: click.Parameter, incomplete: s
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
-@click.option("--db", type=click.Path(dir_okay=False), help=_DB_HELP)
+@click.option("--db", metavar="STORE", help=_DB_HELP)
 @click.version_option(package_name="ctx-kernel", prog_name="ctx")
 @click.pass_context
 def cli(ctx: click.Context, db: str | None) -> None:
@@ -1117,6 +1120,78 @@ def audit_checkpoint(kernel: Ctx, out: str | None, as_json: bool) -> None:
     _say(f"signed audit row {head['seq']} (hash {head['hash']}) with key {head['key']['key_id']}")
     for path in result.paths:
         _say(f"wrote {path}")
+
+
+@cli.group()
+def admin() -> None:
+    """A team's PostgreSQL store: give each login its role (agent, reviewer or auditor).
+
+    The database keeps the human gate: an agent's login can log and propose but no statement of
+    it can ratify, reject, write a decision or close a window.
+    """
+
+
+_ROLE_HELP = {
+    "agent": "logs evidence, proposes and withdraws; cannot ratify, reject or retire, even with raw SQL",
+    "reviewer": "also ratifies, rejects and retires: a person's login",
+    "auditor": "reads everything and writes nothing",
+}
+
+
+def _grant_command(role: str) -> None:
+    article = "an" if role[0] in "aeiou" else "a"
+    summary = (
+        f"Make the login NAME {article} {role}: it {_ROLE_HELP[role]}.\n\n"
+        "Prints the SQL as a script to review (run it with psql as the store's owner), or runs it "
+        "with --run. NAME is quoted as an identifier, so any name is taken literally."
+    )
+
+    @admin.command(f"grant-{role}", help=summary)
+    @click.argument("name")
+    @click.option(
+        "--run", is_flag=True, help="Run the SQL on the store's server (as its owner) instead of printing it."
+    )
+    @click.option(
+        "--create-login",
+        is_flag=True,
+        help="Create NAME as a login role first (no password: peer or certificate authentication).",
+    )
+    @click.option(
+        "--password",
+        "ask_password",
+        is_flag=True,
+        help="With --run --create-login: ask for the login's password on the terminal (sent hashed).",
+    )
+    @_db_option
+    @click.pass_context
+    def grant(
+        ctx: click.Context, name: str, run: bool, create_login: bool, ask_password: bool, db_here: str | None
+    ) -> None:
+        location = _locate(db_here or ctx.find_root().obj.get("db"))
+        script = Ctx.grant_script(location, role, name, create_login=create_login)
+        if not run:
+            if ask_password:
+                raise UsageError("--password goes with --run: a printed script never holds a password")
+            click.echo(script, nl=False)
+            return
+        password = None
+        if ask_password:
+            if not create_login:
+                raise UsageError("--password goes with --create-login")
+            if not sys.stdin.isatty():
+                raise UsageError("--password asks on a terminal: run it on one, or set the password in psql")
+            password = click.prompt(
+                f"Password for {name}", hide_input=True, confirmation_prompt=True, err=True
+            )
+        with Ctx.open(location, embedder=None) as kernel:
+            kernel.grant_role(role, name, create_login=create_login, password=password)
+        _say(
+            f"{name} is now a{'n' if role[0] in 'aeiou' else ''} {role} of {paths.display_location(location)}"
+        )
+
+
+for _role in ("agent", "reviewer", "auditor"):
+    _grant_command(_role)
 
 
 @cli.group()
