@@ -60,8 +60,8 @@ def redact(text: str) -> str:
     def userinfo(found: re.Match[str]) -> str:
         authority = found.group("authority")
         at = authority.rfind("@")
-        if at < 0 or ":" not in authority[:at]:
-            return found.group(0)
+        if at < 0 or ":" not in authority[:at] or authority.index(":") == at - 1:
+            return found.group(0)  # no password (``user:@host`` is an empty one)
         user = authority[: authority.index(":")]
         return f"{found.group('scheme')}{user}:{REDACTED}{authority[at:]}"
 

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import quote, urlsplit, urlunsplit
 
 import psycopg
 import pytest
@@ -58,6 +59,17 @@ class Database:
             return make_conninfo(self.cluster.admin_uri, dbname=self.name)
         login, password = self.cluster.logins[group]
         return make_conninfo(self.cluster.admin_uri, dbname=self.name, user=login, password=password)
+
+    def url(self, group: str | None = None) -> str:
+        """The database as a ``postgresql://`` URL (what ``ctx --db`` takes), as the owner or a login."""
+        parts = urlsplit(self.cluster.admin_uri)
+        host = parts.netloc.rpartition("@")[2]
+        if group is not None:
+            login, password = self.cluster.logins[group]
+            host = f"{quote(login, safe='')}:{quote(password, safe='')}@{host}"
+        elif parts.username:
+            host = f"{parts.username}@{host}"
+        return urlunsplit((parts.scheme, host, "/" + quote(self.name), parts.query, ""))
 
     def connect(self, group: str | None = None, **kwargs) -> psycopg.Connection:
         return psycopg.connect(self.uri(group), **kwargs)
