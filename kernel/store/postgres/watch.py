@@ -10,12 +10,14 @@ reviewer's act within milliseconds instead of at its next poll.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Container
 
 import psycopg
 from psycopg import sql
 
 CHANNEL = "ctx_changes"
+SLICE_SECONDS = 0.2
 
 
 class NotifyWatch:
@@ -33,17 +35,23 @@ class NotifyWatch:
         """Block until a commit's notification arrives or ``timeout`` passes; True on a commit."""
         if self._closed.is_set():
             return False
-        changed = False
+        deadline = time.monotonic() + timeout
         try:
-            # The first notification wakes the wait; the rest of a burst is drained at once.
-            for wait, stop in ((timeout, 1), (0.0, None)):
-                for note in self._conn.notifies(timeout=wait, stop_after=stop):
-                    changed = changed or note.pid not in self._ignore
+            while not self._closed.is_set():
+                # Short slices, so close() from another thread never waits long for this one.
+                left = max(0.0, min(SLICE_SECONDS, deadline - time.monotonic()))
+                notes = list(self._conn.notifies(timeout=left, stop_after=1))
+                if notes:
+                    # The rest of a burst of commits is drained at once: one wake for all.
+                    notes += self._conn.notifies(timeout=0.0)
+                    if any(note.pid not in self._ignore for note in notes):
+                        return True
+                if time.monotonic() >= deadline:
+                    return False
         except psycopg.Error:
-            if self._closed.is_set():
-                return False
-            raise
-        return changed
+            if not self._closed.is_set():
+                raise
+        return False
 
     def close(self) -> None:
         """Stop listening and close the connection."""
