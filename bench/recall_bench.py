@@ -302,9 +302,8 @@ def _rss_mib() -> tuple[float, float]:
     return current, peak
 
 
-def measure(path: Path, asked: list[str]) -> dict[str, tuple[float, float]]:
-    """p50/p95 of each mode and of each floor, in ms."""
-    kernel = Ctx.open(path)
+def time_modes(kernel: Ctx, asked: list[str]) -> dict[str, tuple[float, float]]:
+    """p50/p95 in ms of a warm recall per mode (and the hybrid's CPU time), then of the query embedding."""
     kernel.recall("warm up the model and caches")
     out: dict[str, tuple[float, float]] = {}
     cpu: list[float] = []
@@ -318,9 +317,18 @@ def measure(path: Path, asked: list[str]) -> dict[str, tuple[float, float]]:
             out["hybrid CPU (threads)"] = (pct(cpu, 0.5), pct(cpu, 0.95))
     embedder = kernel.embedding().embedder
     assert embedder is not None
-    vectors = [embedder.embed_query(q) for q in asked]
     times = _timed(embedder.embed_query, asked)
     out["(embed)"] = (pct(times, 0.5), pct(times, 0.95))
+    return out
+
+
+def measure(path: Path, asked: list[str]) -> dict[str, tuple[float, float]]:
+    """p50/p95 of each mode and of each floor, in ms."""
+    kernel = Ctx.open(path)
+    out = time_modes(kernel, asked)
+    embedder = kernel.embedding().embedder
+    assert embedder is not None
+    vectors = [embedder.embed_query(q) for q in asked]
     store = kernel.store
     knn = "SELECT chunk_id FROM vec_evidence WHERE bits MATCH vec_quantize_binary(?) AND k = 100"
     times = _timed(lambda v: store._q(knn, (v,)), vectors)

@@ -9,6 +9,9 @@ or a long-running agent makes it, without interpreter start-up) and every wait f
 - ``busy``: SQLite's busy handler alone (the writer lock file is not used), as before;
 - ``lock``: writers queue on the OS lock beside the store before BEGIN IMMEDIATE.
 
+``run`` also takes a PostgreSQL store's URL (bench/pg_bench.py): there a lock wait is the time
+from asking for a write transaction to holding it (the server's writer lock).
+
 Lost writes are what the processes were told was stored but the store does not hold. The goal is
 no lock wait over 1 s and a p99 command time under 1 s at 8 proposers on 2 cores.
 
@@ -54,14 +57,43 @@ def _instrument(mode: str) -> list[float]:
     return waits
 
 
+def _instrument_transactions() -> list[float]:
+    """Record each outermost transaction's wait from asking for it to being inside it (any backend)."""
+    from contextlib import contextmanager
+
+    from ctx_kernel.kernel.store.postgres.store import PostgresStore
+
+    waits: list[float] = []
+    original = PostgresStore.transaction
+
+    @contextmanager
+    def timed(self: PostgresStore) -> Any:
+        if self._in_tx:
+            with original(self):
+                yield
+            return
+        asked = time.perf_counter()
+        with original(self):
+            waits.append(time.perf_counter() - asked)
+            yield
+
+    PostgresStore.transaction = timed  # type: ignore[method-assign,assignment]
+    return waits
+
+
+def _location(db: str) -> str | Path:
+    """A PostgreSQL URL stays text (a Path would collapse its ``//``); anything else is a file."""
+    return db if "://" in db else Path(db)
+
+
 def _worker(role: str, index: int, each: int, db: str, mode: str, out: str, start: Any, done: Any) -> None:
     from ctx_kernel.kernel import Ctx, CtxError
 
-    waits = _instrument(mode)
+    waits = _instrument_transactions() if mode == "postgres" else _instrument(mode)
     report: dict = {"commands": [], "errors": [], "ids": [], "ratified": []}
     rng = random.Random(index)
     try:
-        kernel = Ctx.open(Path(db))
+        kernel = Ctx.open(_location(db))
         start.wait(timeout=120)
 
         def timed(call: Callable[[], Any]) -> Any:
@@ -117,14 +149,14 @@ def _percentile(values: list[float], fraction: float) -> float:
     return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))] if ordered else 0.0
 
 
-def run(mode: str, proposers: int, loggers: int, each: int) -> dict:
-    """One run on a fresh store; the figures of every process together."""
+def run(mode: str, proposers: int, loggers: int, each: int, url: str | None = None) -> dict:
+    """One run on a fresh store (a temporary SQLite file, or the empty PostgreSQL store at ``url``
+    in mode ``postgres``); the figures of every process together."""
     from ctx_kernel.kernel import Ctx
-    from ctx_kernel.kernel.store import driver
 
     mp = multiprocessing.get_context("spawn")
     with tempfile.TemporaryDirectory() as folder:
-        db = Path(folder) / ".ctx" / "ctx.db"
+        db: str | Path = url if url is not None else Path(folder) / ".ctx" / "ctx.db"
         Ctx.init(db)[0].close()
         roles = [("proposer", i) for i in range(proposers)] + [("logger", 100 + i) for i in range(loggers)]
         start, done = mp.Barrier(len(roles) + 2), mp.Event()
@@ -144,13 +176,14 @@ def run(mode: str, proposers: int, loggers: int, each: int) -> dict:
         procs[("ratifier", 999)].join()
         wall = time.perf_counter() - began
         reports = {key: json.loads(out.read_text()) for key, out in outs.items()}
-        conn = driver.connect(db, load_vec=False)
+        kernel = Ctx.open(db, embedder=None)
         try:
-            proposals = {r[0] for r in conn.execute("SELECT id FROM proposal")}
-            evidence = {r[0] for r in conn.execute("SELECT id FROM evidence")}
-            decisions = set(conn.execute("SELECT proposal_id, id FROM decision").fetchall())
+            store: Any = kernel.store  # rows read as the store holds them, past the facade
+            proposals = {r[0] for r in store._q("SELECT id FROM proposal")}
+            evidence = {r[0] for r in store._q("SELECT id FROM evidence")}
+            decisions = {tuple(r) for r in store._q("SELECT proposal_id, id FROM decision")}
         finally:
-            conn.close()
+            kernel.close()
     told = [(key[0], i) for key, r in reports.items() for i in r["ids"]]
     lost = sum(1 for role, i in told if i not in (proposals if role == "proposer" else evidence))
     ratified = [tuple(pair) for r in reports.values() for pair in r["ratified"]]
@@ -164,6 +197,7 @@ def run(mode: str, proposers: int, loggers: int, each: int) -> dict:
         "waits": waits,
         "errors": [e for r in reports.values() for e in r["errors"]],
         "lost": lost,
+        "ratified": len(ratified),
     }
 
 

@@ -123,20 +123,23 @@ class Ctx:
     # -- lifecycle ------------------------------------------------------------------------
     @classmethod
     def init(cls, path: Path | str, *, embedder: Embedder | str | None = AUTO) -> tuple[Ctx, bool]:
-        """Create the store at ``path`` (a file, or a server URL) or open it if it exists; True when
-        it was created."""
-        if isinstance(path, Path):
-            if path.exists() and not path.is_file():
-                raise UsageError(f"{path} exists and is not a file")
-            created = not path.exists()
+        """Create the store at ``path`` (a file, or a server's URL as text), or open it if it
+        exists; True when it was created."""
+        if isinstance(path, Path) and path.exists() and not path.is_file():
+            raise UsageError(f"{path} exists and is not a file")
+        created = isinstance(path, Path) and not path.exists()
         store = create_store(path)
-        if not isinstance(path, Path):
-            created = store.get_meta("store_id") is None
-        if store.get_meta("store_id") is None:
+        try:
+            # Read and written under the write lock: two `ctx init` on one server name it once.
             with store.transaction():
-                store.set_meta("store_id", clock.new_id("ev")[3:])
-                store.set_meta("created_at", clock.now())
-                store.set_meta(META_CONFLICT_RULES, conflict_rules())
+                if store.get_meta("store_id") is None:
+                    created = created or not isinstance(path, Path)
+                    store.set_meta("store_id", clock.new_id("ev")[3:])
+                    store.set_meta("created_at", clock.now())
+                    store.set_meta(META_CONFLICT_RULES, conflict_rules())
+        except BaseException:
+            store.close()
+            raise
         return cls(store, embedder=embedder), created
 
     @classmethod

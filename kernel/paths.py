@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -78,18 +79,30 @@ def shared_url(url: str) -> str:
     """A server URL as a team may commit it: no user, no password, no secret query parameter."""
     parts = urlsplit(url)
     host = parts.netloc.rpartition("@")[2]
-    query = urlencode([(k, v) for k, v in parse_qsl(parts.query) if k.lower() not in _SECRET_PARAMS])
-    return urlunsplit((parts.scheme, host, parts.path, query, ""))
+    kept = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k.lower() not in _SECRET_PARAMS]
+    query = urlencode(kept, safe="/:,")
+    # Not urlunsplit: it drops the "//" of an empty host (a Unix socket given as ?host=/run/...).
+    return f"{parts.scheme}://{host}{parts.path}" + (f"?{query}" if query else "")
+
+
+def without_password(url: str) -> str:
+    """A server URL as it may be shown: any password (in the authority or ``?password=``) left out."""
+    parts = urlsplit(url)
+    netloc = parts.netloc
+    if "@" in netloc:
+        userinfo, _, hostport = netloc.rpartition("@")
+        netloc = f"{userinfo.split(':', 1)[0]}@{hostport}"
+    query = urlencode(
+        [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k.lower() not in _SECRET_PARAMS]
+    )
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 
 def display_location(location: Location) -> str:
-    """A location as ctx prints it: a file's path, or a server URL's host and database only."""
+    """A location as ctx prints it: a file's path, or a server URL without user or password."""
     if isinstance(location, Path):
         return str(location)
-    if not is_server_url(location):
-        return redact(location)
-    parts = urlsplit(location)
-    return redact(urlunsplit((parts.scheme, parts.netloc.rpartition("@")[2], parts.path, "", "")))
+    return redact(shared_url(location) if is_server_url(location) else location)
 
 
 def location_file(location: str) -> Path:
@@ -246,9 +259,14 @@ def write_project_config(folder: Path, url: str) -> Path | None:
     return config
 
 
-def checkpoints_dir(store: Path) -> Path:
-    """Where signed audit checkpoints are kept: ``checkpoints/`` beside the store file."""
-    return store.parent / "checkpoints"
+def checkpoints_dir(store: Path | str) -> Path:
+    """Where signed audit checkpoints are kept: ``checkpoints/`` beside the store file; for a store
+    on a server, a folder of its own in the user's config folder (named by the URL shown without a
+    password, so the same store always finds its checkpoints)."""
+    if is_server_url(str(store)):
+        digest = hashlib.sha256(without_password(str(store)).encode("utf-8")).hexdigest()[:16]
+        return config_dir() / "servers" / digest / "checkpoints"
+    return Path(store).parent / "checkpoints"
 
 
 def config_dir() -> Path:

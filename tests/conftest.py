@@ -15,6 +15,8 @@ from ctx_kernel.kernel import Ctx
 from ctx_kernel.kernel.hosts.cli import main
 
 REPO = Path(__file__).resolve().parent.parent
+# The PostgreSQL server fixtures (pg_cluster, pg, pg_empty), shared by every folder of tests.
+pytest_plugins = ["pg_server"]
 
 
 @pytest.fixture(scope="session")

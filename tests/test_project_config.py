@@ -102,7 +102,7 @@ def test_a_bad_config_is_one_line_naming_the_file(
 def test_a_password_in_the_config_is_warned_about_and_never_shown(cli, project: Path) -> None:
     write_config(project, f'db = "postgresql://ctx:{SECRET}@db.example:5432/team?sslmode=require"\n')
     shown = cli("path", db=False)
-    assert shown.code == 0 and shown.out.strip() == "postgresql://db.example:5432/team"
+    assert shown.code == 0 and shown.out.strip() == "postgresql://db.example:5432/team?sslmode=require"
     warning = shown.err.strip()
     assert warning.count("\n") == 0 and warning.startswith("ctx: warning: ")
     assert "password" in warning and "PGPASSWORD" in warning and "~/.pgpass" in warning
@@ -149,4 +149,4 @@ def test_redact_leaves_ordinary_text_alone() -> None:
 def test_the_shared_form_of_a_url_keeps_host_database_and_options_only() -> None:
     url = f"postgresql://admin:{SECRET}@db.example:6543/team?sslmode=verify-full&password={SECRET}"
     assert paths.shared_url(url) == "postgresql://db.example:6543/team?sslmode=verify-full"
-    assert paths.display_location(url) == "postgresql://db.example:6543/team"
+    assert paths.display_location(url) == "postgresql://db.example:6543/team?sslmode=verify-full"

@@ -58,7 +58,7 @@ def check_signed_heads(
 ) -> audit_checkpoint.HeadCheck:
     """The verified chain ``rows`` against every checkpoint and export manifest found or named."""
     trusted = _trusted(pubkey) if pubkey is not None else None  # a bad key file is refused even unused
-    folder = paths.checkpoints_dir(Path(store.location))
+    folder = paths.checkpoints_dir(store.location)
     heads, problems = audit_checkpoint.gather(folder, store.get_meta(audit_checkpoint.META_KEY), named)
     if not heads:
         return audit_checkpoint.HeadCheck(problems, 0, None)
@@ -123,7 +123,7 @@ def sign_checkpoint(
 
 def keep_signed_head(store: Store, document: Mapping[str, Any], out: Path | None = None) -> list[Path]:
     """Keep a checkpoint or an export's manifest as the latest signed head: a file, and the store's copy."""
-    folder = paths.checkpoints_dir(Path(store.location))
+    folder = paths.checkpoints_dir(store.location)
     written = [folder / audit_checkpoint.file_name(document)]
     if out is not None:
         written.append(out)

@@ -1,18 +1,23 @@
 """Storage backends behind the kernel facade; all SQL lives here.
 
 :func:`open_store` and :func:`create_store` pick the backend from a store's location: a file
-path, or ``sqlite:PATH``, is the embedded SQLite backend.
+path, or ``sqlite:PATH``, is the embedded SQLite backend; a ``postgresql://`` (or ``postgres://``)
+URL is a shared PostgreSQL database (kernel/store/postgres/), whose driver loads only then.
 """
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ctx_kernel.kernel import paths
 from ctx_kernel.kernel.errors import UsageError
 from ctx_kernel.kernel.store.base import Store
 from ctx_kernel.kernel.store.sqlite import SQLiteStore
+
+if TYPE_CHECKING:
+    from ctx_kernel.kernel.store.postgres.store import PostgresStore
 
 # A URL scheme of two or more letters ("C:" is a Windows drive, not a scheme). A Path collapses
 # "postgresql://host" to "postgresql:/host", so one slash is enough to recognise a URL.
@@ -31,16 +36,43 @@ def sqlite_path(location: str | Path) -> Path:
         scheme = found.group(1).lower()
         if scheme.split("+")[0] in _POSTGRES:
             # Not echoed: a database URL may hold a password.
-            raise UsageError(f"PostgreSQL stores are not supported yet: {_USE_SQLITE}")
+            raise UsageError("a PostgreSQL URL names a database, not a SQLite file")
         raise UsageError(f"unknown store scheme {scheme}: {_USE_SQLITE}")
     return Path(location)
 
 
+def postgres_url(location: str | Path) -> str | None:
+    """The PostgreSQL URL a location is, or None for any other location."""
+    text = str(location)
+    found = _SCHEME_RE.match(text)
+    if found is None or found.group(1).lower() not in _POSTGRES:
+        return None
+    if not isinstance(location, str) or not text.startswith(f"{found.group(1)}://"):
+        # A Path collapsed "//" (and any "//" after it): what the URL said is lost.
+        raise UsageError("a PostgreSQL URL must reach ctx as text, postgresql://[user@]host[:port]/dbname")
+    return text
+
+
+def _postgres() -> type[PostgresStore]:
+    try:
+        from ctx_kernel.kernel.store.postgres.store import PostgresStore  # noqa: PLC0415
+    except ImportError as exc:  # psycopg is the optional `postgres` extra
+        raise UsageError("a PostgreSQL store needs the driver: install ctx[postgres]") from exc
+    return PostgresStore
+
+
 def open_store(location: str | Path) -> Store:
-    """Open the existing store at ``location``, upgrading its schema when it is older than this ctx."""
+    """Open the existing store at ``location``: a SQLite file is upgraded when older than this ctx;
+    a PostgreSQL schema never is (its administrator runs ``ctx init --db``)."""
+    url = postgres_url(location)
+    if url is not None:
+        return _postgres().open(url)
     return SQLiteStore.open(sqlite_path(location))
 
 
 def create_store(location: str | Path) -> Store:
     """Create (or upgrade) the store at ``location`` and open it."""
+    url = postgres_url(location)
+    if url is not None:
+        return _postgres().create(url)
     return SQLiteStore.create(sqlite_path(location))

@@ -64,6 +64,8 @@ class Store(Protocol):
     """What the kernel calls; every statement of the backend's query language stays inside it."""
 
     location: str
+    # "sqlite" or "postgresql": which backend's schema the store's objects follow.
+    dialect: str
 
     def close(self) -> None:
         """Release the connection (and the reader's)."""
@@ -120,6 +122,9 @@ class Store(Protocol):
         """Forget one metadata key."""
 
     # -- the sealed vault -----------------------------------------------------------------
+
+    def seal_refusal(self) -> str | None:
+        """None when this backend can seal evidence; else why it cannot, in one line for a person."""
 
     def vault(self) -> Vault | None:
         """The keys of a sealed (encrypted) vault, unlocked on first use; None for a plain one."""

@@ -32,6 +32,8 @@ def _placeholders(values: list[Any]) -> str:
 class SQLiteStore(IndexQueries):
     """A ctx store in one SQLite file."""
 
+    dialect = "sqlite"
+
     def __init__(self, path: Path, conn: Any) -> None:
         self.path = path
         self.location = str(path)
@@ -198,6 +200,10 @@ class SQLiteStore(IndexQueries):
         self._tx_plain = False
 
     # -- the sealed vault -----------------------------------------------------------------
+
+    def seal_refusal(self) -> str | None:
+        """None: one file's pages and log can be scrubbed, so the vault's promise holds."""
+        return None
 
     def vault(self) -> Vault | None:
         """The keys of a sealed (encrypted) vault, unlocked on first use; None for a plain one."""

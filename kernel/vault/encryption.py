@@ -22,6 +22,12 @@ class EncryptionService:
     def __init__(self, store: Store) -> None:
         self.store = store
 
+    def _check_backend(self) -> None:
+        """Refuse, before anything is read or written, on a backend that cannot keep the vault's promise."""
+        reason = self.store.seal_refusal()
+        if reason is not None:
+            raise RefusedError(reason)
+
     @property
     def encrypted(self) -> bool:
         """True when evidence text is sealed at rest (or being sealed)."""
@@ -36,6 +42,7 @@ class EncryptionService:
         or the store's file in the config folder), created 0600 when it does not exist yet.
         Vectors and entity mentions of evidence are dropped: they would give its content away.
         """
+        self._check_backend()
         from ctx_kernel.kernel.vault import sealing as vault  # noqa: PLC0415 - cryptography loads for sealed stores only
 
         store_id = self._store_id()
@@ -90,6 +97,7 @@ class EncryptionService:
         The new key waits in ``<key file>.new`` until every row is sealed with it, then replaces
         the key file; until then each row opens with the old key or the new one.
         """
+        self._check_backend()
         from ctx_kernel.kernel.vault import sealing as vault  # noqa: PLC0415
 
         store_id = self._store_id()

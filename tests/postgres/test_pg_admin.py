@@ -79,7 +79,7 @@ def test_a_sqlite_store_has_no_roles(cli, kernel) -> None:
 
 
 def test_the_watch_wakes_on_another_sessions_commit_at_once(pg) -> None:
-    watch = NotifyWatch(pg.uri())
+    watch = NotifyWatch(pg.connect(autocommit=True))
     try:
         assert watch.wait(0.05) is False
         with pg.connect(autocommit=True) as other:
@@ -101,7 +101,7 @@ def test_the_watch_wakes_on_another_sessions_commit_at_once(pg) -> None:
 
 def test_the_watch_ignores_its_own_stores_commits(pg) -> None:
     with pg.connect(autocommit=True) as own:
-        watch = NotifyWatch(pg.uri(), ignore_pids={own.info.backend_pid})
+        watch = NotifyWatch(pg.connect(autocommit=True), ignore_pids={own.info.backend_pid})
         try:
             own.execute("SELECT pg_notify(%s, 'mine')", (CHANNEL,))
             assert watch.wait(0.3) is False

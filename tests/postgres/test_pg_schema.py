@@ -43,6 +43,8 @@ def test_tables_and_columns_match_the_sqlite_schema_at_head(pg, kernel, store_pa
         postgres.setdefault(table, set()).add(column)
     for table, extra in schema.POSTGRES_ONLY_COLUMNS.items():
         postgres[table] -= set(extra)
+    for table in (*schema.POSTGRES_ONLY_TABLES, "alembic_version"):
+        del postgres[table]
     assert postgres == _sqlite_columns(store_path)
 
 
@@ -120,3 +122,58 @@ def test_the_schema_applies_as_an_owner_that_is_not_a_superuser(pg_cluster):
         with psycopg.connect(pg_cluster.admin_uri, autocommit=True) as admin:
             admin.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(database)))
             admin.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(owner)))
+
+
+def _version(conn: psycopg.Connection) -> int:
+    return conn.execute("SELECT version FROM ctx_change").fetchone()[0]
+
+
+def test_the_change_counter_moves_when_a_writer_commits_not_before(pg):
+    with pg.connect(autocommit=True) as reader, pg.connect() as writer:
+        before = _version(reader)
+        evidence(writer, "ev_1")
+        # Written but not committed: a reader that refreshed now would miss the row.
+        assert _version(reader) == before
+        writer.commit()
+        assert _version(reader) > before
+        after = _version(reader)
+        evidence(writer, "ev_2")
+        writer.rollback()
+        assert _version(reader) == after
+
+
+def test_every_ctx_table_bumps_the_counter(pg):
+    with pg.connect(autocommit=True) as conn:
+        tables = {
+            row[0]
+            for row in conn.execute(
+                "SELECT c.relname FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid "
+                "WHERE t.tgname = c.relname || '_changed'"
+            )
+        }
+        ctx_tables = {
+            row[0]
+            for row in conn.execute(
+                "SELECT tablename FROM pg_tables WHERE schemaname = 'public' "
+                "AND tablename NOT IN ('ctx_change', 'alembic_version')"
+            )
+        }
+    assert tables == ctx_tables == set(schema.CHANGED_TABLES)
+
+
+def test_a_commit_notifies_listeners_with_the_table_written(pg):
+    with pg.connect(autocommit=True) as listener, pg.connect(autocommit=True) as writer:
+        listener.execute(f"LISTEN {schema.CHANGE_CHANNEL}")
+        with writer.transaction():
+            evidence(writer, "ev_1")
+        notes = [(n.channel, n.payload, n.pid) for n in listener.notifies(timeout=5, stop_after=1)]
+        assert notes == [(schema.CHANGE_CHANNEL, "evidence", writer.info.backend_pid)]
+
+
+def test_an_agent_bumps_the_counter_it_may_not_write(pg):
+    with pg.connect(roles.AGENT, autocommit=True) as agent:
+        before = _version(agent)
+        evidence(agent, "ev_1")
+        assert _version(agent) == before + 1
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            agent.execute("UPDATE ctx_change SET version = 0")

@@ -71,6 +71,8 @@ STATEMENTS = [
          END LOOP;
        END $$""",
     f"GRANT SELECT ON {', '.join(TABLES)} TO {_ALL}",
+    # The change counter every write bumps (through a SECURITY DEFINER trigger); readers poll it.
+    f"GRANT SELECT ON ctx_change TO {_ALL}",
     f"GRANT INSERT ON {', '.join(AGENT_INSERTS)} TO {AGENT}",
     f"GRANT UPDATE ({RESOLUTION_COLUMNS}) ON proposal TO {AGENT}",
     f"GRANT INSERT ON {', '.join(REVIEWER_INSERTS)} TO {REVIEWER}",

@@ -14,7 +14,10 @@ they let the database hold an invariant or a type SQLite cannot:
 - Sealed evidence: SQLite swaps a row's text for a BLOB in place; a column has one type here, so
   the ciphertext goes to ``sealed`` and ``text`` becomes NULL (exactly one of them is set).
 - Full-text search is a generated ``tsvector`` column with a GIN index on evidence and decisions
-  (PostgreSQL's English stemmer, like FTS5's porter), entity names have a trigram index, and the
+  (PostgreSQL's English stemmer, like FTS5's porter, over the text split at every character that
+  is not a letter or digit, as FTS5's unicode61 tokenizer splits it: PostgreSQL's own parser keeps
+  ``src/auth/policy.py`` or ``CacheClient.set`` whole, so the word ``auth`` would not find them),
+  entity names have a trigram index, and the
   vector columns are pgvector ``vector``, given a dimension by :func:`vector_statements` once a
   model is chosen, as SQLite creates its KNN tables on the first embedding.
 
@@ -43,6 +46,8 @@ VECTOR_KINDS = ("decision", "evidence")
 # Columns SQLite does not have: its implicit rowid made explicit, the sealed text's own column,
 # and the generated full-text column that stands in for an FTS5 table.
 POSTGRES_ONLY_COLUMNS = {"evidence": ("rowid", "sealed", "search"), "decision": ("rowid", "search")}
+# Tables SQLite does without: the change counter a live reader polls (SQLite has PRAGMA data_version).
+POSTGRES_ONLY_TABLES = ("ctx_change",)
 
 # The audit chain and the supersession graph each take a transaction-scoped advisory lock keyed
 # by their table's oid before reading the rows they check, so two writers cannot both read the
@@ -52,6 +57,13 @@ _AUDIT_LOCK_KEY = "'audit'::regclass::oid::bigint"
 AUDIT_LOCK = f"SELECT pg_advisory_xact_lock({_AUDIT_LOCK_KEY})"
 
 _REFUSED = "USING ERRCODE = 'integrity_constraint_violation'"
+
+
+def words(column: str) -> str:
+    """SQL for ``column``'s text with every run of characters other than letters and digits made
+    one space: what the full-text columns index (FTS5's unicode61 tokenizer splits text so)."""
+    return f"regexp_replace({column}, '[^[:alnum:]]+', ' ', 'g')"
+
 
 EXTENSIONS = [
     "CREATE EXTENSION IF NOT EXISTS vector",
@@ -177,7 +189,7 @@ TABLES = [
         value text NOT NULL
     )""",
     # Evidence vault: append-only, deduplicated by the sha256 of its plain text.
-    """CREATE TABLE evidence (
+    f"""CREATE TABLE evidence (
         id text NOT NULL PRIMARY KEY,
         rowid bigint GENERATED ALWAYS AS IDENTITY UNIQUE,
         content_hash text NOT NULL UNIQUE,
@@ -191,7 +203,7 @@ TABLES = [
         source text,
         speaker text,
         occurred_at timestamptz,
-        search tsvector GENERATED ALWAYS AS (to_tsvector('english', coalesce(text, ''))) STORED,
+        search tsvector GENERATED ALWAYS AS (to_tsvector('english', {words("coalesce(text, '')")})) STORED,
         CONSTRAINT evidence_text_or_sealed CHECK ((text IS NULL) <> (sealed IS NULL)),
         CONSTRAINT evidence_sealed_magic CHECK (substring(sealed FROM 1 FOR 5) = '\\x4354584501'::bytea)
     )""",
@@ -236,7 +248,7 @@ TABLES = [
         PRIMARY KEY (proposal_id, evidence_id)
     )""",
     # Decision kernel: a row's window closes once; nothing else ever changes.
-    """CREATE TABLE decision (
+    f"""CREATE TABLE decision (
         id text NOT NULL PRIMARY KEY,
         rowid bigint GENERATED ALWAYS AS IDENTITY UNIQUE,
         subject text NOT NULL,
@@ -255,9 +267,9 @@ TABLES = [
         title text,
         deciders jsonb NOT NULL DEFAULT '[]' CHECK (jsonb_typeof(deciders) = 'array'),
         search tsvector GENERATED ALWAYS AS (
-            setweight(to_tsvector('english', translate(subject, '._-/', '    ')), 'A')
-            || setweight(to_tsvector('english', decision), 'B')
-            || setweight(to_tsvector('english', coalesce(rationale, '')), 'C')) STORED,
+            setweight(to_tsvector('english', {words("subject")}), 'A')
+            || setweight(to_tsvector('english', {words("decision")}), 'B')
+            || setweight(to_tsvector('english', {words("coalesce(rationale, '')")}), 'C')) STORED,
         CONSTRAINT decision_window_order CHECK (valid_until IS NULL OR valid_until >= valid_from),
         CONSTRAINT decision_closed_by CHECK ((valid_until IS NULL) = (closed_by IS NULL))
     )""",
@@ -315,10 +327,11 @@ TABLES = [
         name text NOT NULL UNIQUE
     )""",
     "CREATE INDEX ix_entity_name_trgm ON entity USING gin (name gin_trgm_ops)",
-    # item is a record id (ev_… or dc_…); mentions are never rewritten.
+    # item is a record id (ev_… or dc_…); mentions are never rewritten. In the C collation, so
+    # the primary key answers "the newest items with this prefix" in the ids' byte order, as SQLite.
     """CREATE TABLE entity_mention (
         entity_id bigint NOT NULL REFERENCES entity (id),
-        item text NOT NULL,
+        item text COLLATE "C" NOT NULL,
         PRIMARY KEY (entity_id, item)
     )""",
     "CREATE INDEX ix_entity_mention_item ON entity_mention (item)",
@@ -367,6 +380,46 @@ AUDIT_APPEND = f"""CREATE FUNCTION ctx_audit_append(at text, actor text, action 
          RETURN appended;
        END $$"""
 
+# What a live reader polls or listens for: every statement that writes a ctx table bumps one
+# counter row and notifies channel ``ctx_changes`` (with the table's name), both taking effect
+# when the writing transaction commits, never before (a sequence would change at nextval, before
+# the rows are visible). SECURITY DEFINER so that roles which may not update the counter still bump
+# it; its search_path is pinned like every ctx function's. Writers already queue on the store's
+# writer lock, so the counter row adds no wait of its own.
+CHANGE_CHANNEL = "ctx_changes"
+CHANGED_TABLES = (
+    "meta",
+    "evidence",
+    "proposal",
+    "proposal_evidence",
+    "decision",
+    "decision_evidence",
+    "supersession",
+    "audit",
+    "entity",
+    "entity_mention",
+    "decision_conflict",
+    *(f"{kind}_vector" for kind in VECTOR_KINDS),
+)
+CHANGE_SIGNAL = [
+    """CREATE TABLE ctx_change (
+        one boolean NOT NULL PRIMARY KEY DEFAULT true CHECK (one),
+        version bigint NOT NULL
+    )""",
+    "INSERT INTO ctx_change (version) VALUES (0)",
+    f"""CREATE FUNCTION ctx_changed() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER AS $$
+       BEGIN
+         UPDATE ctx_change SET version = version + 1;
+         PERFORM pg_notify('{CHANGE_CHANNEL}', TG_TABLE_NAME);
+         RETURN NULL;
+       END $$""",
+    *(
+        f"""CREATE TRIGGER {table}_changed AFTER INSERT OR UPDATE OR DELETE ON {table}
+           FOR EACH STATEMENT EXECUTE FUNCTION ctx_changed()"""
+        for table in CHANGED_TABLES
+    ),
+]
+
 # The functions name tables unqualified, and a session's temporary schema comes first in any
 # search_path that does not list it: a login could shadow ``audit`` with a temporary table of its
 # own and make the chain's end look like anything. Each ctx function therefore resolves names in
@@ -382,7 +435,11 @@ PIN_SEARCH_PATH = """DO $$
    END $$"""
 
 # The whole schema, in order: what a migration to head runs, in one transaction.
-STATEMENTS = [*EXTENSIONS, *FUNCTIONS, *TABLES, AUDIT_APPEND, PIN_SEARCH_PATH]
+STATEMENTS = [*EXTENSIONS, *FUNCTIONS, *TABLES, AUDIT_APPEND, *CHANGE_SIGNAL, PIN_SEARCH_PATH]
+
+
+# The KNN index of each kind's vectors (created by vector_statements).
+VECTOR_INDEXES = {kind: f"ix_{kind}_vector_bits" for kind in VECTOR_KINDS}
 
 
 def vector_statements(dim: int) -> list[str]:
@@ -399,7 +456,15 @@ def vector_statements(dim: int) -> list[str]:
         for kind in VECTOR_KINDS
         for statement in (
             f"ALTER TABLE {kind}_vector ALTER COLUMN emb TYPE vector({dim})",
-            f"""CREATE INDEX ix_{kind}_vector_bits ON {kind}_vector
+            f"""CREATE INDEX {VECTOR_INDEXES[kind]} ON {kind}_vector
                 USING hnsw ((binary_quantize(emb)::bit({dim})) bit_hamming_ops)""",
         )
     ]
+
+
+def knn_order(dim: int) -> str:
+    """The ORDER BY expression the KNN index of :func:`vector_statements` answers; ``%s`` is the
+    query vector in pgvector's text form."""
+    return (
+        f"binary_quantize(emb)::bit({int(dim)}) <~> binary_quantize(%s::vector({int(dim)}))::bit({int(dim)})"
+    )

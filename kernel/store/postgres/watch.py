@@ -12,6 +12,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Container
+from typing import Any
 
 import psycopg
 from psycopg import sql
@@ -23,11 +24,12 @@ SLICE_SECONDS = 0.2
 class NotifyWatch:
     """LISTEN on ``CHANNEL`` over a dedicated autocommit connection."""
 
-    def __init__(self, conninfo: str, *, ignore_pids: Container[int] = ()) -> None:
+    def __init__(self, conn: psycopg.Connection[Any], *, ignore_pids: Container[int] = ()) -> None:
+        """Listen on ``conn``, an autocommit connection the watch owns from now on."""
         # Notifications from these server processes (the watched store's own connections) are
         # the app's own acts, which it has already shown.
         self._ignore = ignore_pids
-        self._conn = psycopg.connect(conninfo, autocommit=True)
+        self._conn = conn
         self._conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(CHANNEL)))
         self._closed = threading.Event()
 

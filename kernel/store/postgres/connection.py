@@ -1,0 +1,210 @@
+"""Connecting to a PostgreSQL store, naming it without its password, and checking its schema.
+
+A store's URL may hold a password, so nothing here ever prints it: a store is named by
+:func:`describe` (user, host, port and database), and a driver message that happens to quote the
+password has it masked. Credentials come from the URL or from libpq's own sources (PGPASSWORD,
+~/.pgpass, PGSERVICE), which libpq reads whenever the URL leaves them out.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import psycopg
+from psycopg.conninfo import conninfo_to_dict
+
+from ctx_kernel.kernel.errors import StoreError, UsageError
+from ctx_kernel.kernel.store.postgres import schema
+
+# The Alembic revision at head (kernel/store/postgres/migrations/versions) and its number.
+HEAD_REVISION = "p001_initial"
+HEAD_VERSION = 1
+_REVISION = re.compile(r"^p(\d{3})_\w+$")
+# How long connecting may take before ctx gives up (libpq waits forever by default).
+CONNECT_TIMEOUT = 10
+
+
+def _parts(url: str) -> dict[str, Any]:
+    try:
+        return conninfo_to_dict(url)
+    except psycopg.ProgrammingError as exc:
+        raise UsageError("the PostgreSQL URL is malformed: postgresql://[user@]host[:port]/dbname") from exc
+
+
+def describe(url: str) -> str:
+    """The store as people see it: ``postgresql://user@host:port/dbname``, never with a password."""
+    parts = _parts(url)
+    user = f"{parts['user']}@" if parts.get("user") else ""
+    host = str(parts.get("host") or "")
+    port = f":{parts['port']}" if parts.get("port") else ""
+    dbname = parts.get("dbname") or ""
+    if host.startswith("/"):  # a socket folder: no place in a URL's authority
+        return f"postgresql://{user.rstrip('@')}{'@' if user else ''}/{dbname}?host={host}{port}"
+    return f"postgresql://{user}{host}{port}/{dbname}"
+
+
+def first_line(exc: BaseException) -> str:
+    """The first line of a driver message (PostgreSQL adds DETAIL and HINT lines)."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _masked(url: str, text: str) -> str:
+    try:
+        password = conninfo_to_dict(url).get("password")
+    except psycopg.ProgrammingError:
+        return "(the driver's message is withheld: it may quote the URL)"
+    return text.replace(str(password), "***") if password else text
+
+
+def store_error(location: str, exc: BaseException) -> StoreError:
+    """A driver error as one line naming the store (by :func:`describe`, never its URL)."""
+    if isinstance(exc, psycopg.errors.InsufficientPrivilege):
+        return StoreError(f"store {location}: this login may not do that ({first_line(exc)})")
+    return StoreError(f"store {location}: {first_line(exc)}")
+
+
+def connect(url: str) -> psycopg.Connection[Any]:
+    """An autocommit connection (transactions are explicit) in UTC, or a one-line StoreError."""
+    where = describe(url)
+    try:
+        conn = psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT)
+    except psycopg.Error as exc:
+        raise StoreError(f"cannot connect to {where}: {_masked(url, first_line(exc))}") from exc
+    conn.execute("SET TIME ZONE 'UTC'")
+    return conn
+
+
+def revision(conn: psycopg.Connection[Any]) -> str | None:
+    """The Alembic revision the database is at, or None when it has no ctx schema."""
+    if conn.execute("SELECT to_regclass('alembic_version')").fetchone() == (None,):
+        return None
+    row = conn.execute("SELECT version_num FROM alembic_version").fetchone()
+    return str(row[0]) if row else None
+
+
+def has_tables(conn: psycopg.Connection[Any]) -> bool:
+    """True when the current schema holds any table (ctx's or another application's)."""
+    row = conn.execute(
+        "SELECT EXISTS (SELECT FROM pg_class WHERE relnamespace = current_schema()::regnamespace "
+        "AND relkind IN ('r', 'p', 'v', 'm'))"
+    ).fetchone()
+    return bool(row and row[0])
+
+
+def schema_state(conn: psycopg.Connection[Any], location: str) -> str | None:
+    """The revision of a ctx database, None for an empty one; StoreError for another application's."""
+    found = revision(conn)
+    if found is None:
+        if has_tables(conn):
+            raise StoreError(f"{location} holds other tables but no ctx store: ctx will not touch it")
+        return None
+    if not _REVISION.match(found):
+        raise StoreError(
+            f"{location} holds a schema of another application (revision {found}): ctx will not touch it"
+        )
+    return found
+
+
+def check_current(conn: psycopg.Connection[Any], location: str) -> None:
+    """Refuse, in one line, a database without a ctx store or with a schema of another version.
+
+    Opening never migrates: the role that opens a shared store is seldom the tables' owner, and an
+    upgrade is the administrator's to run.
+    """
+    found = schema_state(conn, location)
+    if found is None:
+        raise StoreError(f"no ctx store in {location}: the administrator runs `ctx init --db <url>` first")
+    number = int(found[1:4])
+    if number < HEAD_VERSION:
+        raise StoreError(
+            f"store {location} has schema {found}, older than this ctx ({HEAD_REVISION}): "
+            "the administrator must run `ctx init --db <url>` to upgrade it"
+        )
+    if number > HEAD_VERSION:
+        raise StoreError(
+            f"store {location} has schema {found}, newer than this ctx ({HEAD_REVISION}): upgrade ctx"
+        )
+
+
+def schema_version(conn: psycopg.Connection[Any]) -> int:
+    """The number of the revision the database is at (0 without a ctx schema)."""
+    found = revision(conn)
+    return int(found[1:4]) if found and _REVISION.match(found) else 0
+
+
+def _defined(kind: str) -> dict[str, str]:
+    """Name -> statement of every function or trigger the schema defines."""
+    pattern = re.compile(rf"CREATE {kind} (\w+)")
+    found: dict[str, str] = {}
+    for statement in schema.STATEMENTS:
+        for name in pattern.findall(statement):
+            found[name] = statement
+    return found
+
+
+def _body(statement: str) -> str:
+    return statement.split("$$")[1]
+
+
+def invariant_problems(conn: psycopg.Connection[Any]) -> list[str]:
+    """What a sound store must have that this one lacks: ctx's triggers present and enabled, its
+    functions as this ctx defines them, and every constraint validated (first problem first).
+
+    A DISABLE TRIGGER, a CREATE OR REPLACE FUNCTION or a constraint added NOT VALID turns an
+    invariant off without changing a row; the server's page checksums are its own affair.
+    """
+    problems: list[str] = []
+    triggers = dict(
+        conn.execute(
+            "SELECT t.tgname, t.tgenabled FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid "
+            "WHERE c.relnamespace = current_schema()::regnamespace AND NOT t.tgisinternal"
+        ).fetchall()
+    )
+    for name in sorted(_defined("TRIGGER")):
+        if name not in triggers:
+            problems.append(f"trigger {name} is missing")
+        elif triggers[name] not in ("O", "A"):
+            problems.append(f"trigger {name} is disabled")
+    bodies = dict(
+        conn.execute(
+            "SELECT proname, prosrc FROM pg_proc WHERE pronamespace = current_schema()::regnamespace "
+            "AND proname LIKE 'ctx\\_%'"
+        ).fetchall()
+    )
+    for name, statement in sorted(_defined("FUNCTION").items()):
+        if name not in bodies:
+            problems.append(f"function {name} is missing")
+        elif bodies[name] != _body(statement):
+            problems.append(f"function {name} differs from its definition")
+    for (name,) in conn.execute(
+        "SELECT conname FROM pg_constraint WHERE connamespace = current_schema()::regnamespace "
+        "AND NOT convalidated ORDER BY conname"
+    ).fetchall():
+        problems.append(f"constraint {name} is not validated")
+    return problems
+
+
+def schema_objects(conn: psycopg.Connection[Any]) -> list[tuple[str, str, str, str | None]]:
+    """``(type, name, table, definition)`` of the current schema's tables, indexes, constraints,
+    triggers and functions, as the server prints them."""
+    rows = conn.execute(
+        """SELECT 'table', c.relname, c.relname, NULL FROM pg_class c
+             WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind IN ('r', 'p')
+           UNION ALL
+           SELECT 'index', i.indexname, i.tablename, i.indexdef FROM pg_indexes i
+             WHERE i.schemaname = current_schema()
+           UNION ALL
+           SELECT 'constraint', k.conname, c.relname, pg_get_constraintdef(k.oid) FROM pg_constraint k
+             JOIN pg_class c ON c.oid = k.conrelid WHERE k.connamespace = current_schema()::regnamespace
+           UNION ALL
+           SELECT 'trigger', t.tgname, c.relname, pg_get_triggerdef(t.oid) FROM pg_trigger t
+             JOIN pg_class c ON c.oid = t.tgrelid
+             WHERE c.relnamespace = current_schema()::regnamespace AND NOT t.tgisinternal
+           UNION ALL
+           SELECT 'function', p.proname, '', pg_get_functiondef(p.oid) FROM pg_proc p
+             WHERE p.pronamespace = current_schema()::regnamespace AND p.prokind = 'f'
+           ORDER BY 1, 2"""
+    ).fetchall()
+    return [(r[0], r[1], r[2], r[3]) for r in rows]

@@ -1,0 +1,638 @@
+"""The PostgreSQL side of recall: full-text search, entities, conflicts and vectors.
+
+The same answers as the SQLite store's :class:`~ctx_kernel.kernel.store.sqlite_index.IndexQueries`
+wherever :class:`~ctx_kernel.kernel.store.base.Store` defines them, from PostgreSQL's own tools:
+
+- Full text: the generated ``search`` tsvector columns and their GIN indexes, queried with a
+  ``tsquery`` built from the :class:`TextQuery` terms and ranked by BM25 as SQLite's ``bm25()``
+  ranks (:mod:`.fts`; weights subject 4 : decision 1 : rationale 0.5, as in SQLite), so both
+  backends put the same rows first; relevance is higher-is-better and, as in SQLite, comparable
+  within one answer only. Term counts for the idf (and for :meth:`evidence_common_terms`) are
+  counted up to a cap and remembered per connection.
+- Snippets: ``ts_headline`` with matches in [brackets].
+- Entities: the store lists names and postings; the matching itself (rapidfuzz) stays in the
+  shared recall code (kernel/recall/entities.py) so both backends rank alike. The schema's
+  trigram index is not used here: the recall code matches against its in-memory name list, which
+  it refreshes by id (:meth:`PostgresIndex.entity_names`), so no query ever searches names.
+- Vectors: pgvector, each kind's ``emb`` column indexed for KNN by
+  :func:`~ctx_kernel.kernel.store.postgres.schema.vector_statements` (HNSW); :meth:`nearest`
+  asks the index for ``candidates`` chunks, rescores them exactly by cosine similarity and keeps
+  each item's best chunk.
+
+Orders that SQLite takes from its binary collation (ids, subjects) are made in Python here, as the
+database's collation may sort punctuation and case differently.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from psycopg import sql
+
+from ctx_kernel.kernel.errors import StoreError
+from ctx_kernel.kernel.records import Decision, Evidence
+from ctx_kernel.kernel.store.base import ConflictRow
+from ctx_kernel.kernel.store.postgres import fts, schema
+from ctx_kernel.kernel.store.query import TextQuery
+from ctx_kernel.kernel.store.rows import EVIDENCE
+from ctx_kernel.kernel.vault.sealing import Vault
+
+KINDS = schema.VECTOR_KINDS
+CHUNK_SLOTS = 16  # chunk_id = owner rowid * CHUNK_SLOTS + chunk number, as in SQLite
+# Evidence terms whose frequency is remembered (a few bytes each).
+TERM_CACHE = 100_000
+# Column weights (D, C, B, A) as SQLite's bm25() takes them: a decision's subject (A) : decision
+# (B) : rationale (C) = 4 : 1 : 0.5; evidence has one column.
+_WEIGHTS = {"decision": (0.0, 0.5, 1.0, 4.0), "evidence": (1.0, 1.0, 1.0, 1.0)}
+# Term frequencies (for idf and common terms) are counted up to this many rows: past it a term's
+# idf hardly changes, and counting costs a scan of its postings.
+FREQUENCY_CAP = 10_000
+# A count or an average length is made again once the rows have grown by a tenth (and 100 rows).
+_STALE, _SLACK = 1.1, 100
+# The average length is sampled from this many newest rows.
+_SAMPLE = 2_000
+_HEADLINE = 'StartSel=[, StopSel=], MaxWords={words}, MinWords={least}, FragmentDelimiter=" … "'
+_EVIDENCE_COLUMNS = EVIDENCE.select("e")
+
+
+def _headline(words: int) -> str:
+    return _HEADLINE.format(words=words, least=max(words // 2, 1))
+
+
+def _kind(kind: str) -> str:
+    if kind not in KINDS:
+        raise ValueError(f"unknown index kind {kind!r}")
+    return kind
+
+
+def _vector_text(emb: bytes) -> str:
+    """pgvector's text form of little-endian float32 bytes (``[x,y,...]``)."""
+    if len(emb) % 4:
+        raise ValueError(f"a vector is float32 bytes, not {len(emb)} bytes")
+    return "[" + ",".join(map(repr, struct.unpack(f"<{len(emb) // 4}f", emb))) + "]"
+
+
+class PostgresIndex:
+    """Mixed into the PostgreSQL store: every query the recall and index code needs.
+
+    The store provides ``_conn`` (a psycopg connection in autocommit mode; transactions are
+    explicit), ``_q``/``_one`` (run a statement with ``%s`` placeholders), ``_evidence`` (an
+    Evidence from an evidence row), ``vault`` and ``is_sealed``. On that connection timestamptz
+    values load as ctx's canonical text (``...Z``) and jsonb as JSON text, as SQLite returns them.
+    """
+
+    _conn: Any
+    # (kind, term) -> (rows holding it, counted up to a cap; the kind's rowid watermark then)
+    _term_counts: dict[tuple[str, str], tuple[int, int]]
+    _vector_dim: int | None
+    _average_lengths: dict[str, tuple[float, int]]  # kind -> (average lexemes per row, watermark then)
+
+    def _q(self, sql: str, params: tuple[Any, ...] | list[Any] = ()) -> list[tuple[Any, ...]]:
+        raise NotImplementedError
+
+    def _one(self, sql: str, params: tuple[Any, ...] | list[Any] = ()) -> tuple[Any, ...] | None:
+        raise NotImplementedError
+
+    def _evidence(self, row: tuple[Any, ...]) -> Evidence:
+        raise NotImplementedError
+
+    def is_sealed(self) -> bool:
+        raise NotImplementedError
+
+    def vault(self) -> Vault | None:
+        raise NotImplementedError
+
+    def decisions_by_ids(self, ids: Sequence[str]) -> dict[str, Decision]:
+        raise NotImplementedError
+
+    def _term_cache(self) -> dict[tuple[str, str], tuple[int, int]]:
+        cache = getattr(self, "_term_counts", None)
+        if cache is None:
+            cache = self._term_counts = {}
+        return cache
+
+    # -- entities -------------------------------------------------------------------------
+
+    def add_mentions(self, item: str, names: Iterable[str]) -> None:
+        """Record that record ``item`` mentions each entity in ``names`` (idempotent)."""
+        wanted = list(dict.fromkeys(names))
+        if not wanted:
+            return
+        # Sorted, so two writers adding the same new names lock their index entries in one order.
+        self._conn.execute(
+            "INSERT INTO entity (name) SELECT unnest(%s::text[]) ORDER BY 1 ON CONFLICT (name) DO NOTHING",
+            (sorted(wanted),),
+        )
+        self._conn.execute(
+            "INSERT INTO entity_mention (entity_id, item) SELECT id, %s FROM entity WHERE name = ANY(%s) "
+            "ON CONFLICT DO NOTHING",
+            (item, wanted),
+        )
+
+    def entity_version(self) -> int:
+        """Grows whenever an entity is added (for caches of :meth:`entity_names`)."""
+        row = self._one("SELECT coalesce(max(id), 0) FROM entity")
+        return int(row[0]) if row else 0
+
+    def entity_names(self, after: int = 0) -> list[tuple[int, str]]:
+        """``(id, name)`` of the entities whose id is above ``after``, oldest first.
+
+        Entities are written inside the store's write transactions, which take one lock, so ids
+        become visible in increasing order and a cache that asks for ids above the last it saw
+        misses none.
+        """
+        return [
+            (int(r[0]), r[1])
+            for r in self._q("SELECT id, name FROM entity WHERE id > %s ORDER BY id", (after,))
+        ]
+
+    def entity_items(self, entity_ids: Sequence[int], prefix: str, limit: int) -> dict[int, list[str]]:
+        """Up to ``limit`` newest items with id prefix ``prefix`` mentioning each entity."""
+        out: dict[int, list[str]] = {i: [] for i in entity_ids}
+        if not entity_ids:
+            return out
+        # One statement of per-entity range scans of the primary key (item is in the C collation,
+        # so the range and the order are those of the ids' bytes, as in SQLite).
+        for entity_id, item in self._q(
+            """SELECT e.id, m.item FROM unnest(%s::bigint[]) AS e (id) CROSS JOIN LATERAL (
+                 SELECT item FROM entity_mention
+                 WHERE entity_id = e.id AND item >= %s AND item < %s
+                 ORDER BY item DESC LIMIT %s) AS m""",
+            (list(dict.fromkeys(entity_ids)), prefix, prefix + "~", limit),
+        ):
+            out[int(entity_id)].append(item)
+        for items in out.values():
+            items.sort(reverse=True)
+        return out
+
+    def entity_counts(self, entity_ids: Sequence[int], prefix: str) -> dict[int, int]:
+        """How many items with id prefix ``prefix`` mention each entity."""
+        if not entity_ids:
+            return {}
+        rows = self._q(
+            "SELECT entity_id, count(*) FROM entity_mention WHERE entity_id = ANY(%s) "
+            "AND item >= %s AND item < %s GROUP BY entity_id",
+            (list(entity_ids), prefix, prefix + "~"),
+        )
+        return {int(r[0]): int(r[1]) for r in rows}
+
+    def item_count(self, kind: str) -> int:
+        """How many decisions or evidence texts the store holds."""
+        # Exact: an identity column skips the values a rolled-back insert took, so max(rowid)
+        # (SQLite's answer) would overcount here.
+        row = self._one(sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(_kind(kind))).as_string())
+        return int(row[0]) if row else 0
+
+    def _rowid_watermark(self, kind: str) -> int:
+        """The largest rowid of ``kind``: never falls, so rows added since are at most its growth."""
+        row = self._one(
+            sql.SQL("SELECT coalesce(max(rowid), 0) FROM {}").format(sql.Identifier(_kind(kind))).as_string()
+        )
+        return int(row[0]) if row else 0
+
+    # -- conflicts ------------------------------------------------------------------------
+
+    def add_conflict(
+        self, decision_id: str, other_id: str, term: str, clause: str, other_clause: str
+    ) -> None:
+        """Record that two decisions take opposite stances on ``term`` (both directions)."""
+        self._conn.execute(
+            """INSERT INTO decision_conflict (decision_id, other_id, term, clause, other_clause)
+               VALUES (%s, %s, %s, %s, %s), (%s, %s, %s, %s, %s)
+               ON CONFLICT (decision_id, other_id) DO UPDATE SET term = excluded.term,
+                 clause = excluded.clause, other_clause = excluded.other_clause""",
+            (
+                decision_id,
+                other_id,
+                term,
+                clause,
+                other_clause,
+                other_id,
+                decision_id,
+                term,
+                other_clause,
+                clause,
+            ),
+        )
+
+    def conflicts_for(self, decision_id: str) -> list[tuple[str, str, str, str]]:
+        """``(other id, term, clause, other clause)`` of every recorded conflict of a decision."""
+        rows = self._q(
+            "SELECT other_id, term, clause, other_clause FROM decision_conflict WHERE decision_id = %s",
+            (decision_id,),
+        )
+        return sorted((r[0], r[1], r[2], r[3]) for r in rows)
+
+    def conflicts_at(self, decision_ids: Sequence[str], moment: str | None) -> dict[str, list[ConflictRow]]:
+        """:meth:`conflicts_for` of each decision, keeping the others that hold at ``moment`` (None: now),
+        each with the other's subject, text and window."""
+        out: dict[str, list[ConflictRow]] = {i: [] for i in decision_ids}
+        if not decision_ids:
+            return out
+        if moment is None:
+            window, params = "d.valid_until IS NULL", []
+        else:
+            window = "d.valid_from <= %s AND (d.valid_until IS NULL OR d.valid_until > %s)"
+            params = [moment, moment]
+        rows = self._q(
+            "SELECT c.decision_id, c.other_id, c.term, c.clause, c.other_clause, "
+            "d.subject, d.decision, d.valid_from, d.valid_until FROM decision_conflict c "
+            f"JOIN decision d ON d.id = c.other_id WHERE c.decision_id = ANY(%s) AND {window}",
+            [list(decision_ids), *params],
+        )
+        for r in sorted(rows, key=lambda r: (r[0], r[1])):
+            out[r[0]].append((r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8]))
+        return out
+
+    def current_conflict_pairs(self) -> list[tuple[str, str, str, str, str]]:
+        """``(id, other id, term, clause, other clause)`` of each conflict between current decisions, once."""
+        rows = self._q(
+            """SELECT c.decision_id, c.other_id, c.term, c.clause, c.other_clause,
+                      greatest(a.valid_from, b.valid_from) AS latest
+               FROM decision_conflict c
+               JOIN decision a ON a.id = c.decision_id JOIN decision b ON b.id = c.other_id
+               WHERE a.valid_until IS NULL AND b.valid_until IS NULL
+                 AND c.decision_id COLLATE "C" < c.other_id COLLATE "C"
+               ORDER BY latest DESC"""
+        )
+        # Newest first, ties by id in the ids' byte order (a stable sort keeps the newest first).
+        ordered = sorted(rows, key=lambda r: r[0])
+        ordered.sort(key=lambda r: r[5], reverse=True)
+        return [(r[0], r[1], r[2], r[3], r[4]) for r in ordered]
+
+    def clear_conflicts(self) -> None:
+        """Forget every recorded conflict (before detecting them again)."""
+        self._conn.execute("DELETE FROM decision_conflict")
+
+    # -- keyword --------------------------------------------------------------------------
+
+    def _ranked(
+        self, kind: str, query: TextQuery, limit: int, where: str = "", params: Sequence[Any] = ()
+    ) -> list[tuple[int, str, float]]:
+        """``(rowid, id, BM25 relevance)`` of the rows of ``kind`` matching ``query`` (and ``where``,
+        on alias ``t``), best first."""
+        rows, average = self._text_statistics(kind)
+        frequencies = self._frequencies(kind, query.terms, rows)
+        idfs = [fts.idf(rows, frequencies[term]) for term in query.terms]
+        source, score, bound = fts.ranked(query, "t", _WEIGHTS[kind], idfs, average)
+        return [
+            (int(r[0]), r[1], float(r[2]))
+            for r in self._q(
+                f"""SELECT t.rowid, t.id, {score} AS score FROM {_kind(kind)} t CROSS JOIN {source}
+                    WHERE t.search @@ q.q {where} ORDER BY score DESC, t.rowid LIMIT %s""",
+                [*bound, *params, limit],
+            )
+        ]
+
+    def _text_statistics(self, kind: str) -> tuple[int, float]:
+        """The rows of ``kind`` (its rowid watermark) and their average length in lexemes, which is
+        sampled from the newest rows and sampled again when the rows have grown by a tenth."""
+        rows = self._rowid_watermark(kind)
+        averages = getattr(self, "_average_lengths", None)
+        if averages is None:
+            averages = self._average_lengths = {}
+        known = averages.get(kind)
+        if known is None or rows > known[1] * _STALE + _SLACK:
+            found = self._one(
+                f"SELECT avg(length(search)) FROM (SELECT search FROM {_kind(kind)} "
+                "ORDER BY rowid DESC LIMIT %s) AS newest",
+                (_SAMPLE,),
+            )
+            known = averages[kind] = (float(found[0] or 1.0) if found else 1.0, rows)
+        return rows, known[0]
+
+    def _frequencies(
+        self, kind: str, terms: Sequence[str], rows: int, threshold: int | None = None
+    ) -> dict[str, int]:
+        """How many rows of ``kind`` hold each term, counted up to ``FREQUENCY_CAP`` (or ``threshold``).
+
+        Each count is kept with the rowid watermark ``rows`` it was made at. Rows are only ever
+        added, so with ``threshold`` a count is made again only when it could have crossed the
+        threshold since; without, when the rows have grown by a tenth (an idf barely moves).
+        """
+        cache = self._term_cache()
+        cap = max(FREQUENCY_CAP, threshold or 0)
+        out: dict[str, int] = {}
+        for term in dict.fromkeys(terms):
+            known = cache.get((kind, term))
+            if known is not None and threshold is not None:
+                count, at = known
+                fresh = (count >= threshold or count + rows - at < threshold) and (
+                    count < FREQUENCY_CAP or threshold <= FREQUENCY_CAP
+                )
+            else:
+                fresh = known is not None and rows <= known[1] * _STALE + _SLACK
+            if known is not None and fresh:
+                out[term] = known[0]
+                continue
+            source, bound = fts.tsquery(TextQuery((term,)))
+            found = self._one(
+                f"""SELECT count(*) FROM (SELECT 1 FROM {_kind(kind)} t, {source}
+                    WHERE t.search @@ q.q LIMIT %s) AS hits""",
+                [*bound, cap],
+            )
+            out[term] = int(found[0]) if found else 0
+            if len(cache) > TERM_CACHE:
+                cache.clear()
+            cache[(kind, term)] = (out[term], rows)
+        return out
+
+    def fts_decision_ids(
+        self, query: TextQuery, limit: int, current_only: bool = False
+    ) -> list[tuple[str, float]]:
+        """Ids of decisions (any window, or only current ones) matching ``query``, best first,
+        with their relevance (BM25, subject 4 : decision 1 : rationale 0.5, as SQLite)."""
+        window = "AND t.valid_until IS NULL" if current_only else ""
+        return [(item, score) for _, item, score in self._ranked("decision", query, limit, window)]
+
+    def search_decisions(
+        self, query: TextQuery, limit: int, as_of: str | None = None
+    ) -> list[tuple[Decision, float]]:
+        """Decisions matching ``query``, best first with their relevance, current ones unless ``as_of``."""
+        if as_of is None:
+            window, params = "AND t.valid_until IS NULL", []
+        else:
+            window = "AND t.valid_from <= %s AND (t.valid_until IS NULL OR t.valid_until > %s)"
+            params = [as_of, as_of]
+        rows = self._ranked("decision", query, limit, window, params)
+        found = self.decisions_by_ids([item for _, item, _ in rows])
+        return [(found[item], score) for _, item, score in rows if item in found]
+
+    def fts_evidence_ids(self, query: TextQuery, limit: int) -> list[tuple[str, float]]:
+        """Ids of evidence matching ``query``, best first, with their relevance (BM25)."""
+        return [(item, score) for _, item, score in self._ranked("evidence", query, limit)]
+
+    def search_evidence(self, query: TextQuery, limit: int) -> list[tuple[Evidence, float, str]]:
+        """Evidence matching ``query`` with a snippet (matches in [brackets]), best first, with relevance."""
+        ranked = self._ranked("evidence", query, limit)
+        if not ranked:
+            return []
+        source, terms = fts.tsquery(query)
+        # The headline is cut only for the rows kept: ts_headline parses the whole text again.
+        rows = self._q(
+            f"""SELECT {_EVIDENCE_COLUMNS}, ts_headline('{fts.CONFIG}', e.text, q.q, '{_headline(16)}')
+                FROM evidence e, {source} WHERE e.rowid = ANY(%s)""",
+            [*terms, [rowid for rowid, _, _ in ranked]],
+        )
+        found = {r[0]: r for r in rows}
+        return [
+            (self._evidence(found[item][:-1]), score, found[item][-1])
+            for _, item, score in ranked
+            if item in found
+        ]
+
+    def evidence_common_terms(self, terms: Sequence[str], threshold: int) -> set[str]:
+        """Those of ``terms`` that at least ``threshold`` evidence texts contain (counting stops there).
+
+        Counts are kept with the evidence rowid watermark they were made at: rows are only ever
+        added, so a common term stays common, and one counted below the threshold stays below it
+        until the watermark has grown by the difference.
+        """
+        rows = self._rowid_watermark("evidence")
+        counts = self._frequencies("evidence", terms, rows, threshold)
+        return {term for term in terms if counts[term] >= threshold}
+
+    def evidence_snippets(self, query: TextQuery, ids: Sequence[str]) -> dict[str, str]:
+        """Snippets (matches in [brackets]) of the evidence ``ids`` that match ``query``."""
+        if not ids:
+            return {}
+        expression, terms = fts.tsquery(query)
+        rows = self._q(
+            f"""SELECT e.id, ts_headline('{fts.CONFIG}', e.text, q.q, '{_headline(24)}')
+                FROM evidence e, {expression}
+                WHERE e.id = ANY(%s) AND e.search @@ q.q""",
+            [*terms, list(ids)],
+        )
+        found = dict((r[0], r[1]) for r in rows)
+        return {item: found[item] for item in ids if item in found}
+
+    def rebuild_text_index(self, *, evidence: bool) -> None:
+        """Forget entity mentions (of decisions, and of evidence) so they are extracted again.
+
+        The full-text columns are generated from the rows by PostgreSQL itself, so they never
+        drift from the text and have nothing to rebuild.
+        """
+        self._conn.execute("DELETE FROM entity_mention WHERE item LIKE 'dc\\_%'")
+        if evidence:
+            self._term_cache().clear()
+            self._conn.execute("DELETE FROM entity_mention WHERE item LIKE 'ev\\_%'")
+
+    # -- records by id --------------------------------------------------------------------
+
+    def evidence_by_ids(self, ids: Sequence[str]) -> dict[str, Evidence]:
+        """Evidence rows by id."""
+        if not ids:
+            return {}
+        rows = self._q(f"SELECT {_EVIDENCE_COLUMNS} FROM evidence e WHERE e.id = ANY(%s)", (list(ids),))
+        return {r[0]: self._evidence(r) for r in rows}
+
+    def evidence_neighbours(self, ids: Sequence[str]) -> dict[str, list[str]]:
+        """The evidence logged just before and just after each of ``ids`` in the same session
+        (or, without a session, from the same source)."""
+        if not ids:
+            return {}
+        # The rows logged right before and after (SQLite: rowid - 1 and + 1; an identity column
+        # can skip values, so here the nearest rowid on either side).
+        rows = self._q(
+            """SELECT e.id, n.id FROM evidence e CROSS JOIN LATERAL (
+                 (SELECT * FROM evidence p WHERE p.rowid < e.rowid ORDER BY p.rowid DESC LIMIT 1)
+                 UNION ALL
+                 (SELECT * FROM evidence f WHERE f.rowid > e.rowid ORDER BY f.rowid LIMIT 1)) AS n
+               WHERE e.id = ANY(%s) AND (n.session = e.session
+                 OR (e.session IS NULL AND n.session IS NULL AND n.source = e.source))
+               ORDER BY n.rowid""",
+            (list(ids),),
+        )
+        out: dict[str, list[str]] = {}
+        for item, neighbour in rows:
+            out.setdefault(item, []).append(neighbour)
+        return out
+
+    def recent_evidence_ids(self, limit: int) -> list[str]:
+        """Ids of the newest evidence texts, newest first."""
+        return [r[0] for r in self._q("SELECT id FROM evidence ORDER BY rowid DESC LIMIT %s", (limit,))]
+
+    def chain_ids(self, decision_id: str) -> list[str]:
+        """Every decision linked to ``decision_id`` through supersession, in either direction."""
+        return self.chains_of([decision_id])[decision_id]
+
+    def chains_of(self, decision_ids: Sequence[str]) -> dict[str, list[str]]:
+        """:meth:`chain_ids` of several decisions in one query."""
+        out: dict[str, list[str]] = {i: [] for i in decision_ids}
+        if not decision_ids:
+            return out
+        # A recursive term may name the recursive table once, so both directions come from one
+        # join over the links seen as undirected edges; UNION stops at a member seen before.
+        for root, member in self._q(
+            """WITH RECURSIVE edge (a, b) AS (
+                 SELECT old_id, new_id FROM supersession UNION ALL SELECT new_id, old_id FROM supersession
+               ), chain (root, id) AS (
+                 SELECT r, r FROM unnest(%s::text[]) AS roots (r)
+                 UNION SELECT c.root, e.b FROM chain c JOIN edge e ON e.a = c.id
+               ) SELECT root, id FROM chain""",
+            (list(dict.fromkeys(decision_ids)),),
+        ):
+            out[root].append(member)
+        return out
+
+    def current_ids(self, subjects: Sequence[str]) -> list[str]:
+        """Ids of the current decisions on ``subjects``, in id order."""
+        if not subjects:
+            return []
+        rows = self._q(
+            "SELECT id FROM decision WHERE valid_until IS NULL AND subject = ANY(%s)", (list(subjects),)
+        )
+        return sorted(r[0] for r in rows)
+
+    def current_subjects(self) -> list[str]:
+        """Subjects that have a current decision, in order."""
+        return sorted(r[0] for r in self._q("SELECT subject FROM decision WHERE valid_until IS NULL"))
+
+    def known_subjects(self) -> list[str]:
+        """Every subject a decision (current or not) or a pending proposal is on."""
+        return [
+            r[0]
+            for r in self._q(
+                "SELECT subject FROM decision UNION SELECT subject FROM proposal WHERE status = 'pending'"
+            )
+        ]
+
+    # -- vectors --------------------------------------------------------------------------
+
+    def _dimension(self) -> int | None:
+        """The vector columns' dimension, once the owner has set it (pgvector keeps it as the typmod)."""
+        dim = getattr(self, "_vector_dim", None)
+        if dim is None:
+            row = self._one(
+                "SELECT atttypmod FROM pg_attribute WHERE attrelid = 'evidence_vector'::regclass "
+                "AND attname = 'emb'"
+            )
+            dim = self._vector_dim = int(row[0]) if row and row[0] > 0 else None
+        return dim
+
+    def vector_tables_exist(self) -> bool:
+        """True when the owner has given the vector columns a dimension and indexed them."""
+        self._vector_dim = None
+        row = self._one("SELECT to_regclass(%s) IS NOT NULL", (schema.VECTOR_INDEXES["evidence"],))
+        return bool(row and row[0]) and self._dimension() is not None
+
+    def create_vector_tables(self, dim: int) -> None:
+        """Fix the vector columns at ``dim`` dimensions and index them (the tables' owner only)."""
+        if self.vector_tables_exist():
+            if self._dimension() == dim:
+                return
+            raise StoreError(
+                f"the store's vectors have {self._dimension()} dimensions, not {dim}: run `ctx reindex`"
+            )
+        row = self._one(
+            "SELECT pg_has_role(current_user, relowner, 'USAGE') FROM pg_class "
+            "WHERE oid = 'evidence_vector'::regclass"
+        )
+        if not (row and row[0]):
+            raise StoreError(
+                "only the store's owner sets the vector dimension: ask the administrator to run "
+                "`ctx reindex` once"
+            )
+        for statement in schema.vector_statements(dim):
+            self._conn.execute(statement)
+        self._vector_dim = dim
+
+    def drop_vectors(self) -> None:
+        """Forget every vector and the columns' dimension (the model changed)."""
+        for kind in KINDS:
+            self._conn.execute(
+                sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier(schema.VECTOR_INDEXES[kind]))
+            )
+            self._conn.execute(sql.SQL("DELETE FROM {}").format(sql.Identifier(f"{kind}_vector")))
+            self._conn.execute(
+                sql.SQL("ALTER TABLE {} ALTER COLUMN emb TYPE vector").format(
+                    sql.Identifier(f"{kind}_vector")
+                )
+            )
+        self._vector_dim = None
+
+    def pending_vectors(self, kind: str, limit: int) -> list[tuple[str, str]]:
+        """``(id, text)`` of the oldest rows that have no vector yet.
+
+        Rows are embedded in rowid order and never change, so the newest embedded rowid is a
+        high-water mark; writers commit one at a time (the store's write lock), so rowids become
+        visible in increasing order and none is left behind it.
+        """
+        if kind == "evidence" and self.is_sealed():
+            return []
+        table = _kind(kind)
+        column = (
+            "subject || ': ' || decision || coalesce(E'\\n' || rationale, '')"
+            if kind == "decision"
+            else "text"
+        )
+        return [
+            (r[0], r[1])
+            for r in self._q(
+                f"SELECT id, {column} FROM {table} "
+                f"WHERE rowid > (SELECT coalesce(max(owner_rowid), 0) FROM {table}_vector) "
+                "ORDER BY rowid LIMIT %s",
+                (limit,),
+            )
+        ]
+
+    def pending_vector_count(self, kind: str) -> int:
+        """How many rows still wait for a vector."""
+        if kind == "evidence" and self.is_sealed():
+            return 0
+        table = _kind(kind)
+        row = self._one(
+            f"SELECT count(*) FROM {table} "
+            f"WHERE rowid > (SELECT coalesce(max(owner_rowid), 0) FROM {table}_vector)"
+        )
+        return int(row[0]) if row else 0
+
+    def insert_vectors(self, kind: str, rows: Sequence[tuple[str, int, bytes]]) -> int:
+        """Store ``(item id, chunk number, float32 bytes)``; chunks another process stored are skipped."""
+        table = _kind(kind)
+        if not rows:
+            return 0
+        for _, chunk, _ in rows:
+            if not 0 <= chunk < CHUNK_SLOTS:
+                raise ValueError(f"chunk number {chunk} is outside 0..{CHUNK_SLOTS - 1}")
+        found = self._q(
+            f"""INSERT INTO {table}_vector (chunk_id, owner_rowid, emb)
+                SELECT t.rowid * {CHUNK_SLOTS} + v.chunk, t.rowid, v.emb::vector
+                FROM unnest(%s::text[], %s::int[], %s::text[]) AS v (item, chunk, emb)
+                JOIN {table} t ON t.id = v.item
+                ON CONFLICT (chunk_id) DO NOTHING RETURNING chunk_id""",
+            (
+                [item for item, _, _ in rows],
+                [chunk for _, chunk, _ in rows],
+                [_vector_text(emb) for _, _, emb in rows],
+            ),
+        )
+        return len(found)
+
+    def nearest(self, kind: str, query: bytes, candidates: int, limit: int) -> list[tuple[str, float]]:
+        """``(id, cosine similarity)``, most similar first: ``candidates`` chunks from the HNSW index,
+        rescored exactly, each item by its best chunk."""
+        table = _kind(kind)
+        dim = self._dimension()
+        if dim is None:
+            return []
+        # An HNSW scan yields at most ef_search rows (40 by default): let it consider them all.
+        self._one("SELECT set_config('hnsw.ef_search', %s, false)", (str(max(40, candidates)),))
+        knn = schema.knn_order(dim)
+        vector = _vector_text(query)
+        rows = self._q(
+            f"""WITH near AS (SELECT owner_rowid, emb FROM {table}_vector ORDER BY {knn} LIMIT %s)
+                SELECT t.id, 1 - (near.emb <=> %s::vector({dim})) AS similarity
+                FROM near JOIN {table} t ON t.rowid = near.owner_rowid
+                ORDER BY similarity DESC""",
+            (vector, candidates, vector),
+        )
+        best: dict[str, float] = {}
+        for item, similarity in rows:
+            # A vector of zeros has no direction: its cosine is undefined (NaN), not a match.
+            if similarity is not None and not math.isnan(similarity) and item not in best:
+                best[item] = float(similarity)
+        return list(best.items())[:limit]

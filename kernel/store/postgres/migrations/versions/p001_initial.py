@@ -1,0 +1,28 @@
+"""p001_initial: the store's schema as SQLite's m007 leaves it, in PostgreSQL's types, and its roles.
+
+Revision ID: p001_initial
+Revises:
+
+Runs :data:`ctx_kernel.kernel.store.postgres.schema.STATEMENTS` and then
+:data:`ctx_kernel.kernel.store.postgres.roles.STATEMENTS`, in order, in this revision's one
+transaction, as the role that is to own the tables (the administrator). The statements go to the
+driver as they are: they hold ``%`` and ``:`` that a bind-parameter parser would misread.
+"""
+
+from alembic import op
+
+from ctx_kernel.kernel.store.postgres import roles, schema
+
+revision = "p001_initial"
+down_revision = None
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    conn = op.get_bind().connection.driver_connection
+    assert conn is not None  # a connection Alembic holds open
+    for statement in [*schema.STATEMENTS, *roles.STATEMENTS]:
+        conn.execute(statement)
+    # Every login reads the revision to know whether its ctx matches the schema.
+    conn.execute(f"GRANT SELECT ON alembic_version TO {', '.join(roles.GROUPS)}")

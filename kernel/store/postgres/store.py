@@ -1,0 +1,647 @@
+"""The PostgreSQL backend: a shared team store in one database, every write in one transaction.
+
+What differs from SQLite (kernel/store/sqlite.py), and why:
+
+- **Writers.** :meth:`PostgresStore.transaction` opens a READ COMMITTED transaction and first
+  takes a transaction-scoped advisory lock, so one writer at a time holds the store across
+  processes and machines, as SQLite's BEGIN IMMEDIATE does for one file: read-then-write cannot
+  race. A writer waits up to :data:`LOCK_WAIT` for it and then gives up with a StoreError.
+- **Reads outside a transaction** run in autocommit (each statement its own snapshot);
+  :meth:`PostgresStore.snapshot` is REPEATABLE READ READ ONLY, which, like a WAL read
+  transaction, never blocks a writer.
+- **data_version** is a one-row counter that a statement trigger on every table bumps, together
+  with ``pg_notify('ctx_changes', table)``; both take effect at commit. Unlike SQLite's pragma it
+  changes after this connection's own commits too (a spurious refresh, never a missed one).
+- **integrity_check** cannot ask the server to check its pages; it checks what the invariants
+  rest on: every constraint validated, every ctx trigger present and enabled, and every ctx
+  function as this ctx defines it (one ``ALTER TABLE ... DISABLE TRIGGER`` turns an invariant off
+  without changing a row).
+- **schema_objects** reports tables, indexes, constraints, triggers and functions from the
+  catalog with their definitions as the server prints them; ``ctx audit verify`` compares them
+  with a database this ctx creates (see :mod:`ctx_kernel.kernel.audit.schema`).
+- **No sealed vault.** Encryption at rest on a shared server is the server's job (disk
+  encryption, TLS); the vault's promise that no freed page keeps old text cannot be kept with
+  PostgreSQL's WAL, archives and replicas. :meth:`PostgresStore.seal_refusal` says so, and
+  ``ctx encrypt`` and ``ctx rekey`` refuse, ``vault()`` is None and ``is_sealed()`` False.
+- **Types.** Timestamps are timestamptz and lists jsonb in the database; on this connection they
+  load as ctx's canonical ``...Z`` text and as JSON text, so rows read back exactly as SQLite's.
+  Text is compared and sorted with ``COLLATE "C"`` (byte order, as SQLite), whatever the
+  database's locale.
+- **A dropped connection** (a server restart, for the long-running ``ctx mcp`` and ``ctx review``)
+  is reopened by the next statement outside a transaction, or by the next BEGIN (nothing of that
+  transaction has run yet, so it is simply begun again); inside a transaction the loss ends it
+  with a StoreError, as any failed write does, and nothing of it is kept. This costs nothing per
+  call: the driver's ``broken`` flag is read only after a statement failed. A psycopg_pool pool
+  (min 1, ``check=ConnectionPool.check_connection``) was the alternative: it validates a
+  connection with an empty statement at every checkout, one round trip per call (31 us over a
+  local Unix socket on the 2-core test machine, a network round trip to a remote server), and
+  would still need this handling for a connection lost inside a transaction.
+- **Schema.** Created and upgraded by Alembic from its own revisions (``postgres/migrations``) by
+  ``ctx init --db postgresql://...``; opening never migrates (the role that opens is usually not
+  the tables' owner) and an older schema is refused with what the administrator must run.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack, contextmanager
+from typing import Any
+
+import psycopg
+from psycopg.adapt import Loader
+from psycopg.types.datetime import TimestamptzLoader
+
+from ctx_kernel.kernel import clock
+from ctx_kernel.kernel.errors import RefusedError, StoreError
+from ctx_kernel.kernel.records import AuditEvent, Decision, Evidence, Proposal
+from ctx_kernel.kernel.store.postgres import connection
+from ctx_kernel.kernel.store.postgres.index import PostgresIndex
+from ctx_kernel.kernel.store.postgres.team import TeamMixin
+from ctx_kernel.kernel.store.rows import AUDIT, DECISION, EVIDENCE, PROPOSAL, RowMap
+from ctx_kernel.kernel.vault.sealing import Vault
+
+# pg_advisory_xact_lock(int, int) keys: "ctxK" (the SQLite store's application_id), then 1 for
+# the writer lock. The two-key form never collides with the single-key locks of schema.py.
+WRITER_LOCK = "SELECT pg_advisory_xact_lock(1668577355, 1)"
+# How long a writer waits for another one (SQLite's writer waits up to 120 s too).
+LOCK_WAIT = "120s"
+NO_VAULT = (
+    "a PostgreSQL store does not seal evidence: encryption at rest on a shared server is the "
+    "server's (disk encryption, TLS), and its WAL and replicas keep old pages the vault could not scrub"
+)
+
+
+class _Stamp(TimestamptzLoader):
+    """timestamptz as ctx's canonical text (UTC, microseconds, ``Z``)."""
+
+    def load(self, data: Any) -> str:  # type: ignore[override]
+        return clock.format_ts(super().load(data))
+
+
+class _JsonText(Loader):
+    """jsonb as its JSON text, which the row maps parse as they do SQLite's."""
+
+    def load(self, data: Any) -> str:
+        return bytes(data).decode("utf-8")
+
+
+def _insert(rows: RowMap) -> str:
+    return rows.insert().replace("?", "%s")
+
+
+def _values(rows: RowMap, record: Any) -> tuple[Any, ...]:
+    """A record's row: lists as JSON text (cast by the server to jsonb), booleans as booleans."""
+    return tuple(
+        json.dumps(getattr(record, c)) if c in rows.json_columns else getattr(record, c) for c in rows.columns
+    )
+
+
+def _like_prefix(subject: str) -> str:
+    escaped = subject.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return escaped + ".%"
+
+
+_LINK_TABLES = {
+    "supersession": "old_id, new_id, created_at",
+    "decision_evidence": "decision_id, evidence_id",
+    "proposal_evidence": "proposal_id, evidence_id",
+    "decision_conflict": "decision_id, other_id, term, clause, other_clause",
+}
+_WRITES = ("INSERT", "UPDATE", "DELETE", "MERGE")
+
+
+class PostgresStore(TeamMixin, PostgresIndex):
+    """A ctx store in one PostgreSQL database."""
+
+    dialect = "postgresql"
+
+    def __init__(self, url: str, conn: psycopg.Connection[Any]) -> None:
+        self._url = url
+        self.location = connection.describe(url)
+        self._conn = conn
+        self._in_tx = False
+        self._in_snapshot = False
+        self._changes = 0
+        self._reader: PostgresStore | None = None
+        self._term_counts: dict[tuple[str, int], tuple[int, int]] = {}
+
+    @classmethod
+    def create(cls, url: str) -> PostgresStore:
+        """Create (or upgrade) the schema in the database at ``url`` and open it."""
+        from ctx_kernel.kernel.store.postgres import migrate  # noqa: PLC0415 - Alembic loads only here
+
+        migrate.upgrade(url)
+        return cls.open(url)
+
+    @classmethod
+    def open(cls, url: str) -> PostgresStore:
+        """Open the ctx store in the database at ``url``; refuse an older schema or another application's."""
+        conn = cls._connect(url)
+        try:
+            connection.check_current(conn, url)
+        except BaseException:
+            conn.close()
+            raise
+        return cls(url, conn)
+
+    @staticmethod
+    def _connect(url: str) -> psycopg.Connection[Any]:
+        conn = connection.connect(url)
+        conn.adapters.register_loader("timestamptz", _Stamp)
+        conn.adapters.register_loader("jsonb", _JsonText)
+        return conn
+
+    def close(self) -> None:
+        """Release the connection (and the reader's)."""
+        if self._reader is not None:
+            self._reader.close()
+        self._conn.close()
+
+    def reader(self) -> PostgresStore:
+        """A second connection to the same database, for reads that run beside this one's."""
+        if self._reader is None:
+            self._reader = PostgresStore(self._url, self._connect(self._url))
+        return self._reader
+
+    # -- transactions -------------------------------------------------------------------
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """BEGIN, the writer lock (so read-then-write cannot race) ... COMMIT; nested calls join."""
+        if self._in_tx:
+            yield
+            return
+        self._in_tx = True
+        try:
+            with self._begin():
+                self._conn.execute(f"SET LOCAL lock_timeout = '{LOCK_WAIT}'")
+                try:
+                    self._conn.execute(WRITER_LOCK)
+                except psycopg.errors.LockNotAvailable as exc:
+                    raise StoreError(f"store {self.location} stayed locked by another writer") from exc
+                self._conn.execute("SET LOCAL lock_timeout = 0")
+                yield
+        except psycopg.IntegrityError as exc:
+            # An invariant the database holds (trigger, unique index, exclusion, CHECK) refused it.
+            raise RefusedError(f"refused by the store: {connection.first_line(exc)}") from exc
+        except psycopg.Error as exc:
+            raise connection.store_error(self.location, exc) from exc
+        finally:
+            self._in_tx = False
+
+    @contextmanager
+    def savepoint(self) -> Iterator[None]:
+        """A nested step inside a transaction that can fail alone (its writes are undone)."""
+        try:
+            with self._conn.transaction():
+                yield
+        except psycopg.IntegrityError as exc:
+            raise RefusedError(f"refused by the store: {connection.first_line(exc)}") from exc
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """REPEATABLE READ READ ONLY: every read inside sees one committed state; no writer waits."""
+        if self._in_tx or self._in_snapshot:
+            yield
+            return
+        self._in_snapshot = True
+        try:
+            with self._begin():
+                self._conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                yield
+        except psycopg.OperationalError as exc:
+            raise connection.store_error(self.location, exc) from exc
+        finally:
+            self._in_snapshot = False
+
+    @contextmanager
+    def _begin(self) -> Iterator[None]:
+        """BEGIN ... COMMIT (ROLLBACK on error); a connection found dropped at BEGIN, when nothing
+        of the transaction has run yet, is reopened and BEGIN tried once more."""
+        with ExitStack() as stack:
+            self._revive()
+            try:
+                stack.enter_context(self._conn.transaction())
+            except psycopg.OperationalError:
+                if not self._conn.broken:
+                    raise
+                self._revive()
+                stack.enter_context(self._conn.transaction())
+            yield
+
+    def _revive(self) -> None:
+        """Reopen a connection the server dropped (a restart), between transactions only."""
+        if self._conn.broken or self._conn.closed:
+            old = self._conn
+            self._conn = self._connect(self._url)
+            old.close()
+
+    def _run(self, statement: str, params: tuple[Any, ...] | list[Any] = ()) -> psycopg.Cursor[Any]:
+        # The statements are ctx's own text (never user text), not LiteralString-typed.
+        query: Any = statement
+        try:
+            cursor: psycopg.Cursor[Any] = self._conn.execute(query, params)
+        except psycopg.OperationalError as exc:
+            if self._in_tx or self._in_snapshot or not self._conn.broken:
+                raise connection.store_error(self.location, exc) from exc
+            self._revive()
+            cursor = self._conn.execute(query, params)
+        status = cursor.statusmessage or ""
+        if status.startswith(_WRITES) and cursor.rowcount > 0:
+            self._changes += cursor.rowcount
+        return cursor
+
+    def _q(self, sql: str, params: tuple[Any, ...] | list[Any] = ()) -> list[tuple[Any, ...]]:
+        cursor = self._run(sql, params)
+        return cursor.fetchall() if cursor.description is not None else []
+
+    def _one(self, sql: str, params: tuple[Any, ...] | list[Any] = ()) -> tuple[Any, ...] | None:
+        cursor = self._run(sql, params)
+        row: tuple[Any, ...] | None = cursor.fetchone() if cursor.description is not None else None
+        return row
+
+    def _many(self, statement: str, rows: list[tuple[Any, ...]]) -> None:
+        for row in rows:
+            self._run(statement, row)
+
+    # -- state ----------------------------------------------------------------------------
+
+    def data_version(self) -> int:
+        """The change counter: bumped, at commit, by every statement that writes a ctx table."""
+        row = self._one("SELECT version FROM ctx_change")
+        return int(row[0]) if row else 0
+
+    def change_count(self) -> int:
+        """Rows this connection has inserted, updated or deleted since it opened."""
+        return self._changes
+
+    def schema_version(self) -> int:
+        """The number of the last PostgreSQL revision applied (p001 is SQLite's m007 schema)."""
+        return connection.schema_version(self._conn)
+
+    def integrity_check(self) -> str:
+        """'ok' when every constraint is validated and every ctx trigger and function is in place."""
+        problems = connection.invariant_problems(self._conn)
+        return "; ".join(problems) if problems else "ok"
+
+    def schema_objects(self) -> list[tuple[str, str, str, str | None]]:
+        """``(type, name, table, definition)`` of every table, index, constraint, trigger and function."""
+        return connection.schema_objects(self._conn)
+
+    # -- meta -----------------------------------------------------------------------------
+
+    def get_meta(self, key: str) -> str | None:
+        """A metadata value, or None."""
+        row = self._one("SELECT value FROM meta WHERE key = %s", (key,))
+        return row[0] if row else None
+
+    def set_meta(self, key: str, value: str) -> None:
+        """Set a metadata value."""
+        self._run(
+            "INSERT INTO meta (key, value) VALUES (%s, %s) "
+            "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            (key, value),
+        )
+
+    def delete_meta(self, key: str) -> None:
+        """Forget one metadata key."""
+        self._run("DELETE FROM meta WHERE key = %s", (key,))
+
+    # -- the vault: not on a shared server ------------------------------------------------
+
+    def seal_refusal(self) -> str | None:
+        """Why a PostgreSQL store does not seal evidence (:data:`NO_VAULT`)."""
+        return NO_VAULT
+
+    def vault(self) -> Vault | None:
+        """None: a PostgreSQL store is never sealed."""
+        return None
+
+    def is_sealed(self) -> bool:
+        """False: a PostgreSQL store is never sealed."""
+        return False
+
+    def offer_key(self, where: str, key: bytes) -> None:
+        """Keys unlock nothing here."""
+
+    def forget_vault(self) -> None:
+        """Nothing to forget."""
+
+    def plain_evidence(self, limit: int) -> list[tuple[str, str]]:
+        """Sealing is refused before it starts (see :data:`NO_VAULT`)."""
+        raise StoreError(NO_VAULT)
+
+    def sealed_evidence_not_under(self, key_id: str, limit: int) -> list[tuple[str, bytes]]:
+        """Nothing is sealed."""
+        return []
+
+    def count_evidence_to_seal(self, key_id: str | None) -> int:
+        """Sealing is refused before it starts (see :data:`NO_VAULT`)."""
+        raise StoreError(NO_VAULT)
+
+    def seal_evidence(self, evidence_id: str, blob: bytes, plain: str | None, index_text: str | None) -> None:
+        """Sealing is refused before it starts (see :data:`NO_VAULT`)."""
+        raise StoreError(NO_VAULT)
+
+    def forget_evidence_derivatives(self) -> None:
+        """Sealing is refused before it starts (see :data:`NO_VAULT`)."""
+        raise StoreError(NO_VAULT)
+
+    def secure_delete(self) -> None:
+        """Sealing is refused before it starts (see :data:`NO_VAULT`)."""
+        raise StoreError(NO_VAULT)
+
+    def scrub(self) -> None:
+        """Sealing is refused before it starts (see :data:`NO_VAULT`)."""
+        raise StoreError(NO_VAULT)
+
+    def _evidence(self, row: Sequence[Any]) -> Evidence:
+        return Evidence(**EVIDENCE.fields_of(row))
+
+    # -- evidence -------------------------------------------------------------------------
+
+    def evidence_id_for_hash(self, content_hash: str) -> str | None:
+        """The id of the evidence with this content hash, if any."""
+        row = self._one("SELECT id FROM evidence WHERE content_hash = %s", (content_hash,))
+        return row[0] if row else None
+
+    def insert_evidence(self, evidence: Evidence) -> None:
+        """Append evidence; its full-text column is generated by the database."""
+        self._run(_insert(EVIDENCE), _values(EVIDENCE, evidence))
+
+    def ids_with_prefix(self, prefix: str, limit: int) -> list[str]:
+        """Up to ``limit`` ids starting with ``prefix`` (whose ``ev_``/``pr_``/``dc_`` names the kind)."""
+        table = {"ev": "evidence", "pr": "proposal", "dc": "decision"}[prefix[:2]]
+        rows = self._q(
+            f'SELECT id FROM {table} WHERE starts_with(id, %s) ORDER BY id COLLATE "C" LIMIT %s',
+            (prefix, limit),
+        )
+        return [r[0] for r in rows]
+
+    def get_evidence(self, evidence_id: str) -> Evidence | None:
+        """One evidence row."""
+        row = self._one(f"SELECT {EVIDENCE.select()} FROM evidence WHERE id = %s", (evidence_id,))
+        return self._evidence(row) if row else None
+
+    def missing_evidence(self, ids: list[str]) -> list[str]:
+        """Those of ``ids`` that name no evidence, in the order given."""
+        if not ids:
+            return []
+        found = {r[0] for r in self._q("SELECT id FROM evidence WHERE id = ANY(%s)", (list(ids),))}
+        return [i for i in ids if i not in found]
+
+    def evidence_ids(self) -> list[str]:
+        """The id of every evidence row, oldest first."""
+        return [r[0] for r in self._q("SELECT id FROM evidence ORDER BY rowid")]
+
+    # -- proposals ------------------------------------------------------------------------
+
+    def insert_proposal(self, proposal: Proposal) -> None:
+        """Queue a proposal with its cited evidence."""
+        self._run(_insert(PROPOSAL), _values(PROPOSAL, proposal))
+        self._many(
+            "INSERT INTO proposal_evidence (proposal_id, evidence_id) VALUES (%s, %s)",
+            [(proposal.id, e) for e in proposal.evidence],
+        )
+
+    def _proposals(self, rows: list[tuple[Any, ...]]) -> list[Proposal]:
+        ids = [r[0] for r in rows]
+        cited: dict[str, list[str]] = {i: [] for i in ids}
+        if ids:
+            for pid, eid in self._q(
+                "SELECT proposal_id, evidence_id FROM proposal_evidence WHERE proposal_id = ANY(%s) "
+                'ORDER BY evidence_id COLLATE "C"',
+                (ids,),
+            ):
+                cited[pid].append(eid)
+        return [PROPOSAL.build(r, evidence=cited[r[0]]) for r in rows]
+
+    def get_proposal(self, proposal_id: str) -> Proposal | None:
+        """One proposal with its cited evidence."""
+        rows = self._q(f"SELECT {PROPOSAL.select()} FROM proposal WHERE id = %s", (proposal_id,))
+        return self._proposals(rows)[0] if rows else None
+
+    def list_proposals(
+        self, status: str | None = "pending", subject: str | None = None, limit: int | None = None
+    ) -> list[Proposal]:
+        """Proposals, oldest first, optionally by status and subject subtree."""
+        where: list[str] = []
+        params: list[Any] = []
+        if status is not None:
+            where.append("status = %s")
+            params.append(status)
+        if subject is not None:
+            where.append("(subject = %s OR subject LIKE %s)")
+            params += [subject, _like_prefix(subject)]
+        clause = " WHERE " + " AND ".join(where) if where else ""
+        statement = f'SELECT {PROPOSAL.select()} FROM proposal{clause} ORDER BY created_at, id COLLATE "C"'
+        if limit is not None:
+            statement += " LIMIT %s"
+            params.append(limit)
+        return self._proposals(self._q(statement, params))
+
+    def pending_near_duplicates(self, ids: list[str]) -> list[Proposal]:
+        """Pending proposals flagged as near-duplicates of any of ``ids``."""
+        if not ids:
+            return []
+        return self._proposals(
+            self._q(
+                f"SELECT {PROPOSAL.select()} FROM proposal WHERE status = 'pending' "
+                'AND near_duplicate_of = ANY(%s) ORDER BY created_at, id COLLATE "C"',
+                (list(ids),),
+            )
+        )
+
+    def pending_proposals_on(self, subjects: Sequence[str], decision_ids: Sequence[str]) -> list[Proposal]:
+        """Pending proposals, oldest first, on any of ``subjects`` or superseding any of ``decision_ids``."""
+        if not subjects and not decision_ids:
+            return []
+        rows = self._q(
+            f"SELECT {PROPOSAL.select()} FROM proposal WHERE status = 'pending' "
+            "AND (subject = ANY(%s) OR supersedes ?| %s::text[]) "
+            'ORDER BY created_at, id COLLATE "C"',
+            (list(subjects), list(decision_ids)),
+        )
+        return self._proposals(rows)
+
+    def pending_texts(self) -> list[tuple[str, str, str]]:
+        """``(id, subject, decision)`` of every pending proposal."""
+        return [
+            (r[0], r[1], r[2])
+            for r in self._q(
+                "SELECT id, subject, decision FROM proposal WHERE status = 'pending' "
+                'ORDER BY created_at, id COLLATE "C"'
+            )
+        ]
+
+    def resolve_proposal(
+        self,
+        proposal_id: str,
+        status: str,
+        at: str,
+        by: str,
+        note: str | None,
+        decision_id: str | None,
+    ) -> None:
+        """Move a pending proposal to ratified, rejected or withdrawn; the database refuses a second."""
+        self._run(
+            "UPDATE proposal SET status = %s, resolved_at = %s, resolved_by = %s, resolution_note = %s, "
+            "decision_id = %s WHERE id = %s",
+            (status, at, by, note, decision_id, proposal_id),
+        )
+
+    def find_source(self, source: str) -> str | None:
+        """The id of the decision or proposal imported from ``source``, if any."""
+        row = self._one(
+            "SELECT id FROM decision WHERE source = %s UNION ALL SELECT id FROM proposal WHERE source = %s "
+            "LIMIT 1",
+            (source, source),
+        )
+        return row[0] if row else None
+
+    # -- decisions ------------------------------------------------------------------------
+
+    def _decisions(self, rows: list[tuple[Any, ...]]) -> list[Decision]:
+        ids = [r[0] for r in rows]
+        cited: dict[str, list[str]] = {i: [] for i in ids}
+        older: dict[str, list[str]] = {i: [] for i in ids}
+        newer: dict[str, list[str]] = {i: [] for i in ids}
+        if ids:
+            for did, eid in self._q(
+                "SELECT decision_id, evidence_id FROM decision_evidence WHERE decision_id = ANY(%s) "
+                'ORDER BY evidence_id COLLATE "C"',
+                (ids,),
+            ):
+                cited[did].append(eid)
+            for old, new in self._q(
+                "SELECT old_id, new_id FROM supersession WHERE old_id = ANY(%s) OR new_id = ANY(%s) "
+                'ORDER BY old_id COLLATE "C", new_id COLLATE "C"',
+                (ids, ids),
+            ):
+                if new in older:
+                    older[new].append(old)
+                if old in newer:
+                    newer[old].append(new)
+        return [
+            DECISION.build(r, evidence=cited[r[0]], supersedes=older[r[0]], superseded_by=newer[r[0]])
+            for r in rows
+        ]
+
+    def get_decision(self, decision_id: str) -> Decision | None:
+        """One decision with its evidence and links."""
+        rows = self._q(f"SELECT {DECISION.select()} FROM decision WHERE id = %s", (decision_id,))
+        return self._decisions(rows)[0] if rows else None
+
+    def decisions_by_ids(self, ids: Sequence[str]) -> dict[str, Decision]:
+        """Decisions by id (unknown ids are left out)."""
+        if not ids:
+            return {}
+        rows = self._q(f"SELECT {DECISION.select()} FROM decision WHERE id = ANY(%s)", (list(ids),))
+        return {d.id: d for d in self._decisions(rows)}
+
+    def current_decision(self, subject: str) -> Decision | None:
+        """The decision on ``subject`` whose window is open."""
+        rows = self._q(
+            f"SELECT {DECISION.select()} FROM decision WHERE subject = %s AND valid_until IS NULL", (subject,)
+        )
+        return self._decisions(rows)[0] if rows else None
+
+    def decisions(
+        self, subject: str | None = None, as_of: str | None = None, include_closed: bool = False
+    ) -> list[Decision]:
+        """Decisions (current, valid at ``as_of``, or all), ``subject`` matching its whole subtree."""
+        where: list[str] = []
+        params: list[Any] = []
+        if subject is not None:
+            where.append("(subject = %s OR subject LIKE %s)")
+            params += [subject, _like_prefix(subject)]
+        if as_of is not None:
+            where.append("valid_from <= %s AND (valid_until IS NULL OR valid_until > %s)")
+            params += [as_of, as_of]
+        elif not include_closed:
+            where.append("valid_until IS NULL")
+        statement = f"SELECT {DECISION.select()} FROM decision"
+        if where:
+            statement += " WHERE " + " AND ".join(where)
+        statement += ' ORDER BY subject COLLATE "C", valid_from, id COLLATE "C"'
+        return self._decisions(self._q(statement, params))
+
+    def connected_decisions(self, subject: str) -> list[Decision]:
+        """The subject's decisions and all decisions linked to them by supersession, oldest first."""
+        rows = self._q(
+            f"""WITH RECURSIVE chain(id) AS (
+                  SELECT id FROM decision WHERE subject = %s
+                  UNION
+                  SELECT CASE WHEN s.old_id = c.id THEN s.new_id ELSE s.old_id END
+                  FROM supersession s JOIN chain c ON c.id IN (s.old_id, s.new_id)
+                )
+                SELECT {DECISION.select()} FROM decision WHERE id IN (SELECT id FROM chain)
+                ORDER BY valid_from, id COLLATE "C" """,
+            (subject,),
+        )
+        return self._decisions(rows)
+
+    def insert_decision(self, decision: Decision) -> None:
+        """Add a decision with its cited evidence."""
+        self._run(_insert(DECISION), _values(DECISION, decision))
+        self._many(
+            "INSERT INTO decision_evidence (decision_id, evidence_id) VALUES (%s, %s)",
+            [(decision.id, e) for e in decision.evidence],
+        )
+
+    def close_decision(self, decision_id: str, until: str, closed_by: str, reason: str | None) -> None:
+        """Close an open window, once (the database refuses a second close)."""
+        self._run(
+            "UPDATE decision SET valid_until = %s, closed_by = %s, close_reason = %s WHERE id = %s",
+            (until, closed_by, reason, decision_id),
+        )
+
+    def link(self, old_id: str, new_id: str, at: str) -> None:
+        """Record that ``new_id`` supersedes ``old_id``."""
+        self._run(
+            "INSERT INTO supersession (old_id, new_id, created_at) VALUES (%s, %s, %s)", (old_id, new_id, at)
+        )
+
+    def is_ancestor(self, candidate: str, decision_id: str) -> bool:
+        """True when ``candidate`` is ``decision_id`` or reachable from it through successors."""
+        row = self._one(
+            """WITH RECURSIVE later(id) AS (
+                 SELECT %s::text UNION SELECT s.new_id FROM supersession s JOIN later l ON s.old_id = l.id
+               ) SELECT 1 FROM later WHERE id = %s""",
+            (decision_id, candidate),
+        )
+        return row is not None
+
+    # -- audit ----------------------------------------------------------------------------
+
+    def append_audit(
+        self, at: str, actor: str, action: str, target: str, before: Any, after: Any
+    ) -> AuditEvent:
+        """Append a hash-chained audit row; must run inside :meth:`transaction`.
+
+        ``ctx_audit_append`` reads the chain's end under the audit lock and computes the row's hash
+        in the server, in this write transaction; the insert trigger checks the link and the hash
+        again, so even a client that computes its own rows cannot fork the chain.
+        """
+        if not self._in_tx:
+            raise RuntimeError("append_audit needs an open transaction")
+        before_json = None if before is None else json.dumps(before, sort_keys=True)
+        after_json = None if after is None else json.dumps(after, sort_keys=True)
+        row = self._one(
+            f"SELECT {AUDIT.select()} FROM ctx_audit_append(%s, %s, %s, %s, %s, %s)",
+            (at, actor, action, target, before_json, after_json),
+        )
+        assert row is not None
+        return AuditEvent(**AUDIT.fields_of(row))
+
+    def audit_rows(self) -> Iterator[dict[str, Any]]:
+        """Every audit row, in sequence order."""
+        for row in self._q(f"SELECT {AUDIT.select()} FROM audit ORDER BY seq"):
+            yield dict(zip(AUDIT.columns, row, strict=True))
+
+    def link_rows(self, table: str) -> list[tuple[Any, ...]]:
+        """Every row of a link table the audit replay checks, sorted as SQLite sorts them."""
+        columns = _LINK_TABLES[table]  # a fixed name, never user text
+        order = ", ".join(f'{c} COLLATE "C"' if c != "created_at" else c for c in columns.split(", "))
+        return self._q(f"SELECT {columns} FROM {table} ORDER BY {order}")

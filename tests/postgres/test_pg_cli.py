@@ -1,0 +1,105 @@
+"""ctx on a PostgreSQL store, through the CLI and the facade: the same review as on SQLite, the
+same refusal of a stale plan, and the human gate held by the database for an agent's login."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ctx_kernel.kernel import Ctx
+from ctx_kernel.kernel.errors import StalePlanError
+from ctx_kernel.kernel.store.postgres import roles
+from ctx_kernel.kernel.store.postgres.store import NO_VAULT
+
+
+@pytest.fixture
+def store_url(pg_empty) -> str:
+    """An empty database's URL; the tests create the store in it with `ctx init`."""
+    return pg_empty.url()
+
+
+def test_init_log_propose_ratify_reject_history_and_verify(store_url: str, cli, monkeypatch) -> None:
+    def ctx(*args: str) -> str:
+        result = cli("--db", store_url, *args, db=False)
+        assert result.code == 0, result.err
+        return result.out
+
+    assert ctx("init").startswith("created postgresql://")
+    assert ctx("init").startswith("already present, schema up to date: postgresql://")
+    cited = ctx("log", "We benchmarked PostgreSQL for the team store").strip()
+    first = json.loads(
+        ctx(
+            "propose", "--subject", "db.engine", "--decision", "Use PostgreSQL", "--evidence", cited, "--json"
+        )
+    )
+    ratified = json.loads(ctx("ratify", first["id"], "--reviewer", "alice", "--yes", "--json"))
+    old_id = ratified["decision"]["id"]
+    rejected = json.loads(ctx("propose", "--subject", "db.engine", "--decision", "Use SQLite", "--json"))
+    ctx("reject", rejected["id"], "--reason", "one file cannot be shared", "--reviewer", "bob", "--yes")
+    # CTX_DB names the store as well as --db does.
+    monkeypatch.setenv("CTX_DB", store_url)
+    newer = json.loads(
+        cli("propose", "--subject", "db.engine", "--decision", "Use PostgreSQL 18", "--json", db=False).out
+    )
+    assert cli("ratify", newer["id"], "--reviewer", "carol", "--yes", db=False).code == 0
+
+    current = json.loads(ctx("decisions", "--json"))
+    assert [(d["subject"], d["decision"]) for d in current] == [("db.engine", "Use PostgreSQL 18")]
+    assert current[0]["supersedes"] == [old_id]
+    history = json.loads(ctx("history", "db.engine", "--json"))
+    assert [d["decision"] for d in history] == ["Use PostgreSQL", "Use PostgreSQL 18"]
+    assert history[0]["valid_until"] == history[1]["valid_from"]
+    queue = json.loads(ctx("queue", "--json"))
+    assert queue == []
+    verified = ctx("audit", "verify")
+    assert verified.startswith("audit chain ok: 6 rows")
+
+
+def test_encryption_is_refused_in_one_line_saying_why(store_url: str, cli) -> None:
+    assert cli("--db", store_url, "init", db=False).code == 0
+    for command in (["encrypt"], ["rekey"], ["init", "--encrypt"]):
+        result = cli("--db", store_url, *command, db=False)
+        assert result.code == 1, command
+        assert result.err.strip() == f"ctx: error: {NO_VAULT}"
+    assert cli("--db", store_url, "log", "still plain", db=False).code == 0
+
+
+def test_a_stale_plan_is_refused_on_postgresql_as_on_sqlite(store_url: str) -> None:
+    kernel, created = Ctx.init(store_url, embedder=None)
+    assert created
+    with kernel:
+        kernel.ratify(kernel.propose("auth.tokens", "Use JWT").id, reviewer="carol")
+        mine = kernel.propose("auth.tokens", "Use opaque ids in Redis")
+        shown = kernel.plan_ratification(mine.id)
+        assert [c.decision.decision for c in shown.closes] == ["Use JWT"]
+        # A second reviewer, on another connection, ratifies a decision on the same subject first.
+        with Ctx.open(store_url, embedder=None) as other:
+            winner = other.ratify(other.propose("auth.tokens", "Use PASETO v4").id, reviewer="bob", settle=[])
+        audit_rows = len(list(kernel.store.audit_rows()))
+        with pytest.raises(StalePlanError) as stale:
+            kernel.ratify(shown, reviewer="alice")
+        assert winner.decision.id in stale.value.message and "bob" in stale.value.message
+        assert len(list(kernel.store.audit_rows())) == audit_rows
+        assert kernel.proposal(mine.id).status == "pending"
+        again = kernel.plan_ratification(mine.id)
+        assert kernel.ratify(again, reviewer="alice").superseded == [winner.decision.id]
+
+
+def test_an_agent_login_proposes_but_the_database_refuses_its_ratification(pg, cli) -> None:
+    Ctx.init(pg.url(), embedder=None)[0].close()
+    agent = pg.url(roles.AGENT)
+    cited = cli("--db", agent, "log", "the agent read the benchmark", db=False)
+    assert cited.code == 0, cited.err
+    queued = cli(
+        "--db", agent, "propose", "--subject", "db.engine", "--decision", "Use PostgreSQL", "--json", db=False
+    )
+    assert queued.code == 0, queued.err
+    proposal_id = json.loads(queued.out)["id"]
+    refused = cli("--db", agent, "ratify", proposal_id, "--reviewer", "mallory", "--yes", db=False)
+    assert refused.code == 1 and refused.out == ""
+    assert refused.err.count("\n") == 1 and "may not do that" in refused.err
+    assert pg.cluster.logins[roles.AGENT][1] not in refused.err
+    reviewer = pg.url(roles.REVIEWER)
+    assert cli("--db", reviewer, "ratify", proposal_id, "--reviewer", "alice", "--yes", db=False).code == 0
+    assert cli("--db", agent, "audit", "verify", db=False).code == 0
