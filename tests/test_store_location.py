@@ -1,4 +1,4 @@
-"""A store's location picks its backend: a path or sqlite:PATH today, a server URL later."""
+"""A store's location picks its backend: a path or sqlite:PATH is a SQLite file, a URL a server."""
 
 from __future__ import annotations
 
@@ -20,19 +20,21 @@ def test_a_path_and_sqlite_prefix_name_the_same_file(tmp_path: Path) -> None:
     store.close()
 
 
-@pytest.mark.parametrize(
-    "location", ["postgresql://ctx:secret@db/ctx", Path("postgresql://db/ctx"), "postgres+psycopg://db/x"]
-)
-def test_postgresql_is_not_supported_yet(location: str | Path) -> None:
-    with pytest.raises(UsageError, match=r"^PostgreSQL stores are not supported yet") as refused:
-        open_store(location)
+def test_a_server_url_is_not_a_sqlite_file() -> None:
+    with pytest.raises(UsageError, match="names a database, not a SQLite file") as refused:
+        sqlite_path("postgresql://ctx:secret@db/ctx")
     assert "secret" not in str(refused.value)
 
 
-def test_the_cli_refuses_a_server_url_in_one_line(cli) -> None:  # type: ignore[no-untyped-def]
-    result = cli("--db", "postgresql://ctx:secret@db/ctx", "init", db=False)
-    assert result.code == 2 and result.out == ""
-    assert result.err.strip().count("\n") == 0 and "not supported yet" in result.err
+def test_a_url_folded_by_a_path_is_refused() -> None:
+    with pytest.raises(UsageError, match="must reach ctx as text"):
+        open_store(Path("postgresql://db/ctx"))
+
+
+def test_the_cli_refuses_an_unreachable_server_in_one_line_without_its_password(cli) -> None:  # type: ignore[no-untyped-def]
+    result = cli("--db", "postgresql://ctx:secret@127.0.0.1:1/ctx", "init", db=False)
+    assert result.code == 1 and result.out == ""
+    assert result.err.count("\n") == 1 and "cannot connect to" in result.err and "secret" not in result.err
 
 
 def test_the_cli_takes_a_sqlite_location_as_its_file(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
