@@ -79,7 +79,9 @@ def shared_url(url: str) -> str:
     """A server URL as a team may commit it: no user, no password, no secret query parameter."""
     parts = urlsplit(url)
     host = parts.netloc.rpartition("@")[2]
-    kept = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k.lower() not in _SECRET_PARAMS]
+    kept = [
+        (k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k.lower() not in _SECRET_PARAMS
+    ]
     query = urlencode(kept, safe="/:,")
     # Not urlunsplit: it drops the "//" of an empty host (a Unix socket given as ?host=/run/...).
     return f"{parts.scheme}://{host}{parts.path}" + (f"?{query}" if query else "")
@@ -228,11 +230,11 @@ def init_target(explicit: str | None = None, start: Path | None = None) -> Locat
     return here / STORE_DIR / STORE_FILE
 
 
-def write_project_config(folder: Path, url: str) -> Path | None:
+def write_project_config(folder: Path, url: str, *, check_only: bool = False) -> Path | None:
     """Name the shared store ``url`` (without user or password) in ``folder/.ctx/config.toml``.
 
-    Returns the file when it was written, None when it already names that store; refuses when
-    it names another one, so a teammate's project never silently moves.
+    Returns the file when it was written, None when it already names that store (or
+    ``check_only``); refuses when it names another one, so a teammate's project never silently moves.
     """
     shared = shared_url(url)
     config = folder / STORE_DIR / PROJECT_CONFIG
@@ -247,8 +249,14 @@ def write_project_config(folder: Path, url: str) -> Path | None:
         )
     # A JSON string of printable text is a TOML basic string; reading it back proves it.
     line = f"db = {json.dumps(shared, ensure_ascii=False)}\n"
-    if tomllib.loads(line).get("db") != shared:
+    try:
+        readable = tomllib.loads(line).get("db") == shared
+    except tomllib.TOMLDecodeError:
+        readable = False
+    if not readable:
         raise UsageError("the store URL cannot be written to a TOML file")
+    if check_only:
+        return None
     text = config.read_text(encoding="utf-8") if config.is_file() else ""
     config.parent.mkdir(parents=True, exist_ok=True)
     config.write_text(

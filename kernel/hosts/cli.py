@@ -240,6 +240,8 @@ def init(ctx: click.Context, encrypt: bool, key_file: Path | None, db_here: str 
     if shadowed == target:
         shadowed = None
     shown = paths.display_location(target)
+    if isinstance(target, str) and paths.is_server_url(target) and explicit is not None:
+        paths.write_project_config(here, target, check_only=True)  # before the server is touched
     kernel, created = Ctx.init(target)
     with kernel:
         _say(f"{'created' if created else 'already present, schema up to date:'} {shown}")
