@@ -88,3 +88,25 @@ async def test_two_reviewers_see_each_others_acts_and_a_stale_plan_is_refused(lo
         assert check.proposal(mine).status == "pending"
         assert check.decision(jwt.id).closed_by == "superseded"
         assert check.verify_audit().ok
+
+
+def test_the_facades_watch_wakes_on_another_connections_commit(location) -> None:  # type: ignore[no-untyped-def]
+    backend, where = location
+    kernel, _ = Ctx.init(where, embedder=None)
+    with kernel:
+        watch = kernel.watch_changes()
+        try:
+            assert watch.wait(0.05) is False
+            with Ctx.open(where, embedder=None) as agent:
+                agent.propose("ci.cache", "Cache pip downloads", proposer="codex")
+            started = time.monotonic()
+            # SQLite answers at the end of the wait, PostgreSQL at the notification.
+            assert watch.wait(POLL_SECONDS) is True
+            assert backend == "sqlite" or time.monotonic() - started < 0.5
+            assert watch.wait(0.05) is False  # one wake per burst of commits
+            kernel.propose("ci.runner", "Self-hosted runners", proposer="codex")
+            # PostgreSQL leaves out the watched store's own commits; SQLite's own connection sees them.
+            assert watch.wait(0.3) is (backend == "sqlite")
+        finally:
+            watch.close()
+        assert watch.wait(0.01) is False

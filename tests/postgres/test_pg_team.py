@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 from psycopg import sql
 
+from ctx_kernel.kernel import Ctx
+from ctx_kernel.kernel.errors import StoreError
 from ctx_kernel.kernel.store.postgres import roles
 from tests.conftest import run_ctx_process
 
@@ -130,3 +132,28 @@ def test_an_agent_login_proposes_but_cannot_ratify_through_ctx(pg, tmp_path: Pat
     assert json.loads(shown.stdout)["record"]["status"] == "pending"
     verified = run_ctx_process("--db", owner, "audit", "verify", cwd=tmp_path)
     assert verified.returncode == 0, verified.stderr.decode()
+
+
+def test_a_login_created_with_a_password_connects_with_it_and_the_server_keeps_a_hash(pg) -> None:
+    if not pg.cluster.checks_passwords:
+        pytest.skip("this server does not check passwords")
+    login = f"dev_{secrets.token_hex(3)}"
+    try:
+        with Ctx.open(pg.url(), embedder=None) as admin:
+            admin.grant_role("reviewer", login, create_login=True, password="correct horse battery")
+        with pg.connect(autocommit=True) as owner:
+            stored = owner.execute(
+                "SELECT rolpassword FROM pg_authid WHERE rolname = %s", (login,)
+            ).fetchone()[0]
+        assert stored.startswith("SCRAM-SHA-256$") and "correct horse" not in stored
+        url = pg.url().replace(pg.url().split("://", 1)[1].split("@", 1)[0] + "@", f"{login}@", 1)
+        with pytest.raises(StoreError, match="password authentication failed"):
+            Ctx.open(url.replace(f"{login}@", f"{login}:wrong@", 1), embedder=None)
+        with Ctx.open(
+            url.replace(f"{login}@", f"{login}:correct%20horse%20battery@", 1), embedder=None
+        ) as alice:
+            alice.ratify(alice.propose("db.engine", "Use PostgreSQL").id, reviewer="alice")
+    finally:
+        with pg.connect(autocommit=True) as owner:
+            owner.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(login)))
+            owner.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(login)))
