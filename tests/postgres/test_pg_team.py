@@ -157,3 +157,38 @@ def test_a_login_created_with_a_password_connects_with_it_and_the_server_keeps_a
         with pg.connect(autocommit=True) as owner:
             owner.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(login)))
             owner.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(login)))
+
+
+def test_the_hooks_and_mcp_find_the_team_store_through_the_project_config(
+    pg, cli, project: Path, tmp_path: Path, model_cache: Path
+) -> None:
+    """Nothing names the store but the committed .ctx/config.toml; agents connect as their login."""
+    from mcp import StdioServerParameters
+
+    from tests.mcp_support import CTX, Agent
+
+    assert cli("--db", pg.url(), "init", db=False).code == 0
+    with Ctx.open(pg.url(), embedder=None) as owner:
+        owner.ratify(owner.propose("db.engine", "Use PostgreSQL for the team store").id, reviewer="alice")
+    login, password = pg.cluster.logins[roles.AGENT]
+    agent_env = {"PGUSER": login, "PGPASSWORD": password, "CTX_CONFIG_DIR": str(tmp_path / "config")}
+    payload = json.dumps({"hook_event_name": "SessionStart", "cwd": str(project / "src")}).encode()
+    hook = run_ctx_process("hook", "session-start", env=agent_env, stdin=payload, cwd=tmp_path)
+    assert hook.returncode == 0, hook.stderr.decode()
+    assert "Use PostgreSQL for the team store" in hook.stdout.decode()
+    params = StdioServerParameters(
+        command=CTX,
+        args=["mcp"],
+        env={**agent_env, "CTX_CACHE_DIR": str(model_cache)},
+        cwd=project / "src",
+    )
+    with (tmp_path / "mcp.err").open("w") as errlog, Agent(params, errlog) as agent:
+        result = agent.call_json(
+            "propose_decision", {"subject": "ci.cache", "decision": "Cache pip downloads"}
+        )
+        assert not result.is_error, result.content
+        proposed = result.structured_content
+        assert proposed is not None
+    assert "Traceback" not in (tmp_path / "mcp.err").read_text()
+    with Ctx.open(pg.url(), embedder=None) as owner:
+        assert owner.proposal(proposed["id"]).status == "pending"
