@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from ctx_kernel.kernel import paths
+from tests.conftest import run_ctx_process
 
 SECRET = "s3cret-Pw"
 
@@ -107,6 +108,20 @@ def test_a_password_in_the_config_is_warned_about_and_never_shown(cli, project: 
     assert warning.count("\n") == 0 and warning.startswith("ctx: warning: ")
     assert "password" in warning and "PGPASSWORD" in warning and "~/.pgpass" in warning
     assert "PGSERVICE" in warning and SECRET not in warning
+    for command in (("queue",), ("status",), ("admin", "grant-agent", "bob", "--run")):
+        result = cli(*command, db=False)
+        assert result.code != 0 and SECRET not in result.out + result.err, (command, result)
+        assert result.err.count("ctx: warning: ") == 1
+
+
+def test_the_hook_and_mcp_never_show_a_password_of_the_location(tmp_path: Path) -> None:
+    url = f"postgresql://ctx:{SECRET}@127.0.0.1:1/team"
+    payload = b'{"hook_event_name": "SessionStart"}'
+    hook = run_ctx_process("--db", url, "hook", "session-start", stdin=payload, cwd=tmp_path)
+    assert hook.returncode == 0 and SECRET.encode() not in hook.stdout + hook.stderr
+    served = run_ctx_process("mcp", "--db", url, stdin=b"", cwd=tmp_path)
+    assert SECRET.encode() not in served.stdout + served.stderr and b"Traceback" not in served.stderr
+    assert b"cannot connect to postgresql://ctx@127.0.0.1:1/team" in served.stderr
 
 
 def test_a_password_in_a_location_never_reaches_the_terminal(cli, tmp_path: Path) -> None:
