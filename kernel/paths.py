@@ -118,7 +118,11 @@ def as_location(text: str, base: Path | None = None) -> Location:
     if url_scheme(text) is not None:
         return text
     file = location_file(text)
-    return base / file if base is not None and not file.is_absolute() else file
+    if base is not None and not file.is_absolute():
+        file = base / file
+    if file.is_dir():
+        raise UsageError(f"{file} is a folder: name the store's file (a folder's store is .ctx/ctx.db)")
+    return file
 
 
 @dataclass(frozen=True)
