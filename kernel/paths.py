@@ -94,9 +94,8 @@ def without_password(url: str) -> str:
     if "@" in netloc:
         userinfo, _, hostport = netloc.rpartition("@")
         netloc = f"{userinfo.split(':', 1)[0]}@{hostport}"
-    query = urlencode(
-        [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k.lower() not in _SECRET_PARAMS]
-    )
+    pairs = parse_qsl(parts.query, keep_blank_values=True)
+    query = urlencode([(k, v) for k, v in pairs if k.lower() not in _SECRET_PARAMS], safe="/")
     return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 

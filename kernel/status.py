@@ -133,7 +133,8 @@ def doctor(kernel: OpenStore | None, store_problem: str | None) -> DoctorReport:
     checks.append(Check("store", True, f"{status.store} (schema version {status.schema_version})"))
     try:
         kernel.integrity_check()
-        checks.append(Check("integrity", True, "SQLite integrity check passed"))
+        what = "SQLite integrity check" if kernel.store.dialect == "sqlite" else "invariant check"
+        checks.append(Check("integrity", True, f"{what} passed"))
     except CtxError as exc:
         checks.append(Check("integrity", False, exc.message, "restore the store from a backup"))
     verdict = kernel.verify_audit(state=True)

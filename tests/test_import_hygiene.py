@@ -22,7 +22,18 @@ def _modules_after(code: str) -> set[str]:
 
 def test_core_does_not_import_hosts_or_heavy_libraries():
     loaded = _modules_after("import ctx_kernel.kernel\nfrom kernel import Ctx")
-    for heavy in ("textual", "click", "mcp", "fastembed", "onnxruntime", "sqlmodel", "sqlalchemy", "numpy"):
+    heavy_modules = (
+        "textual",
+        "click",
+        "mcp",
+        "fastembed",
+        "onnxruntime",
+        "sqlmodel",
+        "sqlalchemy",
+        "numpy",
+        "psycopg",
+    )
+    for heavy in heavy_modules:
         assert heavy not in loaded, heavy
 
 
@@ -37,6 +48,7 @@ def test_cli_hot_path_does_not_import_heavy_libraries():
         "numpy",
         "pydantic",
         "mcp",
+        "psycopg",  # a SQLite store never loads the PostgreSQL driver
         "ctx_kernel.kernel.capture.transcripts",
     )
     for heavy in heavy_modules:

@@ -7,6 +7,7 @@ import shutil
 import tempfile
 from collections import Counter, defaultdict
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -73,16 +74,8 @@ class KernelMachine(RuleBasedStateMachine):
 
     def __init__(self) -> None:
         super().__init__()
-        assert self.template is not None
-        self.folder = Path(tempfile.mkdtemp(prefix="ctx-props-"))
-        self.path = self.folder / ".ctx" / "ctx.db"
-        self.path.parent.mkdir()
-        for suffix in ("", "-wal"):
-            source = self.template.with_name(self.template.name + suffix)
-            if source.exists():
-                shutil.copyfile(source, self.path.with_name(self.path.name + suffix))
-        self.kernel = Ctx.open(self.path)
-        self.conn = driver.connect(self.path, load_vec=False)
+        # The facade under test, and a raw connection (``execute(...).fetchall()``) to its store.
+        self.kernel, self.conn = self.open_copy()
         self.evidence_ids: dict[str, str] = {}  # text -> id
         self.proposed: dict[str, Proposal] = {}  # as returned by propose
         self.status: dict[str, str] = {}  # the model's status of every proposal
@@ -91,6 +84,18 @@ class KernelMachine(RuleBasedStateMachine):
         self.actions: Counter[str] = Counter()  # audit rows the model expects, by action
         self.seen_decisions: dict[str, Decision] = {}
         self.seen_resolved: dict[str, Proposal] = {}
+
+    def open_copy(self) -> tuple[Ctx, Any]:
+        """A fresh copy of the template store, opened."""
+        assert self.template is not None
+        self.folder = Path(tempfile.mkdtemp(prefix="ctx-props-"))
+        path = self.folder / ".ctx" / "ctx.db"
+        path.parent.mkdir()
+        for suffix in ("", "-wal"):
+            source = self.template.with_name(self.template.name + suffix)
+            if source.exists():
+                shutil.copyfile(source, path.with_name(path.name + suffix))
+        return Ctx.open(path), driver.connect(path, load_vec=False)
 
     def teardown(self) -> None:
         self.conn.close()

@@ -1,7 +1,9 @@
-"""A store's location picks its backend: a path or sqlite:PATH is a SQLite file, a URL a server."""
+"""A store's location picks its backend: a path or sqlite:PATH is a file, a postgresql:// URL a server."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -20,21 +22,42 @@ def test_a_path_and_sqlite_prefix_name_the_same_file(tmp_path: Path) -> None:
     store.close()
 
 
-def test_a_server_url_is_not_a_sqlite_file() -> None:
-    with pytest.raises(UsageError, match="names a database, not a SQLite file") as refused:
-        sqlite_path("postgresql://ctx:secret@db/ctx")
+@pytest.mark.parametrize(
+    ("location", "says"),
+    [
+        (Path("postgresql://db/ctx"), "must reach ctx as text"),
+        ("postgres+psycopg://ctx:secret@db/x", "libpq's form, no driver name"),
+        ("mysql://ctx:secret@db/x", "unknown store scheme mysql"),
+    ],
+)
+def test_a_server_location_ctx_cannot_use_is_one_usage_error(location: str | Path, says: str) -> None:
+    with pytest.raises(UsageError, match=says) as refused:
+        open_store(location)
     assert "secret" not in str(refused.value)
 
 
-def test_a_url_folded_by_a_path_is_refused() -> None:
-    with pytest.raises(UsageError, match="must reach ctx as text"):
-        open_store(Path("postgresql://db/ctx"))
-
-
 def test_the_cli_refuses_an_unreachable_server_in_one_line_without_its_password(cli) -> None:  # type: ignore[no-untyped-def]
-    result = cli("--db", "postgresql://ctx:secret@127.0.0.1:1/ctx", "init", db=False)
+    result = cli("--db", "postgresql://ctx:secret@db.invalid/ctx?connect_timeout=2", "init", db=False)
     assert result.code == 1 and result.out == ""
-    assert result.err.count("\n") == 1 and "cannot connect to" in result.err and "secret" not in result.err
+    assert (
+        result.err.strip().count("\n") == 0 and "cannot connect to postgresql://ctx@db.invalid" in result.err
+    )
+    assert "secret" not in result.err and "Traceback" not in result.err
+
+
+def test_without_the_driver_a_server_url_says_which_extra_to_install(tmp_path: Path) -> None:
+    code = (
+        "import sys\n"
+        "sys.modules['psycopg'] = None\n"  # as if the postgres extra were not installed
+        "from ctx_kernel.kernel.errors import UsageError\n"
+        "from ctx_kernel.kernel.store import open_store\n"
+        "try:\n"
+        "    open_store('postgresql://ctx:secret@db/ctx')\n"
+        "except UsageError as exc:\n"
+        "    print(exc.message)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "a PostgreSQL store needs the driver: install ctx[postgres]"
 
 
 def test_the_cli_takes_a_sqlite_location_as_its_file(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

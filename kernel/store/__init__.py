@@ -23,7 +23,8 @@ if TYPE_CHECKING:
 # "postgresql://host" to "postgresql:/host", so one slash is enough to recognise a URL.
 _SCHEME_RE = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+):/")
 _POSTGRES = ("postgres", "postgresql")
-_USE_SQLITE = "give a SQLite file path or sqlite:PATH"
+_USE_SQLITE = "give a SQLite file path, sqlite:PATH or postgresql://host/dbname"
+_POSTGRES_FORM = "postgresql://[user@]host[:port]/dbname"
 
 
 def sqlite_path(location: str | Path) -> Path:
@@ -36,7 +37,7 @@ def sqlite_path(location: str | Path) -> Path:
         scheme = found.group(1).lower()
         if scheme.split("+")[0] in _POSTGRES:
             # Not echoed: a database URL may hold a password.
-            raise UsageError("a PostgreSQL URL names a database, not a SQLite file")
+            raise UsageError(f"a PostgreSQL store is named {_POSTGRES_FORM} (libpq's form, no driver name)")
         raise UsageError(f"unknown store scheme {scheme}: {_USE_SQLITE}")
     return Path(location)
 
@@ -49,7 +50,7 @@ def postgres_url(location: str | Path) -> str | None:
         return None
     if not isinstance(location, str) or not text.startswith(f"{found.group(1)}://"):
         # A Path collapsed "//" (and any "//" after it): what the URL said is lost.
-        raise UsageError("a PostgreSQL URL must reach ctx as text, postgresql://[user@]host[:port]/dbname")
+        raise UsageError(f"a PostgreSQL URL must reach ctx as text, {_POSTGRES_FORM}")
     return text
 
 

@@ -115,7 +115,9 @@ def mark(conn: Any) -> None:
     conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
 
 
-def _alembic_config(connection: Any, folder: Path = MIGRATIONS_DIR) -> Any:
+def alembic_config(connection: Any, folder: Path = MIGRATIONS_DIR) -> Any:
+    """Alembic's configuration for running the revisions in ``folder`` on an open ``connection``
+    (SQLite's by default; the PostgreSQL store passes its own folder)."""
     from alembic.config import Config  # noqa: PLC0415
 
     config = Config()
@@ -132,7 +134,7 @@ def upgrade(path: str | Path, revision: str = "head") -> None:
     engine = driver.make_engine(path)
     try:
         with engine.connect() as connection:
-            command.upgrade(_alembic_config(connection), revision)
+            command.upgrade(alembic_config(connection), revision)
     finally:
         engine.dispose()
     conn = driver.connect(path, load_vec=False)
@@ -175,7 +177,7 @@ def draft(message: str, folder: Path = MIGRATIONS_DIR) -> Path:
         engine = driver.make_engine(head)
         try:
             with engine.connect() as connection:
-                config = _alembic_config(connection, folder)
+                config = alembic_config(connection, folder)
                 config.attributes["autogenerate"] = True
                 config.set_main_option("file_template", "%%(rev)s")  # m008_slug.py, as the others
                 script = command.revision(

@@ -231,3 +231,18 @@ def test_another_connection_sees_commits(backend: Backend) -> None:
         backend.store.insert_evidence(logged)
     assert other.data_version() != before
     assert other.get_evidence(logged.id) == logged
+
+
+def test_a_subtree_is_matched_literally_and_listed_in_byte_order(store: Store) -> None:
+    # LIKE's wildcards and the escape character are ordinary characters of a subject; the order is
+    # byte order whatever the database's locale (which may sort case and punctuation otherwise).
+    subjects = ["a_b", "a_b.x", "axb.x", "a%", "a%.y", "ab.y", "a\\b", "a\\b.z", "B.x", "b-x", "b.x", "b_x"]
+    made = {subject: decision(subject, f"on {subject}") for subject in subjects}
+    with store.transaction():
+        for item in made.values():
+            store.insert_decision(item)
+            store.insert_proposal(proposal(item.subject, f"on {item.subject} again"))
+    assert [d.subject for d in store.decisions()] == sorted(subjects)
+    for root, expected in {"a_b": ["a_b", "a_b.x"], "a%": ["a%", "a%.y"], "a\\b": ["a\\b", "a\\b.z"]}.items():
+        assert [d.subject for d in store.decisions(root)] == expected
+        assert sorted(p.subject for p in store.list_proposals("pending", subject=root)) == expected

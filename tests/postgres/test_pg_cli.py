@@ -4,10 +4,13 @@ same refusal of a stale plan, and the human gate held by the database for an age
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
-from ctx_kernel.kernel import Ctx
+from ctx_kernel.kernel import Ctx, clock
 from ctx_kernel.kernel.errors import StalePlanError
 from ctx_kernel.kernel.store.postgres import roles
 from ctx_kernel.kernel.store.postgres.store import NO_VAULT
@@ -44,16 +47,15 @@ def test_init_log_propose_ratify_reject_history_and_verify(store_url: str, cli, 
     )
     assert cli("ratify", newer["id"], "--reviewer", "carol", "--yes", db=False).code == 0
 
-    current = json.loads(ctx("decisions", "--json"))
+    current = json.loads(ctx("decisions", "--json"))["decisions"]
     assert [(d["subject"], d["decision"]) for d in current] == [("db.engine", "Use PostgreSQL 18")]
     assert current[0]["supersedes"] == [old_id]
-    history = json.loads(ctx("history", "db.engine", "--json"))
+    history = json.loads(ctx("history", "db.engine", "--json"))["decisions"]
     assert [d["decision"] for d in history] == ["Use PostgreSQL", "Use PostgreSQL 18"]
     assert history[0]["valid_until"] == history[1]["valid_from"]
-    queue = json.loads(ctx("queue", "--json"))
-    assert queue == []
+    assert json.loads(ctx("queue", "--json"))["proposals"] == []
     verified = ctx("audit", "verify")
-    assert verified.startswith("audit chain ok: 6 rows")
+    assert verified.startswith("audit chain ok: 8 rows")
 
 
 def test_encryption_is_refused_in_one_line_saying_why(store_url: str, cli) -> None:
@@ -103,3 +105,78 @@ def test_an_agent_login_proposes_but_the_database_refuses_its_ratification(pg, c
     reviewer = pg.url(roles.REVIEWER)
     assert cli("--db", reviewer, "ratify", proposal_id, "--reviewer", "alice", "--yes", db=False).code == 0
     assert cli("--db", agent, "audit", "verify", db=False).code == 0
+
+
+def test_an_auditor_login_reads_and_every_write_is_one_line(pg, cli) -> None:
+    kernel, _ = Ctx.init(pg.url(), embedder=None)
+    with kernel:
+        kernel.ratify(kernel.propose("db.engine", "Use PostgreSQL").id, reviewer="alice")
+    auditor = pg.url(roles.AUDITOR)
+    shown = cli("--db", auditor, "decisions", db=False)
+    assert shown.code == 0 and "Use PostgreSQL" in shown.out
+    assert cli("--db", auditor, "audit", "verify", db=False).code == 0
+    for command in (["log", "an auditor writes nothing"], ["propose", "--subject", "a.b", "--decision", "x"]):
+        refused = cli("--db", auditor, *command, db=False)
+        assert refused.code == 1 and refused.out == "", command
+        assert refused.err.count("\n") == 1 and "may not do that" in refused.err
+        assert "Traceback" not in refused.err
+
+
+def test_ctx_log_and_propose_on_postgresql_load_neither_alembic_nor_sqlalchemy(pg) -> None:
+    Ctx.init(pg.url(), embedder=None)[0].close()
+    code = (
+        "import sys\n"
+        "from ctx_kernel.kernel.hosts.cli import main\n"
+        "for argv in (['log', 'a hot path'], ['propose', '--subject', 'a.b', '--decision', 'x']):\n"
+        "    try:\n"
+        "        main(['--db', sys.argv[1], *argv])\n"
+        "    except SystemExit as exc:\n"
+        "        assert not exc.code, exc.code\n"
+        "heavy = ('sqlalchemy', 'alembic', 'sqlmodel', 'pydantic', 'fastembed', 'mcp', 'textual')\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & set(heavy)))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code, pg.url()], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "[]"
+
+
+ADRS = Path(__file__).resolve().parent.parent / "data" / "adr"
+
+
+def _kernel_view(kernel: Ctx) -> list[tuple[object, ...]]:
+    return sorted(
+        (
+            d.subject,
+            d.decision,
+            d.valid_from,
+            d.valid_until,
+            d.closed_by,
+            len(d.supersedes),
+            len(d.superseded_by),
+        )
+        for d in kernel.decisions(include_closed=True)
+    )
+
+
+@pytest.mark.parametrize("style", ["nygard", "madr"])
+def test_an_adr_import_builds_the_same_kernel_as_on_sqlite(
+    pg, tmp_path: Path, style: str, monkeypatch
+) -> None:
+    # A superseded ADR that nothing replaces is retired now: the same moment on both stores.
+    monkeypatch.setattr(clock, "now", lambda: "2026-06-01T00:00:00.000000Z")
+    views = []
+    for location in (tmp_path / "ctx.db", pg.url()):
+        kernel, _ = Ctx.init(location, embedder=None)
+        with kernel:
+            report = kernel.import_adrs(ADRS / style, reviewer="alice")
+            assert report.decisions
+            again = kernel.import_adrs(ADRS / style, reviewer="alice")
+            assert again.decisions == [] and again.proposals == []
+            assert kernel.verify_audit(state=True).ok
+            views.append(
+                (
+                    _kernel_view(kernel),
+                    sorted((p.subject, p.status) for p in kernel.store.list_proposals(status=None)),
+                )
+            )
+    assert views[0] == views[1]

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from psycopg.conninfo import conninfo_to_dict
 
 from ctx_kernel.kernel import Ctx
 from ctx_kernel.kernel.errors import RefusedError, StoreError
 from ctx_kernel.kernel.store import create_store, open_store
-from ctx_kernel.kernel.store.postgres import connection, roles
-
+from ctx_kernel.kernel.store.postgres import connection, migrate, roles, schema
 from tests.backend.support import evidence, proposal
 
 PASSWORD_PLACEHOLDER = "hunter2-never-shown"
@@ -55,6 +55,31 @@ def test_a_url_without_a_password_connects_with_pgpassword(pg, libpq_env) -> Non
         store.close()
 
 
+def test_a_pgpass_file_or_a_service_gives_what_the_url_leaves_out(pg, libpq_env, tmp_path: Path) -> None:
+    if not pg.cluster.checks_passwords:
+        pytest.skip("the server under test does not check passwords")
+    login, password = pg.cluster.logins[roles.AUDITOR]
+    parts = conninfo_to_dict(pg.uri(roles.AUDITOR))
+    pgpass = tmp_path / "pgpass"
+    pgpass.write_text(f"*:*:*:{login}:{password}\n", encoding="utf-8")
+    pgpass.chmod(0o600)
+    libpq_env.setenv("PGPASSFILE", str(pgpass))
+    store = open_store(_without_password(pg.url(roles.AUDITOR), password))
+    store.close()
+    pgpass.unlink()
+    services = tmp_path / "pg_service.conf"
+    fields = {"host": parts["host"], "port": parts.get("port"), "dbname": pg.name, "user": login}
+    lines = [f"{key}={value}" for key, value in fields.items() if value] + [f"password={password}"]
+    services.write_text("[ctxteam]\n" + "\n".join(lines) + "\n", encoding="utf-8")
+    libpq_env.setenv("PGSERVICEFILE", str(services))
+    store = open_store("postgresql:///?service=ctxteam")
+    try:
+        assert store.location == "postgresql:///?service=ctxteam"
+        assert store.schema_version() == connection.HEAD_VERSION
+    finally:
+        store.close()
+
+
 def test_a_wrong_password_is_one_line_that_never_shows_it(pg, libpq_env, cli) -> None:
     if not pg.cluster.checks_passwords:
         pytest.skip("the server under test does not check passwords")
@@ -86,10 +111,16 @@ def test_a_bad_url_is_one_line_that_never_shows_its_password(url: str, cli) -> N
     assert PASSWORD_PLACEHOLDER not in result.err
 
 
+def _no_password(message: str, database) -> None:
+    _one_line(message)
+    for _, password in database.cluster.logins.values():
+        assert password not in message
+
+
 def test_an_empty_database_is_not_a_store_until_init(pg_empty) -> None:
     with pytest.raises(StoreError, match=r"no ctx store in .*ctx init --db") as refused:
-        open_store(pg_empty.url())
-    _one_line(refused.value.message)
+        open_store(pg_empty.url(roles.REVIEWER))
+    _no_password(refused.value.message, pg_empty)
     store = create_store(pg_empty.url())
     try:
         assert store.schema_version() == connection.HEAD_VERSION
@@ -102,8 +133,11 @@ def test_a_database_of_another_application_is_never_touched(pg_empty) -> None:
     with pg_empty.connect(autocommit=True) as conn:
         conn.execute("CREATE TABLE invoices (id int)")
     for attempt in (create_store, open_store):
-        with pytest.raises(StoreError, match="holds other tables but no ctx store: ctx will not touch it"):
-            attempt(pg_empty.url())
+        with pytest.raises(
+            StoreError, match="holds other tables but no ctx store: ctx will not touch it"
+        ) as refused:
+            attempt(pg_empty.url(roles.REVIEWER))
+        _no_password(refused.value.message, pg_empty)
     with pg_empty.connect(autocommit=True) as conn:
         tables = conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public'").fetchall()
     assert tables == [("invoices",)]
@@ -121,8 +155,8 @@ def test_opening_never_migrates_a_schema_of_another_version(pg, revision: str, s
     with pg.connect(autocommit=True) as conn:
         conn.execute("UPDATE alembic_version SET version_num = %s", (revision,))
     with pytest.raises(StoreError, match=says) as refused:
-        open_store(pg.url())
-    _one_line(refused.value.message)
+        open_store(pg.url(roles.AGENT))
+    _no_password(refused.value.message, pg)
     with pg.connect(autocommit=True) as conn:
         assert conn.execute("SELECT version_num FROM alembic_version").fetchone() == (revision,)
 
@@ -179,11 +213,10 @@ def test_a_refused_write_keeps_nothing_and_says_why_in_one_line(pg) -> None:
         queued = proposal("db.engine", "Use PostgreSQL")
         with store.transaction():
             store.insert_proposal(queued)
-        with pytest.raises(RefusedError, match="resolved once") as refused:
-            with store.transaction():
-                store.set_meta("during", "the refused transaction")
-                store.resolve_proposal(queued.id, "rejected", queued.created_at, "alice", None, None)
-                store.resolve_proposal(queued.id, "ratified", queued.created_at, "bob", None, None)
+        with pytest.raises(RefusedError, match="resolved once") as refused, store.transaction():
+            store.set_meta("during", "the refused transaction")
+            store.resolve_proposal(queued.id, "rejected", queued.created_at, "alice", None, None)
+            store.resolve_proposal(queued.id, "ratified", queued.created_at, "bob", None, None)
         _one_line(refused.value.message)
         assert store.get_meta("during") is None
         assert store.get_proposal(queued.id).status == "pending"
@@ -195,7 +228,8 @@ def _drop_connections(pg) -> None:
     """What a server restart does to every connection of the database."""
     with psycopg.connect(pg.cluster.admin_uri, autocommit=True) as admin:
         admin.execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE datname = %s AND pid <> pg_backend_pid()",
             (pg.name,),
         )
 
@@ -213,11 +247,10 @@ def test_a_dropped_connection_is_reopened_between_transactions(pg) -> None:
             store.set_meta("after", "restart")
         assert store.get_meta("after") == "restart"
         # Inside a transaction the loss ends it, as any failure does: one line, nothing kept.
-        with pytest.raises(StoreError) as lost:
-            with store.transaction():
-                store.set_meta("lost", "yes")
-                _drop_connections(pg)
-                store.set_meta("lost", "still")
+        with pytest.raises(StoreError) as lost, store.transaction():
+            store.set_meta("lost", "yes")
+            _drop_connections(pg)
+            store.set_meta("lost", "still")
         _one_line(lost.value.message)
         assert store.get_meta("lost") is None
     finally:
@@ -263,11 +296,13 @@ def test_data_version_moves_when_another_connection_commits(pg) -> None:
         ("ALTER TABLE evidence DISABLE TRIGGER evidence_no_delete", "trigger evidence_no_delete is disabled"),
         ("DROP TRIGGER audit_linked ON audit", "trigger audit_linked is missing"),
         (
-            "CREATE OR REPLACE FUNCTION ctx_refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN OLD; END $$",
+            "CREATE OR REPLACE FUNCTION ctx_refuse() RETURNS trigger LANGUAGE plpgsql "
+            "AS $$ BEGIN RETURN OLD; END $$",
             "function ctx_refuse differs from its definition",
         ),
         (
-            "ALTER TABLE decision DROP CONSTRAINT decision_window_order, ADD CONSTRAINT decision_window_order "
+            "ALTER TABLE decision DROP CONSTRAINT decision_window_order, "
+            "ADD CONSTRAINT decision_window_order "
             "CHECK (valid_until IS NULL OR valid_until >= valid_from) NOT VALID",
             "constraint decision_window_order is not validated",
         ),
@@ -287,3 +322,45 @@ def test_integrity_check_and_audit_verify_find_a_disabled_invariant(
         store.close()
     verified = cli("--db", pg.url(), "audit", "verify", db=False)
     assert verified.code == 1 and f"schema: {problem}" in verified.out + verified.err
+
+
+def test_the_head_revision_is_the_last_migration_and_creates_the_whole_schema(pg) -> None:
+    assert migrate.revisions()[-1] == connection.HEAD_REVISION
+    assert int(connection.HEAD_REVISION[1:4]) == connection.HEAD_VERSION
+    store = open_store(pg.url())
+    try:
+        objects = {
+            (kind, name): (table, definition) for kind, name, table, definition in store.schema_objects()
+        }
+    finally:
+        store.close()
+    table, definition = objects[("trigger", "audit_linked")]
+    assert table == "audit" and "BEFORE INSERT ON public.audit" in (definition or "")
+    assert ("constraint", "decision_no_overlap") in objects and ("index", "ux_decision_current") in objects
+    assert {("table", name) for name in (*roles.TABLES, *schema.POSTGRES_ONLY_TABLES)} <= objects.keys()
+    assert ("function", "ctx_audit_append") in objects
+
+
+def test_a_writer_gives_up_in_one_line_when_another_holds_the_lock_too_long(pg, monkeypatch) -> None:
+    from ctx_kernel.kernel.store.postgres import store as backend
+
+    monkeypatch.setattr(
+        backend, "_TAKE_WRITER_LOCK", backend._TAKE_WRITER_LOCK.replace(backend.LOCK_WAIT, "200ms")
+    )
+    store = open_store(pg.url())
+    try:
+        with pg.connect() as other:
+            other.execute(backend.WRITER_LOCK)  # a writer that never commits
+            with (
+                pytest.raises(StoreError, match="stayed locked by another writer") as refused,
+                store.transaction(),
+            ):
+                store.set_meta("never", "written")
+            _one_line(refused.value.message)
+        with store.transaction():
+            # The bound was for the lock alone: the rest of the transaction has the server's setting.
+            assert store._one("SHOW lock_timeout") == ("0",)
+            store.set_meta("after", "the other writer left")
+        assert store.get_meta("never") is None and store.get_meta("after") == "the other writer left"
+    finally:
+        store.close()

@@ -1,9 +1,12 @@
-"""The PostgreSQL schema of a shared team store, and the roles that keep ratification human.
+"""A shared team store on PostgreSQL: its schema, the roles that keep ratification human, the backend.
 
-This package owns SQL only: :mod:`.schema` holds the tables, indexes and invariant triggers (the
-same schema the SQLite migrations produce at head, in PostgreSQL's native types), and
-:mod:`.roles` the group roles ``ctx_agent``, ``ctx_reviewer`` and ``ctx_auditor`` with their
-grants and row-level security policies. A migration runs ``schema.STATEMENTS`` and then
+:mod:`.schema` holds the tables, indexes and invariant triggers (the same schema the SQLite
+migrations produce at head, in PostgreSQL's native types), and :mod:`.roles` the group roles
+``ctx_agent``, ``ctx_reviewer`` and ``ctx_auditor`` with their grants and row-level security
+policies. :mod:`.store` is the backend (records, transactions, audit, meta; what differs from
+SQLite and why), over :mod:`.index` (search and derived data); :mod:`.connection` connects and
+names a store without its password and checks its schema; :mod:`.migrate` runs the Alembic
+revisions of ``migrations/``. A migration runs ``schema.STATEMENTS`` and then
 ``roles.STATEMENTS``, in order, in one transaction, as the role that is to own the tables; that
 owner is the administrator, and every other login is a member of exactly one group role.
 

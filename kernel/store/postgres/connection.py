@@ -33,15 +33,28 @@ def _parts(url: str) -> dict[str, Any]:
 
 
 def describe(url: str) -> str:
-    """The store as people see it: ``postgresql://user@host:port/dbname``, never with a password."""
+    """The store as people see it: ``postgresql://user@host:port/dbname``, never with a password.
+
+    A socket folder and a service name (pg_service.conf) go in the query, as libpq reads them.
+    """
     parts = _parts(url)
-    user = f"{parts['user']}@" if parts.get("user") else ""
+    user = str(parts.get("user") or "")
     host = str(parts.get("host") or "")
-    port = f":{parts['port']}" if parts.get("port") else ""
-    dbname = parts.get("dbname") or ""
+    port = str(parts.get("port") or "")
+    query: list[str] = []
     if host.startswith("/"):  # a socket folder: no place in a URL's authority
-        return f"postgresql://{user.rstrip('@')}{'@' if user else ''}/{dbname}?host={host}{port}"
-    return f"postgresql://{user}{host}{port}/{dbname}"
+        query.append(f"host={host}")
+        host = ""
+        if port:
+            query.append(f"port={port}")
+            port = ""
+    if parts.get("service"):
+        query.append(f"service={parts['service']}")
+    if ":" in host and not host.startswith("["):
+        host = f"[{host}]"  # an IPv6 address
+    authority = f"{user}@" if user else ""
+    authority += host + (f":{port}" if port else "")
+    return f"postgresql://{authority}/{parts.get('dbname') or ''}" + (f"?{'&'.join(query)}" if query else "")
 
 
 def first_line(exc: BaseException) -> str:

@@ -19,20 +19,12 @@ from typing import Any
 import psycopg
 
 from ctx_kernel.kernel.errors import StoreError
+from ctx_kernel.kernel.store.migrate import alembic_config
 from ctx_kernel.kernel.store.postgres import connection
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
 # Two `ctx init` at once: the second waits for the first's migration, then finds the schema at head.
 _MIGRATION_LOCK = "SELECT pg_advisory_lock(1668577355, 2)"
-
-
-def _alembic_config(bind: Any) -> Any:
-    from alembic.config import Config  # noqa: PLC0415
-
-    config = Config()
-    config.set_main_option("script_location", str(MIGRATIONS_DIR))
-    config.attributes["connection"] = bind
-    return config
 
 
 def upgrade(url: str, target: str = "head") -> None:
@@ -65,7 +57,7 @@ def _run_alembic(url: str, where: str, target: str) -> None:
     engine = create_engine("postgresql+psycopg://", creator=raw, poolclass=NullPool)
     try:
         with engine.connect() as bind:
-            command.upgrade(_alembic_config(bind), target)
+            command.upgrade(alembic_config(bind, MIGRATIONS_DIR), target)
     except Exception as exc:
         cause = exc.orig if hasattr(exc, "orig") and exc.orig is not None else exc
         if isinstance(cause, psycopg.Error):

@@ -17,8 +17,10 @@ What differs from SQLite (kernel/store/sqlite.py), and why:
   function as this ctx defines it (one ``ALTER TABLE ... DISABLE TRIGGER`` turns an invariant off
   without changing a row).
 - **schema_objects** reports tables, indexes, constraints, triggers and functions from the
-  catalog with their definitions as the server prints them; ``ctx audit verify`` compares them
-  with a database this ctx creates (see :mod:`ctx_kernel.kernel.audit.schema`).
+  catalog with their definitions as the server prints them. ``ctx audit verify`` does not compare
+  them with SQLite's recorded DDL (kernel/store/migrations/schema.json, SQLite's text); it runs
+  :meth:`PostgresStore.integrity_check` instead (see :mod:`ctx_kernel.kernel.audit.schema`), as
+  the server's printed definitions vary between its versions while the checked facts do not.
 - **No sealed vault.** Encryption at rest on a shared server is the server's job (disk
   encryption, TLS); the vault's promise that no freed page keeps old text cannot be kept with
   PostgreSQL's WAL, archives and replicas. :meth:`PostgresStore.seal_refusal` says so, and
@@ -66,6 +68,10 @@ from ctx_kernel.kernel.vault.sealing import Vault
 WRITER_LOCK = "SELECT pg_advisory_xact_lock(1668577355, 1)"
 # How long a writer waits for another one (SQLite's writer waits up to 120 s too).
 LOCK_WAIT = "120s"
+# One round trip: the wait bounded for the lock alone, then the server's own lock_timeout again.
+_TAKE_WRITER_LOCK = (
+    f"SET LOCAL lock_timeout = '{LOCK_WAIT}'; {WRITER_LOCK}; SET LOCAL lock_timeout TO DEFAULT"
+)
 NO_VAULT = (
     "a PostgreSQL store does not seal evidence: encryption at rest on a shared server is the "
     "server's (disk encryption, TLS), and its WAL and replicas keep old pages the vault could not scrub"
@@ -124,7 +130,6 @@ class PostgresStore(TeamMixin, PostgresIndex):
         self._in_snapshot = False
         self._changes = 0
         self._reader: PostgresStore | None = None
-        self._term_counts: dict[tuple[str, int], tuple[int, int]] = {}
 
     @classmethod
     def create(cls, url: str) -> PostgresStore:
@@ -139,7 +144,7 @@ class PostgresStore(TeamMixin, PostgresIndex):
         """Open the ctx store in the database at ``url``; refuse an older schema or another application's."""
         conn = cls._connect(url)
         try:
-            connection.check_current(conn, url)
+            connection.check_current(conn, connection.describe(url))
         except BaseException:
             conn.close()
             raise
@@ -175,12 +180,10 @@ class PostgresStore(TeamMixin, PostgresIndex):
         self._in_tx = True
         try:
             with self._begin():
-                self._conn.execute(f"SET LOCAL lock_timeout = '{LOCK_WAIT}'")
                 try:
-                    self._conn.execute(WRITER_LOCK)
+                    self._conn.execute(_TAKE_WRITER_LOCK)
                 except psycopg.errors.LockNotAvailable as exc:
                     raise StoreError(f"store {self.location} stayed locked by another writer") from exc
-                self._conn.execute("SET LOCAL lock_timeout = 0")
                 yield
         except psycopg.IntegrityError as exc:
             # An invariant the database holds (trigger, unique index, exclusion, CHECK) refused it.
@@ -240,13 +243,23 @@ class PostgresStore(TeamMixin, PostgresIndex):
     def _run(self, statement: str, params: tuple[Any, ...] | list[Any] = ()) -> psycopg.Cursor[Any]:
         # The statements are ctx's own text (never user text), not LiteralString-typed.
         query: Any = statement
+        outside = not (self._in_tx or self._in_snapshot)
         try:
-            cursor: psycopg.Cursor[Any] = self._conn.execute(query, params)
-        except psycopg.OperationalError as exc:
-            if self._in_tx or self._in_snapshot or not self._conn.broken:
-                raise connection.store_error(self.location, exc) from exc
-            self._revive()
-            cursor = self._conn.execute(query, params)
+            try:
+                cursor: psycopg.Cursor[Any] = self._conn.execute(query, params)
+            except psycopg.OperationalError:
+                if not (outside and self._conn.broken):
+                    raise
+                self._revive()
+                cursor = self._conn.execute(query, params)
+        except psycopg.Error as exc:
+            # Inside a transaction the transaction reports it (and rolls back); savepoints catch
+            # the integrity errors they expect. Outside, this is the edge: one line.
+            if not outside and not isinstance(exc, psycopg.OperationalError):
+                raise
+            if isinstance(exc, psycopg.IntegrityError):
+                raise RefusedError(f"refused by the store: {connection.first_line(exc)}") from exc
+            raise connection.store_error(self.location, exc) from exc
         status = cursor.statusmessage or ""
         if status.startswith(_WRITES) and cursor.rowcount > 0:
             self._changes += cursor.rowcount
