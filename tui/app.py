@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterable
 from datetime import datetime
 
@@ -76,19 +77,26 @@ class ReviewApp(App[None]):
         self.backend.close()
 
     def _watch(self, timeout: float) -> None:
-        try:
-            while self.backend.watching:
-                if self.backend.wait_for_change(timeout) and self.backend.watching:
-                    self.post_message(self.StoreChanged())
-        except Exception as exc:  # a lost server connection: say so once, never crash the app
-            if self.backend.watching:
-                self.call_from_thread(
-                    self.notify,
-                    f"live updates stopped: {(str(exc).strip().splitlines() or [type(exc).__name__])[0]}",
-                    title="ctx",
-                    severity="warning",
-                    markup=False,
-                )
+        failing = False
+        while self.backend.watching:
+            try:
+                changed = self.backend.wait_for_change(timeout)
+            except Exception as exc:  # the server is away: say so once, keep trying, never crash
+                if not failing and self.backend.watching:
+                    line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+                    self.call_from_thread(
+                        self.notify,
+                        f"live updates paused: {line}",
+                        title="ctx",
+                        severity="warning",
+                        markup=False,
+                    )
+                failing = True
+                time.sleep(timeout)
+                continue
+            failing = False
+            if changed and self.backend.watching:
+                self.post_message(self.StoreChanged())
 
     def on_review_app_store_changed(self, _message: StoreChanged) -> None:
         """Another process committed: refresh the screens."""

@@ -79,7 +79,7 @@ def test_a_sqlite_store_has_no_roles(cli, kernel) -> None:
 
 
 def test_the_watch_wakes_on_another_sessions_commit_at_once(pg) -> None:
-    watch = NotifyWatch(pg.connect(autocommit=True))
+    watch = NotifyWatch(lambda: pg.connect(autocommit=True))
     try:
         assert watch.wait(0.05) is False
         with pg.connect(autocommit=True) as other:
@@ -101,7 +101,7 @@ def test_the_watch_wakes_on_another_sessions_commit_at_once(pg) -> None:
 
 def test_the_watch_ignores_its_own_stores_commits(pg) -> None:
     with pg.connect(autocommit=True) as own:
-        watch = NotifyWatch(pg.connect(autocommit=True), ignore_pids={own.info.backend_pid})
+        watch = NotifyWatch(lambda: pg.connect(autocommit=True), ignore_pids={own.info.backend_pid})
         try:
             own.execute("SELECT pg_notify(%s, 'mine')", (CHANNEL,))
             assert watch.wait(0.3) is False
@@ -110,3 +110,21 @@ def test_the_watch_ignores_its_own_stores_commits(pg) -> None:
             assert watch.wait(2.0) is True
         finally:
             watch.close()
+
+
+def test_the_watch_listens_again_after_the_server_dropped_its_connection(pg) -> None:
+    watch = NotifyWatch(lambda: pg.connect(autocommit=True))
+    try:
+        with pg.connect(autocommit=True) as admin:
+            admin.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE datname = %s AND pid <> pg_backend_pid()",
+                (pg.name,),
+            )
+            # Commits may have gone unheard while it was away: the first wait says so.
+            assert watch.wait(1.0) is True
+            admin.execute("SELECT pg_notify(%s, 'after')", (CHANNEL,))
+            assert watch.wait(2.0) is True
+            assert watch.wait(0.1) is False
+    finally:
+        watch.close()

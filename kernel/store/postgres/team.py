@@ -23,7 +23,7 @@ class TeamMixin:
     def watch_changes(self) -> NotifyWatch:
         """LISTEN on a connection of its own; the notifications of this store's own connection
         (acts the app has shown already) do not wake it."""
-        return NotifyWatch(connection.connect(self._url), ignore_pids={self._conn.info.backend_pid})
+        return NotifyWatch(lambda: connection.connect(self._url), ignore_pids={self._conn.info.backend_pid})
 
     def grant_role(self, role: str, login: str, *, create_login: bool, password: str | None) -> None:
         """Make ``login`` a member of ``role``'s group, on this (the administrator's) connection."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Container
+from collections.abc import Callable, Container
 from typing import Any
 
 import psycopg
@@ -22,21 +22,37 @@ SLICE_SECONDS = 0.2
 
 
 class NotifyWatch:
-    """LISTEN on ``CHANNEL`` over a dedicated autocommit connection."""
+    """LISTEN on ``CHANNEL`` over a dedicated autocommit connection, reopened when it drops."""
 
-    def __init__(self, conn: psycopg.Connection[Any], *, ignore_pids: Container[int] = ()) -> None:
-        """Listen on ``conn``, an autocommit connection the watch owns from now on."""
+    def __init__(
+        self, connect: Callable[[], psycopg.Connection[Any]], *, ignore_pids: Container[int] = ()
+    ) -> None:
+        """Listen on a connection from ``connect`` (autocommit), which the watch owns."""
         # Notifications from these server processes (the watched store's own connections) are
         # the app's own acts, which it has already shown.
         self._ignore = ignore_pids
-        self._conn = conn
-        self._conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(CHANNEL)))
+        self._connect = connect
         self._closed = threading.Event()
+        self._conn: psycopg.Connection[Any] | None = None
+        self._listen()
+
+    def _listen(self) -> None:
+        conn = self._connect()
+        conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(CHANNEL)))
+        self._conn = conn
 
     def wait(self, timeout: float) -> bool:
-        """Block until a commit's notification arrives or ``timeout`` passes; True on a commit."""
+        """Block until a commit's notification arrives or ``timeout`` passes; True on a commit.
+
+        A dropped connection (a server restart) is opened again, and that wait answers True:
+        commits made meanwhile sent notifications no one heard. While the server is away the
+        driver's StoreError comes out, once per wait.
+        """
         if self._closed.is_set():
             return False
+        if self._conn is None or self._conn.closed:
+            self._listen()
+            return True
         deadline = time.monotonic() + timeout
         try:
             while not self._closed.is_set():
@@ -50,12 +66,16 @@ class NotifyWatch:
                         return True
                 if time.monotonic() >= deadline:
                     return False
-        except psycopg.Error:
-            if not self._closed.is_set():
-                raise
+        except psycopg.OperationalError:
+            if self._closed.is_set():
+                return False
+            self._conn.close()
+            self._listen()
+            return True
         return False
 
     def close(self) -> None:
         """Stop listening and close the connection."""
         self._closed.set()
-        self._conn.close()
+        if self._conn is not None:
+            self._conn.close()
