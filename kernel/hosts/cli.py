@@ -1660,7 +1660,10 @@ def completion(shell: str) -> None:
 @_db_option
 @click.pass_context
 def path_command(ctx: click.Context, db_here: str | None) -> None:
-    """Print the path of the store this folder uses (exit 1 when there is none)."""
+    """Print the store this folder uses: its file, or its server URL without user or password.
+
+    Exits 1 when there is none.
+    """
     _say(paths.display_location(_locate(db_here or ctx.find_root().obj.get("db"))))
 
 
