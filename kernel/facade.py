@@ -14,7 +14,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ctx_kernel.kernel import clock, paths
+from ctx_kernel.kernel import clock
 from ctx_kernel.kernel.capture.ingest import BatchReport, Item
 from ctx_kernel.kernel.decisions.queue import QueueService
 from ctx_kernel.kernel.decisions.review import (
@@ -160,8 +160,8 @@ class Ctx:
 
     @property
     def location(self) -> str:
-        """Where the store lives: its file, or its server's host and database (never a password)."""
-        return paths.display_location(self.store.location)
+        """Where the store lives: its file, or its server's user, host and database (never a password)."""
+        return self.store.location
 
     def data_version(self) -> int:
         """A number that changes whenever another connection commits to the store (cheap to poll)."""

@@ -7,7 +7,6 @@ import json
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Protocol
 
-from ctx_kernel.kernel import paths
 from ctx_kernel.kernel.decisions.review import STALE_AFTER, age
 from ctx_kernel.kernel.errors import CtxError
 from ctx_kernel.kernel.limits import META_LAST_VERIFY
@@ -62,7 +61,7 @@ def store_status(store: Store, now: datetime | None = None) -> StoreStatus:
         current = len(store.current_subjects())
         raw = store.get_meta(META_LAST_VERIFY)
         status = StoreStatus(
-            store=paths.display_location(store.location),
+            store=store.location,
             store_id=store.get_meta("store_id"),
             schema_version=store.schema_version(),
             evidence=store.item_count("evidence"),
