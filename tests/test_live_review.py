@@ -63,8 +63,9 @@ async def test_two_reviewers_see_each_others_acts_and_a_stale_plan_is_refused(lo
             await pilot_a.press("a")
             await settle(pilot_a)
             assert isinstance(app_a.screen, ConfirmDialog)
-            started = time.monotonic()
             await pilot_a.press("y")
+            await settle(pilot_a)  # alice's act is committed (bob's app may have seen it already)
+            started = time.monotonic()
             while theirs in queue_rows(app_b) and time.monotonic() - started < 5:
                 await asyncio.sleep(0.02)
             seen_after = time.monotonic() - started

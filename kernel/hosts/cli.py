@@ -1187,9 +1187,7 @@ def _grant_command(role: str) -> None:
             )
         with Ctx.open(location, embedder=None) as kernel:
             kernel.grant_role(role, name, create_login=create_login, password=password)
-        _say(
-            f"{name} is now a{'n' if role[0] in 'aeiou' else ''} {role} of {paths.display_location(location)}"
-        )
+        _say(f"{name} is now {article} {role} of {paths.display_location(location)}")
 
 
 for _role in ("agent", "reviewer", "auditor"):
