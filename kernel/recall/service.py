@@ -261,13 +261,19 @@ class RecallService:
             return None, VectorStatus("off", None, pending, f"vectors are off: {resolution.reason}")
         stored = self.store.get_meta("vector_model")
         if stored is None or not self.store.vector_tables_exist():
-            with self.store.transaction():
-                stored = self.store.get_meta("vector_model")
-                if stored is None:
-                    self._adopt_model(embedder)
-                    stored = embedder.model_id
-                elif stored == embedder.model_id:
-                    self.store.create_vector_tables(embedder.dim)
+            try:
+                with self.store.transaction():
+                    stored = self.store.get_meta("vector_model")
+                    if stored is None:
+                        self._adopt_model(embedder)
+                        stored = embedder.model_id
+                    elif stored == embedder.model_id:
+                        self.store.create_vector_tables(embedder.dim)
+            except StoreError as exc:
+                # A login that may not choose the model (a team store's agent: only its owner sets
+                # the vector dimension) or a read-only store still answers, without vectors.
+                pending = recall.pending_total(self.store)
+                return None, VectorStatus("off", stored, pending, f"vectors are off: {exc}")
         if stored != embedder.model_id or self.store.get_meta("vector_dim") != str(embedder.dim):
             pending = recall.pending_total(self.store)
             note = (

@@ -6,6 +6,7 @@ import math
 import struct
 
 from ctx_kernel.kernel.store.base import Store
+from ctx_kernel.kernel.store.query import TextQuery
 
 from .support import decision, evidence
 
@@ -136,3 +137,22 @@ def test_dropped_vectors_are_pending_again(store: Store) -> None:
         store.create_vector_tables(DIM)
     assert store.pending_vector_count("evidence") == 3
     assert store.nearest("evidence", _vector(1.0), candidates=10, limit=10) == []
+
+
+def test_rebuilding_the_text_index_forgets_mentions_and_keeps_search(store: Store) -> None:
+    note, choice = evidence("redis keeps the sessions"), decision("cache.sessions", "keep sessions in redis")
+    with store.transaction():
+        store.insert_evidence(note)
+        store.insert_decision(choice)
+        store.add_mentions(note.id, ["redis"])
+        store.add_mentions(choice.id, ["redis"])
+    redis = dict((name, entity) for entity, name in store.entity_names())["redis"]
+    with store.transaction():
+        store.rebuild_text_index(evidence=False)
+    assert store.entity_counts([redis], "dc_") == {} and store.entity_counts([redis], "ev_") == {redis: 1}
+    with store.transaction():
+        store.rebuild_text_index(evidence=True)
+    assert store.entity_counts([redis], "ev_") == {}
+    query = TextQuery(("sessions",))
+    assert [i for i, _ in store.fts_evidence_ids(query, 10)] == [note.id]
+    assert [i for i, _ in store.fts_decision_ids(query, 10)] == [choice.id]

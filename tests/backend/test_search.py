@@ -69,6 +69,21 @@ def test_query_syntax_is_searched_as_plain_words(store: Store, logged: dict[str,
     assert logged["strong"] in found
 
 
+@pytest.mark.parametrize(
+    "term", ["retry:*", "!retry", "retry |", "(retry", "'retry'", "retry\\", "<-> retry", "retry & !"]
+)
+def test_a_term_holding_query_operators_is_still_a_word(
+    store: Store, logged: dict[str, str], term: str
+) -> None:
+    # Past TextQuery.from_text, a caller may hand any text as a term: tsquery and FTS5 operators
+    # in it must neither fail nor change what matches.
+    assert {i for i, _ in store.fts_evidence_ids(TextQuery((term,)), 10)} == {
+        logged["strong"],
+        logged["weak"],
+        logged["phrase"],
+    }
+
+
 def test_common_terms_are_counted_up_to_a_threshold(store: Store, logged: dict[str, str]) -> None:
     assert store.evidence_common_terms(["retry", "absent"], 3) == {"retry"}
     assert store.evidence_common_terms(["retry"], 4) == set()

@@ -80,9 +80,7 @@ def test_vector_columns_take_their_dimension_when_a_model_is_chosen(pg):
             (rowid * 16, rowid, rowid * 16 + 1, rowid),
         )
         nearest = conn.execute(
-            "SELECT chunk_id FROM decision_vector "
-            "ORDER BY binary_quantize(emb)::bit(3) <~> binary_quantize('[0.9,0.1,0]'::vector)::bit(3), "
-            "emb <=> '[0.9,0.1,0]' LIMIT 1"
+            f"SELECT chunk_id FROM decision_vector ORDER BY {schema.knn_order(3)} LIMIT 1", ("[0.9,0.1,0]",)
         ).fetchone()
         assert nearest == (rowid * 16,)
         with pytest.raises(psycopg.DataError, match="expected 3 dimensions"):

@@ -9,15 +9,16 @@ wherever :class:`~ctx_kernel.kernel.store.base.Store` defines them, from Postgre
   backends put the same rows first; relevance is higher-is-better and, as in SQLite, comparable
   within one answer only. Term counts for the idf (and for :meth:`evidence_common_terms`) are
   counted up to a cap and remembered per connection.
-- Snippets: ``ts_headline`` with matches in [brackets].
+- Snippets: ``ts_headline`` with matches in [brackets] (cut from the text's words when the
+  text as written hides them inside a path or a dotted name).
 - Entities: the store lists names and postings; the matching itself (rapidfuzz) stays in the
   shared recall code (kernel/recall/entities.py) so both backends rank alike. The schema's
   trigram index is not used here: the recall code matches against its in-memory name list, which
   it refreshes by id (:meth:`PostgresIndex.entity_names`), so no query ever searches names.
 - Vectors: pgvector, each kind's ``emb`` column indexed for KNN by
-  :func:`~ctx_kernel.kernel.store.postgres.schema.vector_statements` (HNSW); :meth:`nearest`
-  asks the index for ``candidates`` chunks, rescores them exactly by cosine similarity and keeps
-  each item's best chunk.
+  :func:`~ctx_kernel.kernel.store.postgres.schema.vector_statements` (HNSW over halfvec, cosine;
+  the measurements that chose it are there); :meth:`nearest` asks the index for ``candidates``
+  chunks, rescores them exactly by cosine similarity and keeps each item's best chunk.
 
 Orders that SQLite takes from its binary collation (ids, subjects) are made in Python here, as the
 database's collation may sort punctuation and case differently.
@@ -52,14 +53,34 @@ _WEIGHTS = {"decision": (0.0, 0.5, 1.0, 4.0), "evidence": (1.0, 1.0, 1.0, 1.0)}
 FREQUENCY_CAP = 10_000
 # A count or an average length is made again once the rows have grown by a tenth (and 100 rows).
 _STALE, _SLACK = 1.1, 100
+# A term in this many rows is worth leaving out of a first, cheaper ranking (see _ranked).
+_PRUNE_FROM = 500
 # The average length is sampled from this many newest rows.
 _SAMPLE = 2_000
-_HEADLINE = 'StartSel=[, StopSel=], MaxWords={words}, MinWords={least}, FragmentDelimiter=" … "'
+# ts_headline marks matches with two private-use characters, made brackets once it is known
+# whether any match was marked (a text may hold brackets of its own).
+_OPEN, _CLOSE = "\ue000", "\ue001"
+_HEADLINE = (
+    f'StartSel={_OPEN}, StopSel={_CLOSE}, MaxWords={{words}}, MinWords={{least}}, FragmentDelimiter=" … "'
+)
 _EVIDENCE_COLUMNS = EVIDENCE.select("e")
 
 
-def _headline(words: int) -> str:
-    return _HEADLINE.format(words=words, least=max(words // 2, 1))
+def _snippet(words: int) -> tuple[str, str]:
+    """The snippet of ``e.text`` for ``q.q`` (matches in [brackets]), and the LATERAL item it needs.
+
+    PostgreSQL's parser keeps ``src/auth/policy.py`` or ``orders.status`` whole, where the index
+    holds their words (schema.words); when the text as written shows no match, the snippet is cut
+    from its words instead, so the words that matched are bracketed either way.
+    """
+    options = _HEADLINE.format(words=words, least=max(words // 2, 1))
+    cut = f"ts_headline('{fts.CONFIG}', e.text, q.q, '{options}')"
+    split = f"ts_headline('{fts.CONFIG}', {schema.words('e.text')}, q.q, '{options}')"
+    marked = f"CASE WHEN strpos(h.cut, '{_OPEN}') > 0 THEN h.cut ELSE {split} END"
+    return (
+        f"replace(replace({marked}, '{_OPEN}', '['), '{_CLOSE}', ']')",
+        f"CROSS JOIN LATERAL (SELECT {cut} AS cut) AS h",
+    )
 
 
 def _kind(kind: str) -> str:
@@ -86,9 +107,9 @@ class PostgresIndex:
 
     _conn: Any
     # (kind, term) -> (rows holding it, counted up to a cap; the kind's rowid watermark then)
-    _term_counts: dict[tuple[str, str], tuple[int, int]]
+    _text_counts: dict[tuple[str, str], tuple[int, int]]
     _vector_dim: int | None
-    _average_lengths: dict[str, tuple[float, int]]  # kind -> (average lexemes per row, watermark then)
+    _average_lengths: dict[str, tuple[float, int]]  # kind -> (average words per row, watermark then)
 
     def _q(self, sql: str, params: tuple[Any, ...] | list[Any] = ()) -> list[tuple[Any, ...]]:
         raise NotImplementedError
@@ -109,9 +130,9 @@ class PostgresIndex:
         raise NotImplementedError
 
     def _term_cache(self) -> dict[tuple[str, str], tuple[int, int]]:
-        cache = getattr(self, "_term_counts", None)
+        cache = getattr(self, "_text_counts", None)
         if cache is None:
-            cache = self._term_counts = {}
+            cache = self._text_counts = {}
         return cache
 
     # -- entities -------------------------------------------------------------------------
@@ -122,11 +143,11 @@ class PostgresIndex:
         if not wanted:
             return
         # Sorted, so two writers adding the same new names lock their index entries in one order.
-        self._conn.execute(
+        self._q(
             "INSERT INTO entity (name) SELECT unnest(%s::text[]) ORDER BY 1 ON CONFLICT (name) DO NOTHING",
             (sorted(wanted),),
         )
-        self._conn.execute(
+        self._q(
             "INSERT INTO entity_mention (entity_id, item) SELECT id, %s FROM entity WHERE name = ANY(%s) "
             "ON CONFLICT DO NOTHING",
             (item, wanted),
@@ -199,7 +220,7 @@ class PostgresIndex:
         self, decision_id: str, other_id: str, term: str, clause: str, other_clause: str
     ) -> None:
         """Record that two decisions take opposite stances on ``term`` (both directions)."""
-        self._conn.execute(
+        self._q(
             """INSERT INTO decision_conflict (decision_id, other_id, term, clause, other_clause)
                VALUES (%s, %s, %s, %s, %s), (%s, %s, %s, %s, %s)
                ON CONFLICT (decision_id, other_id) DO UPDATE SET term = excluded.term,
@@ -265,7 +286,7 @@ class PostgresIndex:
 
     def clear_conflicts(self) -> None:
         """Forget every recorded conflict (before detecting them again)."""
-        self._conn.execute("DELETE FROM decision_conflict")
+        self._q("DELETE FROM decision_conflict")
 
     # -- keyword --------------------------------------------------------------------------
 
@@ -277,18 +298,33 @@ class PostgresIndex:
         rows, average = self._text_statistics(kind)
         frequencies = self._frequencies(kind, query.terms, rows)
         idfs = [fts.idf(rows, frequencies[term]) for term in query.terms]
-        source, score, bound = fts.ranked(query, "t", _WEIGHTS[kind], idfs, average)
-        return [
-            (int(r[0]), r[1], float(r[2]))
-            for r in self._q(
-                f"""SELECT t.rowid, t.id, {score} AS score FROM {_kind(kind)} t CROSS JOIN {source}
-                    WHERE t.search @@ q.q {where} ORDER BY score DESC, t.rowid LIMIT %s""",
-                [*bound, *params, limit],
-            )
-        ]
+
+        def best(matching: list[int] | None) -> list[tuple[int, str, float]]:
+            source, score, bound = fts.ranked(query, "t", _WEIGHTS[kind], idfs, average, matching)
+            return [
+                (int(r[0]), r[1], float(r[2]))
+                for r in self._q(
+                    f"""SELECT t.rowid, t.id, {score} AS score FROM {_kind(kind)} t CROSS JOIN {source}
+                        WHERE t.search @@ q.q {where} ORDER BY score DESC, t.rowid LIMIT %s""",
+                    [*bound, *params, limit],
+                )
+            ]
+
+        # Scoring a row costs a heap read, and a common term matches thousands. Rank the rows that
+        # hold one of the rarer terms first (scored on every term): when the last of them still
+        # scores more than the common terms alone ever can, no row holding only those would make
+        # the list, and the answer is exact without reading them. Fewer terms left out, next.
+        order = sorted(range(len(query.terms)), key=lambda i: frequencies[query.terms[i]])
+        for kept in range(1, len(order)) if query.mode == "any" else ():
+            if frequencies[query.terms[order[kept]]] < _PRUNE_FROM:
+                continue
+            first = best(order[:kept])
+            if len(first) >= limit and first[-1][2] > sum(fts.ceiling(idfs[i]) for i in order[kept:]):
+                return first
+        return best(None)
 
     def _text_statistics(self, kind: str) -> tuple[int, float]:
-        """The rows of ``kind`` (its rowid watermark) and their average length in lexemes, which is
+        """The rows of ``kind`` (its rowid watermark) and their average length in words, which is
         sampled from the newest rows and sampled again when the rows have grown by a tenth."""
         rows = self._rowid_watermark(kind)
         averages = getattr(self, "_average_lengths", None)
@@ -297,7 +333,7 @@ class PostgresIndex:
         known = averages.get(kind)
         if known is None or rows > known[1] * _STALE + _SLACK:
             found = self._one(
-                f"SELECT avg(length(search)) FROM (SELECT search FROM {_kind(kind)} "
+                f"SELECT avg({fts.length('search')}) FROM (SELECT search FROM {_kind(kind)} "
                 "ORDER BY rowid DESC LIMIT %s) AS newest",
                 (_SAMPLE,),
             )
@@ -371,10 +407,11 @@ class PostgresIndex:
         if not ranked:
             return []
         source, terms = fts.tsquery(query)
+        snippet, lateral = _snippet(16)
         # The headline is cut only for the rows kept: ts_headline parses the whole text again.
         rows = self._q(
-            f"""SELECT {_EVIDENCE_COLUMNS}, ts_headline('{fts.CONFIG}', e.text, q.q, '{_headline(16)}')
-                FROM evidence e, {source} WHERE e.rowid = ANY(%s)""",
+            f"""SELECT {_EVIDENCE_COLUMNS}, {snippet}
+                FROM evidence e CROSS JOIN {source} {lateral} WHERE e.rowid = ANY(%s)""",
             [*terms, [rowid for rowid, _, _ in ranked]],
         )
         found = {r[0]: r for r in rows}
@@ -399,10 +436,10 @@ class PostgresIndex:
         """Snippets (matches in [brackets]) of the evidence ``ids`` that match ``query``."""
         if not ids:
             return {}
-        expression, terms = fts.tsquery(query)
+        source, terms = fts.tsquery(query)
+        snippet, lateral = _snippet(24)
         rows = self._q(
-            f"""SELECT e.id, ts_headline('{fts.CONFIG}', e.text, q.q, '{_headline(24)}')
-                FROM evidence e, {expression}
+            f"""SELECT e.id, {snippet} FROM evidence e CROSS JOIN {source} {lateral}
                 WHERE e.id = ANY(%s) AND e.search @@ q.q""",
             [*terms, list(ids)],
         )
@@ -415,10 +452,10 @@ class PostgresIndex:
         The full-text columns are generated from the rows by PostgreSQL itself, so they never
         drift from the text and have nothing to rebuild.
         """
-        self._conn.execute("DELETE FROM entity_mention WHERE item LIKE 'dc\\_%'")
+        self._q("DELETE FROM entity_mention WHERE starts_with(item, %s)", ("dc_",))
         if evidence:
             self._term_cache().clear()
-            self._conn.execute("DELETE FROM entity_mention WHERE item LIKE 'ev\\_%'")
+            self._q("DELETE FROM entity_mention WHERE starts_with(item, %s)", ("ev_",))
 
     # -- records by id --------------------------------------------------------------------
 
@@ -464,14 +501,14 @@ class PostgresIndex:
         out: dict[str, list[str]] = {i: [] for i in decision_ids}
         if not decision_ids:
             return out
-        # A recursive term may name the recursive table once, so both directions come from one
-        # join over the links seen as undirected edges; UNION stops at a member seen before.
+        # A recursive term may name the recursive table only once, so one join follows a link
+        # either way (each side by its own index); UNION stops at a member seen before.
         for root, member in self._q(
-            """WITH RECURSIVE edge (a, b) AS (
-                 SELECT old_id, new_id FROM supersession UNION ALL SELECT new_id, old_id FROM supersession
-               ), chain (root, id) AS (
+            """WITH RECURSIVE chain (root, id) AS (
                  SELECT r, r FROM unnest(%s::text[]) AS roots (r)
-                 UNION SELECT c.root, e.b FROM chain c JOIN edge e ON e.a = c.id
+                 UNION
+                 SELECT c.root, CASE WHEN s.old_id = c.id THEN s.new_id ELSE s.old_id END
+                 FROM chain c JOIN supersession s ON s.old_id = c.id OR s.new_id = c.id
                ) SELECT root, id FROM chain""",
             (list(dict.fromkeys(decision_ids)),),
         ):
@@ -537,21 +574,17 @@ class PostgresIndex:
                 "`ctx reindex` once"
             )
         for statement in schema.vector_statements(dim):
-            self._conn.execute(statement)
+            self._q(statement)
         self._vector_dim = dim
 
     def drop_vectors(self) -> None:
         """Forget every vector and the columns' dimension (the model changed)."""
         for kind in KINDS:
-            self._conn.execute(
-                sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier(schema.VECTOR_INDEXES[kind]))
-            )
-            self._conn.execute(sql.SQL("DELETE FROM {}").format(sql.Identifier(f"{kind}_vector")))
-            self._conn.execute(
-                sql.SQL("ALTER TABLE {} ALTER COLUMN emb TYPE vector").format(
-                    sql.Identifier(f"{kind}_vector")
-                )
-            )
+            table = sql.Identifier(f"{kind}_vector")
+            index = sql.Identifier(schema.VECTOR_INDEXES[kind])
+            self._q(sql.SQL("DROP INDEX IF EXISTS {}").format(index).as_string())
+            self._q(sql.SQL("DELETE FROM {}").format(table).as_string())
+            self._q(sql.SQL("ALTER TABLE {} ALTER COLUMN emb TYPE vector").format(table).as_string())
         self._vector_dim = None
 
     def pending_vectors(self, kind: str, limit: int) -> list[tuple[str, str]]:
