@@ -79,3 +79,7 @@ bench-writers proposers="8" each="200":
 # Encryption at rest on a large plain store: ctx encrypt and ctx rekey times, and no planted word left.
 bench-vault rows="60000":
     {{venv}}python bench/vault_bench.py --rows {{rows}}
+
+# `ctx migrate --to` on a store of 10,000 evidence texts: a whole copy and a re-run (e.g. `just bench-migrate --to postgresql://...`).
+bench-migrate *args:
+    {{venv}}python bench/migrate_bench.py {{args}}

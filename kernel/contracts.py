@@ -710,6 +710,7 @@ SCHEMAS: dict[str, type[BaseModel]] = {
     "recall": RecallOut,
     "inject": InjectOut,
     "reindex": record_model(reports.ReindexReport, "ReindexOut"),
+    "migrate": record_model(reports.MigrateReport, "MigrateOut"),
     "status": record_model(reports.StoreStatus, "StatusOut"),
     "doctor": record_model(reports.DoctorReport, "DoctorOut"),
 }

@@ -32,6 +32,7 @@ from ctx_kernel.kernel.decisions.review import (
 from ctx_kernel.kernel.errors import CtxError, StalePlanError, StoreError, UsageError
 from ctx_kernel.kernel.limits import (
     AUTO,
+    COPY_BATCH,
     DEFAULT_BUDGET,
     DEFAULT_MODE,
     DEFAULT_RRF_K,
@@ -88,7 +89,15 @@ if TYPE_CHECKING:
     from ctx_kernel.kernel.recall import engine as recall
     from ctx_kernel.kernel.recall.embeddings import Embedder
     from ctx_kernel.kernel.recall.inject import Injection
-    from ctx_kernel.kernel.reports import ExportReport, ReindexReport, Related, StoreStatus, VectorStatus
+    from ctx_kernel.kernel.reports import (
+        ExportReport,
+        MigrateReport,
+        ReindexReport,
+        Related,
+        StoreStatus,
+        VectorStatus,
+    )
+    from ctx_kernel.kernel.store.copy import Progress
     from ctx_kernel.kernel.vault.encryption import EncryptionService, SealReport
 
 
@@ -449,6 +458,16 @@ class Ctx:
     ) -> ReindexReport:
         """Embed every decision and evidence text again with the configured model."""
         return self._recall.reindex(download=download, progress=progress)
+
+    def migrate(
+        self, to: str, *, batch_size: int = COPY_BATCH, progress: Progress | None = None
+    ) -> MigrateReport:
+        """Copy this store to ``to`` (a file, sqlite:PATH or a server URL); run again, it resumes."""
+        from ctx_kernel.kernel.store import copy  # noqa: PLC0415 - only ctx migrate copies
+
+        with Ctx(copy.open_target(self.store, to), embedder=None) as target:
+            derive, store = target._recall.rebuild_derived, target.store
+            return copy.copy_store(self.store, store, derive=derive, batch_size=batch_size, progress=progress)
 
     # -- encryption at rest -------------------------------------------------------------
     @property

@@ -37,6 +37,8 @@ BACKFILL_ON_RECALL: Final = 128
 # Records per transaction in a bulk log: large enough that commits (an fsync each) are a small
 # share of the time, small enough that an interrupted run loses little work.
 LOG_BATCH: Final = 500
+# Rows per target transaction in `ctx migrate`, for the same reasons.
+COPY_BATCH: Final = 500
 # Evidence rows sealed per transaction by `ctx encrypt` and `ctx rekey`.
 SEAL_BATCH: Final = 500
 # token_sort_ratio of "subject decision" against each pending proposal; 82 flags rewordings

@@ -93,6 +93,35 @@ class ReindexReport(Record):
     seconds: float
 
 
+@dataclass(frozen=True)
+class TableCopy(Record):
+    """One table of a ``ctx migrate``: its rows in the source, and how many this run wrote."""
+
+    table: str
+    rows: Annotated[int, Spec(ge=0, description="Rows in the source when the copy started.")]
+    copied: Annotated[int, Spec(ge=0, description="Rows this run wrote; the others were there already.")]
+
+
+@dataclass(frozen=True)
+class MigrateReport(Record):
+    """``ctx migrate --json``: what was copied where; running it again resumes an interrupted copy."""
+
+    source: str
+    target: Annotated[str, Spec(description="The target, a server URL without its password.")]
+    store_id: str | None
+    tables: list[TableCopy]
+    resolved: Annotated[
+        int, Spec(ge=0, description="Proposals resolved on the target once their decisions were there.")
+    ]
+    closed: Annotated[int, Spec(ge=0, description="Decision windows the source closed since an earlier run.")]
+    vectors: Annotated[int, Spec(ge=0, description="Vectors copied (0 when the target embeds them again).")]
+    vector_model: str | None
+    audit_rows: NonNegative
+    last_hash: Sha256 | None
+    resumed: Annotated[bool, Spec(description="True when the target held part of this store already.")]
+    seconds: float
+
+
 @dataclass(kw_only=True)
 class ExportReport(Record):
     """``ctx audit verify FILE --json``: whether an export is intact and signed by the trusted key."""

@@ -764,6 +764,14 @@ def test_init_on_a_file_that_is_not_a_database(cli, tmp_path):
     assert junk.read_bytes() == content
 
 
+def test_init_where_no_folder_can_be_made_is_one_line(cli, tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("kept\n")
+    line = assert_one_line_error(cli("--db", str(blocker / "sub" / "ctx.db"), "init", db=False), 1)
+    assert "cannot create a store at" in line
+    assert blocker.read_text() == "kept\n"
+
+
 def _damage_pages(path: Path, tables: tuple[str, ...]) -> None:
     """Overwrite the root page of each table (and of its indexes) with garbage, as a failing disk would."""
     conn = driver.connect(path, load_vec=False)

@@ -33,6 +33,7 @@ from ctx_kernel.kernel.errors import CtxError, StoreError, UsageError
 from ctx_kernel.kernel.facade import Ctx, age, plain_diff, short_age
 from ctx_kernel.kernel.hosts import bulk
 from ctx_kernel.kernel.limits import (
+    COPY_BATCH,
     DEFAULT_BUDGET,
     DEFAULT_MODE,
     DEFAULT_RRF_K,
@@ -945,6 +946,90 @@ def reindex(kernel: Ctx, download: bool, as_json: bool) -> None:
         f"embedded {report.decisions} decisions and {report.evidence} evidence texts with "
         f"{report.model}{changed}, {report.dim} dimensions, in {report.seconds:.1f} s"
     )
+
+
+_MIGRATE_STAGES = {
+    "evidence": "evidence",
+    "proposal": "proposals",
+    "proposal_evidence": "proposal citations",
+    "decision": "decisions",
+    "decision_evidence": "decision citations",
+    "supersession": "supersession links",
+    "resolved": "proposal resolutions",
+    "audit": "audit chain",
+    "vectors": "vectors",
+    "index": "index, mentions, conflicts",
+}
+
+
+@cli.command("migrate")
+@click.option(
+    "--to",
+    "to",
+    required=True,
+    metavar="LOCATION",
+    help="Where to copy the store: a file, sqlite:PATH or a postgresql:// URL (not printed with a password).",
+)
+@click.option(
+    "--batch-size",
+    type=click.IntRange(1, 100_000),
+    default=COPY_BATCH,
+    show_default=True,
+    help="Rows per transaction on the target.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON (schemas/migrate.schema.json).")
+@_with_store
+def migrate_command(kernel: Ctx, to: str, batch_size: int, as_json: bool) -> None:
+    """Copy this store to another file or server: evidence, proposals, decisions, the audit chain.
+
+    Stopped at any point, the same command carries on where it stopped: rows the target holds are
+    checked against this store's, never written twice, and a target that holds another store or a
+    changed row is refused. The keyword index, entity mentions and conflicts are rebuilt there;
+    vectors are copied when the target uses the same model.
+    """
+    if as_json or not sys.stderr.isatty():
+        report = kernel.migrate(to, batch_size=batch_size)
+    else:
+        report = _migrate_with_bars(kernel, to, batch_size)
+    if as_json:
+        _emit_json(report.to_dict())
+        return
+    copied = sum(t.copied for t in report.tables)
+    rows = sum(t.rows for t in report.tables)
+    again = "resumed: " if report.resumed else ""
+    _say(
+        f"{again}copied {copied} of {rows} rows to {report.target} in {report.seconds:.1f} s: "
+        f"{report.audit_rows} audit rows, last hash {report.last_hash}, {report.vectors} vectors"
+    )
+
+
+def _migrate_with_bars(kernel: Ctx, to: str, batch_size: int) -> Any:
+    """``Ctx.migrate`` with a progress bar per table on the terminal (standard error)."""
+    from rich.console import Console  # noqa: PLC0415 - only ctx migrate draws bars
+    from rich.progress import (  # noqa: PLC0415
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
+    bars = Progress(
+        TextColumn("{task.description:>28}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+    )
+    tasks: dict[str, Any] = {}
+
+    def progress(stage: str, done: int, total: int | None) -> None:
+        if stage not in tasks:
+            tasks[stage] = bars.add_task(_MIGRATE_STAGES.get(stage, stage), total=total)
+        bars.update(tasks[stage], completed=done, total=total)
+
+    with bars:
+        return kernel.migrate(to, batch_size=batch_size, progress=progress)
 
 
 @cli.group()

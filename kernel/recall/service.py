@@ -210,6 +210,14 @@ class RecallService:
                     found += 1
         return found
 
+    def rebuild_derived(self) -> None:
+        """Derive the keyword index, entity mentions and conflicts from the rows again (a copied store)."""
+        from ctx_kernel.kernel.recall.derived import rebuild_index  # noqa: PLC0415
+
+        rebuild_index(self.store)
+        self.forget_entities()
+        self.ensure_conflicts(force=True)
+
     def ensure_conflicts(self, *, force: bool = False) -> None:
         """Detect conflicts among all current decisions if this store was not scanned by these rules."""
         if not force and self.store.get_meta(META_CONFLICT_RULES) == conflict_rules():

@@ -7,9 +7,11 @@ URL is a shared PostgreSQL database (kernel/store/postgres/), whose driver loads
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 from ctx_kernel.kernel import paths
 from ctx_kernel.kernel.errors import UsageError
@@ -77,3 +79,39 @@ def create_store(location: str | Path) -> Store:
     if url is not None:
         return _postgres().create(url)
     return SQLiteStore.create(sqlite_path(location))
+
+
+def display_location(location: str | Path) -> str:
+    """A location as it may be printed: a server URL without its password or query (which may hold one)."""
+    text = str(location)
+    if text.startswith(paths.SQLITE_SCHEME) or not _SCHEME_RE.match(text):
+        return text
+    if postgres_url_text(text):
+        try:
+            from ctx_kernel.kernel.store.postgres.connection import describe  # noqa: PLC0415
+
+            return describe(text)
+        except (ImportError, UsageError):  # no driver, or a URL it cannot read: read it plainly below
+            pass
+    parts = urlsplit(text)
+    user = f"{parts.username}@" if parts.username else ""
+    host = parts.hostname or ""
+    port = f":{parts.port}" if parts.port else ""
+    return f"{parts.scheme}://{user}{host}{port}{parts.path}"
+
+
+def postgres_url_text(text: str) -> bool:
+    """True when ``text`` is written as a PostgreSQL URL (whether or not it is a valid one)."""
+    found = _SCHEME_RE.match(text)
+    return found is not None and found.group(1).lower() in _POSTGRES
+
+
+def same_location(one: str | Path, other: str | Path) -> bool:
+    """True when two locations name the same store (a file under two names included)."""
+    try:
+        first, second = sqlite_path(one), sqlite_path(other)
+    except UsageError:
+        return display_location(one) == display_location(other)
+    if first.exists() and second.exists():
+        return os.path.samefile(first, second)
+    return first.resolve() == second.resolve()

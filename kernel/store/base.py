@@ -29,6 +29,13 @@ from :meth:`Store.transaction`:
   inside the same transaction);
 - the audit log is append-only and each row's ``prev_hash`` is the hash of the row before it.
 
+Copying a store to another backend (``ctx migrate``) goes through the interface too: every
+backend exports and restores the tables :data:`~ctx_kernel.kernel.store.rows.COPIED_TABLES`
+declares, row for row, as column-to-value dicts, and its vectors. A restore is an ordinary
+insert: the invariants above hold for it, so a faithful copy must be written in an order they
+accept (a proposal before its resolution, a decision before the links to it, the audit chain in
+sequence), never with them switched off.
+
 Transactions: writes happen inside :meth:`Store.transaction`, which serialises writers (one at a
 time per store, across processes) and commits everything or nothing. Reads outside a
 transaction see committed data; inside :meth:`Store.snapshot` they all see the same state.
@@ -382,3 +389,26 @@ class Store(Protocol):
     def nearest(self, kind: str, query: bytes, candidates: int, limit: int) -> list[tuple[str, float]]:
         """``(item id, cosine similarity)`` of up to ``limit`` items whose best chunk is nearest
         ``query``, most similar first (``candidates``: how many chunks the index may consider)."""
+
+    # -- copying between backends (ctx migrate) -------------------------------------------
+
+    def count_rows(self, table: str) -> int:
+        """How many rows a copied table (:data:`~ctx_kernel.kernel.store.rows.COPIED`) holds."""
+
+    def export_rows(self, table: str, after: Sequence[Any] | None, limit: int) -> list[dict[str, Any]]:
+        """Up to ``limit`` rows of a copied table in its export order, starting after the row whose
+        :attr:`~ctx_kernel.kernel.store.rows.CopiedTable.cursor` values are ``after`` (None: the
+        first rows); inside :meth:`snapshot`, successive batches read one state."""
+
+    def rows_by_key(self, table: str, keys: Sequence[Sequence[Any]]) -> dict[tuple[Any, ...], dict[str, Any]]:
+        """The rows of a copied table whose key values are among ``keys``, by key (missing ones left out)."""
+
+    def restore_rows(self, table: str, rows: Sequence[dict[str, Any]]) -> None:
+        """Insert exported rows exactly as they are, inside :meth:`transaction`; the database's
+        invariants apply as to any insert (a row they refuse raises RefusedError)."""
+
+    def export_vectors(
+        self, kind: str, after: tuple[str, int] | None, limit: int
+    ) -> list[tuple[str, int, bytes]]:
+        """Up to ``limit`` stored ``(item id, chunk number, float32 bytes)`` of ``kind``, in the order
+        the items were written, after the chunk ``after``; what :meth:`insert_vectors` takes."""

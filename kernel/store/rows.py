@@ -84,3 +84,63 @@ EVIDENCE = RowMap.of(Evidence, "evidence")
 PROPOSAL = RowMap.of(Proposal, "proposal", linked=("evidence",))
 DECISION = RowMap.of(Decision, "decision", linked=("evidence", "supersedes", "superseded_by"))
 AUDIT = RowMap.of(AuditEvent, "audit")
+
+
+@dataclass(frozen=True)
+class CopiedTable:
+    """A table ``ctx migrate`` copies row for row, as every backend exports and restores it.
+
+    A row crosses backends as a dict of these columns holding the record's field values (lists
+    as lists, booleans as bools, times as ctx's canonical text). ``key`` names a row; rows are
+    exported in ``order``, or, when ``order`` is empty, in the order they were written (the order
+    recall's "oldest first" and the vector backfill rely on), and ``after`` is then the key of the
+    last row of the previous batch.
+    """
+
+    name: str
+    columns: tuple[str, ...]
+    key: tuple[str, ...]
+    order: tuple[str, ...] = ()
+
+    @property
+    def cursor(self) -> tuple[str, ...]:
+        """The columns whose values in the last row exported say where the next batch starts."""
+        return self.order or self.key
+
+    @property
+    def json_columns(self) -> tuple[str, ...]:
+        """Columns holding lists."""
+        return _ROW_MAPS[self.name].json_columns if self.name in _ROW_MAPS else ()
+
+    @property
+    def bool_columns(self) -> tuple[str, ...]:
+        """Columns holding booleans."""
+        return _ROW_MAPS[self.name].bool_columns if self.name in _ROW_MAPS else ()
+
+
+_ROW_MAPS = {m.table: m for m in (EVIDENCE, PROPOSAL, DECISION, AUDIT)}
+
+# In the order a copy writes them: each after the tables its rows refer to. Proposals come in
+# (created_at, id) order, as the queue shows them: a near-duplicate names an older proposal.
+COPIED_TABLES: tuple[CopiedTable, ...] = (
+    CopiedTable("evidence", EVIDENCE.columns, ("id",)),
+    CopiedTable("proposal", PROPOSAL.columns, ("id",), ("created_at", "id")),
+    CopiedTable(
+        "proposal_evidence",
+        ("proposal_id", "evidence_id"),
+        ("proposal_id", "evidence_id"),
+        ("proposal_id", "evidence_id"),
+    ),
+    CopiedTable("decision", DECISION.columns, ("id",)),
+    CopiedTable(
+        "decision_evidence",
+        ("decision_id", "evidence_id"),
+        ("decision_id", "evidence_id"),
+        ("decision_id", "evidence_id"),
+    ),
+    CopiedTable(
+        "supersession", ("old_id", "new_id", "created_at"), ("old_id", "new_id"), ("old_id", "new_id")
+    ),
+    CopiedTable("audit", AUDIT.columns, ("seq",), ("seq",)),
+)
+COPIED = {t.name: t for t in COPIED_TABLES}

@@ -17,6 +17,7 @@ from ctx_kernel.kernel.records import AuditEvent, Decision, Evidence, Proposal
 from ctx_kernel.kernel.store import driver, migrate
 from ctx_kernel.kernel.store.query import TextQuery
 from ctx_kernel.kernel.store.rows import AUDIT, DECISION, EVIDENCE, PROPOSAL
+from ctx_kernel.kernel.store.sqlite_copy import SQLiteCopy
 from ctx_kernel.kernel.store.sqlite_fts import match_string
 from ctx_kernel.kernel.store.sqlite_index import IndexQueries
 from ctx_kernel.kernel.store.sqlite_watch import SQLITE_HAS_NO_ROLES, DataVersionWatch
@@ -29,7 +30,7 @@ def _placeholders(values: list[Any]) -> str:
     return ",".join("?" * len(values))
 
 
-class SQLiteStore(IndexQueries):
+class SQLiteStore(IndexQueries, SQLiteCopy):
     """A ctx store in one SQLite file."""
 
     dialect = "sqlite"
@@ -52,7 +53,10 @@ class SQLiteStore(IndexQueries):
     @classmethod
     def create(cls, path: Path) -> SQLiteStore:
         """Create (or upgrade) the store file at ``path`` and open it."""
-        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(f"cannot create a store at {path}: {exc.strerror or exc}") from exc
         migrate.upgrade(path)
         return cls.open(path)
 

@@ -58,6 +58,7 @@ from ctx_kernel.kernel import clock
 from ctx_kernel.kernel.errors import RefusedError, StoreError
 from ctx_kernel.kernel.records import AuditEvent, Decision, Evidence, Proposal
 from ctx_kernel.kernel.store.postgres import connection
+from ctx_kernel.kernel.store.postgres.copy import PostgresCopy
 from ctx_kernel.kernel.store.postgres.index import PostgresIndex
 from ctx_kernel.kernel.store.postgres.team import TeamMixin
 from ctx_kernel.kernel.store.rows import AUDIT, DECISION, EVIDENCE, PROPOSAL, RowMap
@@ -117,7 +118,7 @@ _LINK_TABLES = {
 _WRITES = ("INSERT", "UPDATE", "DELETE", "MERGE")
 
 
-class PostgresStore(TeamMixin, PostgresIndex):
+class PostgresStore(TeamMixin, PostgresIndex, PostgresCopy):
     """A ctx store in one PostgreSQL database."""
 
     dialect = "postgresql"
