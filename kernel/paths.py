@@ -209,11 +209,12 @@ STORE_GITIGNORE = """\
 """
 
 
-def keep_out_of_git(folder: Path) -> bool:
-    """Write the .gitignore of a project's ``.ctx/`` folder if it has none; True when written."""
-    if folder.name != STORE_DIR:
+def keep_out_of_git(store: Path) -> bool:
+    """Write the .gitignore of the project's ``.ctx/`` folder that holds ``store`` (or the project
+    config) if it has none; True when written."""
+    if store.parent.name != STORE_DIR:
         return False
-    ignore = folder / ".gitignore"
+    ignore = store.parent / ".gitignore"
     if ignore.exists():
         return False
     ignore.write_text(STORE_GITIGNORE, encoding="utf-8")

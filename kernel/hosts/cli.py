@@ -254,7 +254,7 @@ def init(ctx: click.Context, encrypt: bool, key_file: Path | None, db_here: str 
             )
         if isinstance(target, str) and paths.is_server_url(target):
             _name_shared_store(here, target, explicit is not None)
-        elif isinstance(target, Path) and created and paths.keep_out_of_git(target.parent):
+        elif isinstance(target, Path) and created and paths.keep_out_of_git(target):
             _say(
                 f"{target.parent / '.gitignore'} keeps the store out of git (its evidence may hold "
                 "private text); commit checkpoints/ beside it, and share decisions with `ctx export adr`",
@@ -278,7 +278,7 @@ def _name_shared_store(project: Path, url: str, from_option: bool) -> None:
         return
     written = paths.write_project_config(project, url)
     if written is not None:
-        paths.keep_out_of_git(written.parent)
+        paths.keep_out_of_git(written)
         _say(
             f"{written} names the store for everyone who works here: commit it (it holds no "
             f"password; each person connects as their own role with {paths.CREDENTIALS_HINT})",
