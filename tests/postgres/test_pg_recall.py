@@ -161,13 +161,13 @@ def test_leaving_a_common_term_out_first_never_changes_the_ranking(pg, monkeypat
     queries = [
         TextQuery(terms) for terms in (("deploy", "redis"), ("deploy", "cache", "redis"), ("cache", "deploy"))
     ]
-    ranked, narrowed = fts.ranked, []
+    ranked, narrowed = fts.ranked_postings, []
 
     def spy(*args, **kwargs):  # type: ignore[no-untyped-def]
-        narrowed.append(len(args) > 5 and args[5] is not None)
+        narrowed.append(len(args) > 6 and args[6] is not None)
         return ranked(*args, **kwargs)
 
-    monkeypatch.setattr(fts, "ranked", spy)
+    monkeypatch.setattr(fts, "ranked_postings", spy)
     pruned = [store.fts_evidence_ids(query, 20) for query in queries]
     assert any(narrowed)  # the common term was left out of a first ranking
     monkeypatch.setattr(index, "_PRUNE_FROM", 10**9)

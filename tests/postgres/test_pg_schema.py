@@ -149,11 +149,12 @@ def test_every_ctx_table_bumps_the_counter(pg):
                 "WHERE t.tgname = c.relname || '_changed'"
             )
         }
+        # The postings change only with the rows they are derived from, which bump it already.
         ctx_tables = {
             row[0]
             for row in conn.execute(
-                "SELECT tablename FROM pg_tables WHERE schemaname = 'public' "
-                "AND tablename NOT IN ('ctx_change', 'alembic_version')"
+                "SELECT tablename FROM pg_tables WHERE schemaname = 'public' AND tablename <> ALL(%s)",
+                ([*schema.POSTGRES_ONLY_TABLES, "alembic_version"],),
             )
         }
     assert tables == ctx_tables == set(schema.CHANGED_TABLES)

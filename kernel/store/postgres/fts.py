@@ -13,11 +13,16 @@ labelled recall set it fell 0.1 short of SQLite in keyword MRR. Per term, the te
 ``ts_rank_cd`` of that term alone with the column weights (it is the weighted count of the term's
 occurrences, or of the phrase's), the document length is its number of distinct words (:func:`length`),
 and the inverse document frequency comes from counts the caller makes (:func:`idf`).
+
+GIN keeps no term frequencies, so :func:`ranked` reads the tsvector of every matching row;
+:func:`ranked_postings` computes the same scores from the postings tables (schema.POSTINGS), which
+hold each lexeme's occurrences per weight and the row's length, as FTS5 ranks from its own.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 from ctx_kernel.kernel.store.postgres.schema import TEXT_SEARCH_CONFIG
 from ctx_kernel.kernel.store.query import TextQuery
@@ -92,8 +97,68 @@ def ranked(
         f"CROSS JOIN LATERAL (SELECT {frequencies}, "
         f"{length(alias + '.search')} / greatest(q.average, 1.0) AS relative) AS tf"
     )
-    score = " + ".join(
-        f"q.w{i} * tf.f{i} * {K1 + 1!r} / (tf.f{i} + {K1!r} * ({1 - B!r} + {B!r} * tf.relative))"
-        for i in range(count)
+    return source, _score(count), [*idfs, average, *query.terms]
+
+
+def _term_score(idf: str, frequency: str, relative: str) -> str:
+    """BM25 of one term: its ``idf`` times its saturated ``frequency`` in a row of ``relative`` length."""
+    return f"{idf} * {frequency} * {K1 + 1!r} / ({frequency} + {K1!r} * ({1 - B!r} + {B!r} * {relative}))"
+
+
+def _score(count: int) -> str:
+    """The BM25 sum over ``count`` terms of ``q.w{i}`` (idf), ``tf.f{i}`` (weighted frequency) and
+    ``tf.relative`` (the row's length over the average), in term order."""
+    return "(" + " + ".join(_term_score(f"q.w{i}", f"tf.f{i}", "tf.relative") for i in range(count)) + ")"
+
+
+def ranked_postings(
+    query: TextQuery,
+    table: str,
+    weights: tuple[float, float, float, float],
+    idfs: list[float],
+    average: float,
+    lexemes: Sequence[str | None],
+    matching: list[int] | None = None,
+) -> tuple[str, list[object]]:
+    """A query of ``(rowid, score)``: the BM25 of :func:`ranked`, from the postings ``table``.
+
+    ``lexemes`` holds each term's one lexeme. A posting's weighted frequency is its occurrences
+    per weight times the column weights, which is what ``ts_rank_cd`` of the term alone adds up
+    (an occurrence weighs its column's weight), and its length that of the row's tsvector. Each
+    posting's share is the term's BM25 computed as :func:`ranked` computes it, and a row's shares
+    are summed in term order (a term a row lacks adds an exact 0 there), so every score is the
+    one :func:`ranked` gives, to the bit. With ``matching`` (term numbers), only the rows holding
+    one of those terms are scored (on every term, by index probes); ``all`` keeps the rows that
+    hold every term.
+    """
+    count = len(query.terms)
+    if count != len(lexemes) or not all(lexemes):
+        raise ValueError("ranking from postings needs one lexeme per term")
+    d, c, b, a = weights
+    frequency = f"(p.a * {a!r}::float8 + p.b * {b!r}::float8 + p.c * {c!r}::float8 + p.d * {d!r}::float8)"
+    relative = "(p.length / greatest(%s::float8, 1.0))"
+    share = _term_score("terms.w", frequency, relative)
+    bound: list[object] = [list(lexemes), list(idfs)]
+    terms = (
+        'WITH terms (term, w, i) AS (SELECT term COLLATE "C", w, i '
+        "FROM unnest(%s::text[], %s::float8[]) WITH ORDINALITY AS u (term, w, i))"
     )
-    return source, f"({score})", [*idfs, average, *query.terms]
+    if matching is None:
+        hits = f"SELECT p.rowid, terms.i, {share} AS share FROM terms JOIN {table} p ON p.term = terms.term"
+        bound.append(average)
+    else:
+        # Each chosen row's postings of every term by a probe of the primary key (OFFSET 0 keeps
+        # the planner from joining all the common terms' postings instead).
+        hits = (
+            f"SELECT h.* FROM (SELECT DISTINCT p.rowid FROM terms JOIN {table} p ON p.term = terms.term "
+            "WHERE terms.i = ANY(%s::bigint[])) AS chosen CROSS JOIN LATERAL ("
+            f"SELECT p.rowid, terms.i, {share} AS share FROM terms JOIN {table} p "
+            "ON p.term = terms.term AND p.rowid = chosen.rowid OFFSET 0) AS h"
+        )
+        bound += [[i + 1 for i in matching], average]
+    every = f"HAVING count(*) = {count}" if query.mode == "all" and matching is None else ""
+    statement = (
+        f"{terms} SELECT h.rowid, sum(h.share ORDER BY h.i) AS score FROM ({hits}) AS h "
+        f"GROUP BY h.rowid {every}"
+    )
+    return statement, bound

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from psycopg import sql
 
+from ctx_kernel.kernel.store.postgres.schema import POSTING_KINDS
+
 AGENT = "ctx_agent"
 REVIEWER = "ctx_reviewer"
 AUDITOR = "ctx_auditor"
@@ -73,6 +75,8 @@ STATEMENTS = [
     f"GRANT SELECT ON {', '.join(TABLES)} TO {_ALL}",
     # The change counter every write bumps (through a SECURITY DEFINER trigger); readers poll it.
     f"GRANT SELECT ON ctx_change TO {_ALL}",
+    # The full-text postings every keyword search reads; only their SECURITY DEFINER triggers write.
+    f"GRANT SELECT ON {', '.join(f'{kind}_posting' for kind in POSTING_KINDS)} TO {_ALL}",
     f"GRANT INSERT ON {', '.join(AGENT_INSERTS)} TO {AGENT}",
     f"GRANT UPDATE ({RESOLUTION_COLUMNS}) ON proposal TO {AGENT}",
     f"GRANT INSERT ON {', '.join(REVIEWER_INSERTS)} TO {REVIEWER}",

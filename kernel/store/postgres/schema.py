@@ -18,6 +18,7 @@ they let the database hold an invariant or a type SQLite cannot:
   every word; over the text split at every character that
   is not a letter or digit, as FTS5's unicode61 tokenizer splits it: PostgreSQL's own parser keeps
   ``src/auth/policy.py`` or ``CacheClient.set`` whole, so the word ``auth`` would not find them),
+  the triggers of :data:`POSTINGS` keep each lexeme's postings for BM25 (FTS5 keeps its own),
   entity names have a trigram index, and the
   vector columns are pgvector ``vector``, given a dimension by :func:`vector_statements` once a
   model is chosen, as SQLite creates its KNN tables on the first embedding.
@@ -47,8 +48,9 @@ VECTOR_KINDS = ("decision", "evidence")
 # Columns SQLite does not have: its implicit rowid made explicit, the sealed text's own column,
 # and the generated full-text column that stands in for an FTS5 table.
 POSTGRES_ONLY_COLUMNS = {"evidence": ("rowid", "sealed", "search"), "decision": ("rowid", "search")}
-# Tables SQLite does without: the change counter a live reader polls (SQLite has PRAGMA data_version).
-POSTGRES_ONLY_TABLES = ("ctx_change",)
+# Tables SQLite does without: the change counter a live reader polls (SQLite has PRAGMA data_version),
+# and the full-text postings that stand in for FTS5's own.
+POSTGRES_ONLY_TABLES = ("ctx_change", "decision_posting", "evidence_posting")
 
 # The audit chain and the supersession graph each take a transaction-scoped advisory lock keyed
 # by their table's oid before reading the rows they check, so two writers cannot both read the
@@ -371,6 +373,76 @@ TABLES = [
     ),
 ]
 
+# Full-text postings: one row per (lexeme, row) of each ``search`` column, with the lexeme's
+# occurrences per weight (A..D, as setweight marks the columns) and the row's length (its distinct
+# lexemes, fts.length). GIN keeps no term frequencies, so BM25 over the GIN index reads the
+# tsvector of every matching row; over these it is an index-only aggregate of the query terms'
+# postings, as FTS5 ranks from its own. Derived data: written by the triggers below in the
+# transaction that writes the row (SECURITY DEFINER, so a role that may insert evidence needs no
+# grant on the postings), rebuilt by :func:`posting_rebuild`. No foreign key: a check per posting
+# would cost an index probe for each of a text's words. Lexemes compare in the C collation:
+# equality is all a posting is looked up by, and byte comparison is the cheapest.
+POSTING_KINDS = ("decision", "evidence")
+
+
+def _posting_select(rows: str) -> str:
+    """SQL selecting the postings of ``rows`` (a table, transition table or subquery with ``rowid``
+    and ``search``)."""
+    counts = ", ".join(f"cardinality(array_positions(p.weights, '{w}'))" for w in "ABCD")
+    return (
+        f"SELECT p.lexeme, r.rowid, {counts}, length(r.search) "
+        f"FROM {rows} r CROSS JOIN LATERAL unnest(r.search) AS p"
+    )
+
+
+POSTINGS = [
+    statement
+    for kind in POSTING_KINDS
+    for statement in (
+        f"""CREATE TABLE {kind}_posting (
+            term text COLLATE "C" NOT NULL,
+            rowid bigint NOT NULL,
+            a smallint NOT NULL,
+            b smallint NOT NULL,
+            c smallint NOT NULL,
+            d smallint NOT NULL,
+            length integer NOT NULL,
+            PRIMARY KEY (term, rowid) INCLUDE (a, b, c, d, length)
+        )""",
+        # One statement per inserting statement (a COPY of many rows included).
+        f"""CREATE FUNCTION ctx_{kind}_posting_add() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER AS $$
+           BEGIN
+             INSERT INTO {kind}_posting (term, rowid, a, b, c, d, length) {_posting_select("added")};
+             RETURN NULL;
+           END $$""",
+        f"""CREATE TRIGGER {kind}_posting_add AFTER INSERT ON {kind} REFERENCING NEW TABLE AS added
+           FOR EACH STATEMENT EXECUTE FUNCTION ctx_{kind}_posting_add()""",
+        # Only a sealed evidence text changes its words (to none); a decision's never change.
+        f"""CREATE FUNCTION ctx_{kind}_posting_renew() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER AS $$
+           BEGIN
+             DELETE FROM {kind}_posting WHERE rowid = NEW.rowid;
+             INSERT INTO {kind}_posting (term, rowid, a, b, c, d, length)
+               {_posting_select("(SELECT NEW.rowid, NEW.search)")};
+             RETURN NULL;
+           END $$""",
+        f"""CREATE TRIGGER {kind}_posting_renew AFTER UPDATE ON {kind}
+           FOR EACH ROW WHEN (OLD.search IS DISTINCT FROM NEW.search)
+           EXECUTE FUNCTION ctx_{kind}_posting_renew()""",
+    )
+]
+
+
+def posting_rebuild(kind: str) -> list[str]:
+    """SQL that makes the postings of ``kind`` again from its rows (the tables' owner runs it, in
+    one transaction)."""
+    if kind not in POSTING_KINDS:
+        raise ValueError(f"unknown posting kind {kind!r}")
+    return [
+        f"DELETE FROM {kind}_posting",
+        f"INSERT INTO {kind}_posting (term, rowid, a, b, c, d, length) {_posting_select(kind)}",
+    ]
+
+
 # Appends one row at the chain's end. SECURITY INVOKER (the default), so the insert is held to
 # the caller's privileges and row-level policies: an agent can only append an agent's act.
 AUDIT_APPEND = f"""CREATE FUNCTION ctx_audit_append(at text, actor text, action text, target text,
@@ -453,6 +525,7 @@ STATEMENTS = [
     *TEXT_SEARCH_STATEMENTS,
     *FUNCTIONS,
     *TABLES,
+    *POSTINGS,
     AUDIT_APPEND,
     *CHANGE_SIGNAL,
     PIN_SEARCH_PATH,
