@@ -149,7 +149,20 @@ class Ctx:
         except BaseException:
             store.close()
             raise
-        return cls(store, embedder=embedder), created
+        kernel = cls(store, embedder=embedder)
+        try:
+            # Only the owner may give the vector columns their dimension, and agents embed what
+            # they log only once it is set: the owner's init chooses the model when it is here
+            # (SQLite does so at the first embedding), loading it only when none is chosen yet.
+            # Another login's init leaves vectors as it found them.
+            if store.owner_sets_vectors and not (
+                store.get_meta("vector_model") is not None and store.vector_tables_exist()
+            ):
+                kernel.prepare_vectors()
+        except BaseException:
+            kernel.close()
+            raise
+        return kernel, created
 
     @classmethod
     def open(cls, path: Path | str, *, embedder: Embedder | str | None = AUTO) -> Ctx:

@@ -83,13 +83,10 @@ def doctor(kernel: OpenStore | None, store_problem: str | None) -> DoctorReport:
 
     report = DoctorReport()
     checks = report.checks
-    try:
-        version = driver.check_extensions()
-        checks.append(Check("driver", True, f"{driver.dbapi.__name__} loads sqlite-vec {version}"))
-    except CtxError as exc:
-        checks.append(
-            Check("driver", False, exc.message, "pip install --force-reinstall sqlean.py sqlite-vec")
-        )
+    # The store's backend checks itself (SQLite: the driver; a server: its version, extensions and
+    # this login's role); with no store open, the local default's driver.
+    backend = driver.doctor_checks() if kernel is None else kernel.store.backend_checks()
+    checks.extend(Check(name, ok, detail, fix) for name, ok, detail, fix in backend)
     place = locate_model()
     if place.source == "disabled":
         checks.append(

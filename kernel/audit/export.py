@@ -18,7 +18,7 @@ import json
 import os
 import re
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -352,8 +352,13 @@ def write_export(
     store: StoreFacts,
     key: Ed25519PrivateKey,
     key_info: KeyInfo,
+    before_writing: Callable[[dict[str, Any]], object] | None = None,
 ) -> ExportResult:
-    """Write the records of ``rows`` (a verified, contiguous run of the chain) and the signed manifest."""
+    """Write the records of ``rows`` (a verified, contiguous run of the chain) and the signed manifest.
+
+    ``before_writing`` gets the signed document before any file is written: where it refuses
+    (a login that may not keep the signed head in its store), nothing is written.
+    """
     from ctx_kernel.kernel.audit import signing  # noqa: PLC0415 - cryptography loads only to sign or verify
 
     if fmt not in RECORD_FORMATS:
@@ -382,6 +387,8 @@ def write_export(
         "signature": {"algorithm": "ed25519", "value": signing.sign(key, signed_message(manifest))},
     }
     manifest_path = manifest_path_for(out)
+    if before_writing is not None:
+        before_writing(document)
     _write_atomic(out, data)
     _write_atomic(manifest_path, (json.dumps(document, indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
     return ExportResult(out, manifest_path, document)

@@ -110,21 +110,23 @@ class AuditService:
             head_seq=rows[-1]["seq"],
             head_hash=report.last_hash,
         )
-        result = audit_export.write_export(
-            selected,
-            out,
-            fmt=fmt,
-            since=start,
-            until=end,
-            exported_at=clock.now(),
-            store=facts,
-            key=key,
-            key_info=key_info,
-        )
         from ctx_kernel.kernel.audit.store_checks import keep_signed_head  # noqa: PLC0415
 
-        keep_signed_head(self.store, result.document)  # a signed export is a checkpoint too
-        return result
+        # A signed export is a checkpoint too: its head is kept in the store first, in the
+        # transaction the files are written in, so a login that may not keep it writes no file.
+        with self.store.transaction():
+            return audit_export.write_export(
+                selected,
+                out,
+                fmt=fmt,
+                since=start,
+                until=end,
+                exported_at=clock.now(),
+                store=facts,
+                key=key,
+                key_info=key_info,
+                before_writing=lambda document: keep_signed_head(self.store, document),
+            )
 
     @staticmethod
     def verify_export(

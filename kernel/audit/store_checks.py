@@ -127,8 +127,9 @@ def keep_signed_head(store: Store, document: Mapping[str, Any], out: Path | None
     written = [folder / audit_checkpoint.file_name(document)]
     if out is not None:
         written.append(out)
-    for path in written:
-        audit_checkpoint.write(path, document)
+    # The store's copy first: where the login may not keep it, no file is written either.
     with store.transaction():
         store.set_meta(audit_checkpoint.META_KEY, json.dumps(document, sort_keys=True))
+        for path in written:
+            audit_checkpoint.write(path, document)
     return written

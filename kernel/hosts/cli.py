@@ -1360,7 +1360,10 @@ def ingest_transcript(
                 _say(f"  line {warning['line']}: {warning['error']}")
         _say("\n".join(bulk.summary(report, redact=not no_redact)))
         if report.added:
-            _say("vectors for the new evidence: `ctx reindex` (recall also fills them a few at a time)")
+            _say(
+                "vectors for the new evidence: recall fills them a few at a time, `ctx reindex` all at "
+                "once (on a server, the store's owner runs it)"
+            )
     for failure in failures:
         _say(f"ctx: error: {failure}", err=True)
     if report.interrupted:
@@ -1676,7 +1679,10 @@ def status(kernel: Ctx, as_json: bool) -> None:
 @_db_option
 @click.pass_context
 def doctor(ctx: click.Context, as_json: bool, db_here: str | None) -> None:
-    """Check the install and the store: the SQLite driver, the model, integrity, the audit log.
+    """Check the install and the store: its backend, the model, integrity, the audit log.
+
+    The backend is the SQLite driver (it loads sqlite-vec), or for a server its version, its
+    extensions and the role this login belongs to.
 
     Each failed check says what to do; exits 1 when any failed.
     """

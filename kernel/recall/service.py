@@ -183,7 +183,9 @@ class RecallService:
         """Pairs of current decisions on different subjects that take opposite stances, newest first."""
         from ctx_kernel.kernel.recall import engine as recall  # noqa: PLC0415
 
-        self.ensure_conflicts()
+        # As in recall: a read-only login (or a busy store) answers with the conflicts recorded.
+        with contextlib.suppress(StoreError):
+            self.ensure_conflicts()
         pairs = self.store.current_conflict_pairs()
         found = self.store.decisions_by_ids(sorted({i for p in pairs for i in p[:2]}))
         out = []
@@ -318,6 +320,10 @@ class RecallService:
         from ctx_kernel.kernel.recall import engine as recall  # noqa: PLC0415
         from ctx_kernel.kernel.reports import ReindexReport  # noqa: PLC0415 - not on the hot paths
 
+        # Before the model loads: a login that may not alter the tables is told who may, at once.
+        refusal = self.store.owner_refusal("`ctx reindex`")
+        if refusal is not None:
+            raise RefusedError(refusal)
         resolution = embed.resolve(download=download) if self._embedder_choice == AUTO else self.embedding()
         embedder = resolution.embedder
         if embedder is None:

@@ -55,6 +55,8 @@ if TYPE_CHECKING:
 
 # (other id, term, clause, other clause, other's subject, other's text, valid_from, valid_until)
 ConflictRow = tuple[str, str, str, str, str, str, str, str | None]
+# One check of `ctx doctor` a backend makes of itself: (name, ok, detail, what to do if not ok).
+BackendCheck = tuple[str, bool, str, str | None]
 
 
 class ChangeWatch(Protocol):
@@ -127,6 +129,19 @@ class Store(Protocol):
 
     def delete_meta(self, key: str) -> None:
         """Forget one metadata key."""
+
+    # -- who may do what, and the backend's own health -------------------------------------
+
+    # True when only the tables' owner may give the vector columns their dimension (a shared
+    # server: other logins may not alter tables), so the owner's `ctx init` chooses the model.
+    owner_sets_vectors: bool
+
+    def owner_refusal(self, act: str) -> str | None:
+        """None when this login may carry out ``act`` (a command that alters or rebuilds the
+        store's tables); else who may, in one line for a person."""
+
+    def backend_checks(self) -> list[BackendCheck]:
+        """What `ctx doctor` checks of this backend: its driver or server, extensions, this login."""
 
     # -- the sealed vault -----------------------------------------------------------------
 

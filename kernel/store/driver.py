@@ -85,3 +85,14 @@ def check_extensions() -> str:
             conn.close()
     except Exception as exc:
         raise StoreError(f"{dbapi.__name__} cannot load sqlite-vec: {exc}") from exc
+
+
+def doctor_checks() -> list[tuple[str, bool, str, str | None]]:
+    """`ctx doctor`'s check of the SQLite driver: it loads sqlite-vec (name, ok, detail, fix)."""
+    from ctx_kernel.kernel.errors import StoreError  # noqa: PLC0415
+
+    try:
+        version = check_extensions()
+    except StoreError as exc:
+        return [("driver", False, exc.message, "pip install --force-reinstall sqlean.py sqlite-vec")]
+    return [("driver", True, f"{dbapi.__name__} loads sqlite-vec {version}", None)]

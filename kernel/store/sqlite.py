@@ -15,6 +15,7 @@ from ctx_kernel.kernel.audit.chain import GENESIS_HASH, row_hash
 from ctx_kernel.kernel.errors import RefusedError, StoreError
 from ctx_kernel.kernel.records import AuditEvent, Decision, Evidence, Proposal
 from ctx_kernel.kernel.store import driver, migrate
+from ctx_kernel.kernel.store.base import BackendCheck
 from ctx_kernel.kernel.store.query import TextQuery
 from ctx_kernel.kernel.store.rows import AUDIT, DECISION, EVIDENCE, PROPOSAL
 from ctx_kernel.kernel.store.sqlite_copy import SQLiteCopy
@@ -34,6 +35,7 @@ class SQLiteStore(IndexQueries, SQLiteCopy):
     """A ctx store in one SQLite file."""
 
     dialect = "sqlite"
+    owner_sets_vectors = False
 
     def __init__(self, path: Path, conn: Any) -> None:
         self.path = path
@@ -204,6 +206,14 @@ class SQLiteStore(IndexQueries, SQLiteCopy):
         self._tx_plain = False
 
     # -- the sealed vault -----------------------------------------------------------------
+
+    def owner_refusal(self, act: str) -> str | None:
+        """None: whoever may write the file may rebuild it."""
+        return None
+
+    def backend_checks(self) -> list[BackendCheck]:
+        """The SQLite driver loads sqlite-vec."""
+        return driver.doctor_checks()
 
     def seal_refusal(self) -> str | None:
         """None: one file's pages and log can be scrubbed, so the vault's promise holds."""

@@ -122,7 +122,7 @@ def test_an_agent_embeds_what_it_logs_once_the_owner_has_chosen_the_model(pg) ->
 
 @pytest.mark.usefixtures("real_model")
 def test_an_agent_cannot_set_the_vector_dimension_but_still_recalls_by_keyword(pg) -> None:
-    Ctx.init(pg.url())[0].close()  # no model chosen yet
+    Ctx.init(pg.url(), embedder=None)[0].close()  # no model at the owner's init: none chosen yet
     agent = Ctx.open(pg.url(roles.AGENT))
     try:
         logged = agent.log("the session cache lives in redis")

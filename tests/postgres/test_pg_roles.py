@@ -157,3 +157,59 @@ def test_a_temporary_table_cannot_stand_in_for_the_audit_chain(seeded):
                 (T0, "f" * 64, row_hash("f" * 64, forged)),
             )
         assert agent.execute("SELECT count(*) FROM public.audit").fetchone() == (1,)
+
+
+def test_a_reviewer_or_auditor_sets_only_the_signed_head_and_last_verify(seeded):
+    for group in (roles.REVIEWER, roles.AUDITOR):
+        with seeded.connect(group, autocommit=True) as login:
+            for key in roles.SIGNER_META_KEYS:
+                login.execute(
+                    "INSERT INTO meta (key, value) VALUES (%s, %s) "
+                    "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                    (key, group),
+                )
+            for key in ("store_id", "vector_model", "conflict_rules", "vault_key_id"):
+                with pytest.raises(DENIED, match="row-level security"):
+                    login.execute(
+                        "INSERT INTO meta (key, value) VALUES (%s, 'forged') "
+                        "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                        (key,),
+                    )
+            with pytest.raises(DENIED):
+                login.execute("UPDATE meta SET key = 'store_id' WHERE key = 'last_verify'")
+            with pytest.raises(DENIED, match="permission denied"):
+                login.execute("DELETE FROM meta")
+    with (
+        seeded.connect(roles.AGENT, autocommit=True) as agent,
+        pytest.raises(DENIED, match="permission denied"),
+    ):
+        agent.execute("INSERT INTO meta (key, value) VALUES ('last_verify', 'forged')")
+    with seeded.connect(autocommit=True) as owner:
+        rows = dict(owner.execute("SELECT key, value FROM meta").fetchall())
+    assert {key: rows.get(key) for key in roles.SIGNER_META_KEYS} == dict.fromkeys(
+        roles.SIGNER_META_KEYS, roles.AUDITOR
+    )
+    assert "forged" not in rows.values()
+
+
+def test_a_reviewer_updates_a_conflicts_text_but_never_deletes_one(seeded):
+    with seeded.connect(autocommit=True) as owner:
+        decision(owner, "dc_1", subject="infra.stores")
+        owner.execute("INSERT INTO decision_conflict VALUES ('dc_0', 'dc_1', 'redis', 'a', 'b')")
+    with seeded.connect(roles.REVIEWER, autocommit=True) as reviewer:
+        reviewer.execute(
+            "INSERT INTO decision_conflict VALUES ('dc_0', 'dc_1', 'redis', 'c', 'd') "
+            "ON CONFLICT (decision_id, other_id) DO UPDATE SET clause = excluded.clause"
+        )
+        for statement in (
+            "DELETE FROM decision_conflict",
+            "UPDATE decision_conflict SET other_id = 'dc_0'",
+            "TRUNCATE decision_conflict",
+        ):
+            with pytest.raises(DENIED):
+                reviewer.execute(statement)
+    for group in (roles.AGENT, roles.AUDITOR):
+        with seeded.connect(group, autocommit=True) as login, pytest.raises(DENIED):
+            login.execute("UPDATE decision_conflict SET clause = 'x'")
+    with seeded.connect(autocommit=True) as owner:
+        assert owner.execute("SELECT clause FROM decision_conflict").fetchall() == [("c",)]

@@ -146,8 +146,11 @@ def test_a_database_of_another_application_is_never_touched(pg_empty) -> None:
 @pytest.mark.parametrize(
     ("revision", "says"),
     [
-        ("p000_before", r"older than this ctx \(p001_initial\): the administrator must run `ctx init --db"),
-        ("p999_future", r"newer than this ctx \(p001_initial\): upgrade ctx"),
+        (
+            "p000_before",
+            r"older than this ctx \(p002_role_grants\): the administrator must run `ctx init --db",
+        ),
+        ("p999_future", r"newer than this ctx \(p002_role_grants\): upgrade ctx"),
         ("4a1b2c3d", "schema of another application"),
     ],
 )
@@ -179,7 +182,7 @@ def test_two_inits_at_once_create_one_schema(pg_empty) -> None:
         thread.join()
     assert failures == []
     with pg_empty.connect(autocommit=True) as conn:
-        assert conn.execute("SELECT version_num FROM alembic_version").fetchall() == [("p001_initial",)]
+        assert conn.execute("SELECT version_num FROM alembic_version").fetchall() == [("p002_role_grants",)]
         assert conn.execute("SELECT count(*) FROM meta WHERE key = 'store_id'").fetchone() == (1,)
 
 

@@ -15,11 +15,11 @@ import psycopg
 from psycopg.conninfo import conninfo_to_dict
 
 from ctx_kernel.kernel.errors import StoreError, UsageError
-from ctx_kernel.kernel.store.postgres import schema
+from ctx_kernel.kernel.store.postgres import roles, schema
 
 # The Alembic revision at head (kernel/store/postgres/migrations/versions) and its number.
-HEAD_REVISION = "p001_initial"
-HEAD_VERSION = 1
+HEAD_REVISION = "p002_role_grants"
+HEAD_VERSION = 2
 _REVISION = re.compile(r"^p(\d{3})_\w+$")
 # How long connecting may take before ctx gives up (libpq waits forever by default).
 CONNECT_TIMEOUT = 10
@@ -126,7 +126,16 @@ def check_current(conn: psycopg.Connection[Any], location: str) -> None:
     Opening never migrates: the role that opens a shared store is seldom the tables' owner, and an
     upgrade is the administrator's to run.
     """
-    found = schema_state(conn, location)
+    try:
+        found = schema_state(conn, location)
+    except psycopg.errors.InsufficientPrivilege as exc:
+        # Every ctx group reads the revision: a login that may not is in none of them.
+        raise StoreError(
+            f"store {location}: this login is in no ctx group ({', '.join(roles.GROUPS)}) and may "
+            f"read nothing: the administrator grants it one ({first_line(exc)})"
+        ) from exc
+    except psycopg.Error as exc:
+        raise store_error(location, exc) from exc
     if found is None:
         raise StoreError(f"no ctx store in {location}: the administrator runs `ctx init --db <url>` first")
     number = int(found[1:4])

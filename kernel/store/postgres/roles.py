@@ -2,12 +2,17 @@
 
 ``ctx_agent`` may log evidence, open proposals, withdraw a pending one and append the audit rows
 of those acts; no privilege or policy lets it set a proposal's status to ratified or rejected,
-write a decision, close a window or link a supersession. ``ctx_reviewer`` may do all of that too.
-``ctx_auditor`` only reads. The grants are per column where a role may update (a reviewer
-closes a window; the triggers of :mod:`.schema` keep that a one-time close), and row-level
-security holds what a column grant cannot: which status an agent's insert or update may leave,
-and which audit actions it may append. Only the tables' owner, the administrator, seals
-evidence, sets the vector dimension and changes the schema.
+write a decision, close a window or link a supersession. ``ctx_reviewer`` may do all of that too,
+and records the conflicts a ratification finds. ``ctx_auditor`` reads, and writes one thing: the
+signed head a checkpoint or a signed export keeps in the store (a reviewer may too; the signature,
+not the grant, is what a verifier trusts). The grants are per column where a role may update (a
+reviewer closes a window; the triggers of :mod:`.schema` keep that a one-time close), and
+row-level security holds what a column grant cannot: which status an agent's insert or update may
+leave, which audit actions it may append, and which metadata keys a reviewer or auditor may set.
+Only the tables' owner, the administrator, seals evidence, sets the vector dimension, rebuilds
+the derived tables (``ctx reindex``) and changes the schema.
+
+:data:`STATEMENTS` are p001's and never change; :data:`P002_STATEMENTS` are what p002 adds.
 
 Group roles are cluster-wide and created only if missing; the grants are per database. People
 and agents log in as their own roles, made members of one group by :func:`grant_agent`,
@@ -102,6 +107,39 @@ STATEMENTS = [
         WITH CHECK (action IN ({_AGENT_ACTIONS_SQL}))""",
     f"CREATE POLICY audit_reviewer_appends ON audit FOR INSERT TO {REVIEWER} WITH CHECK (true)",
 ]
+
+
+# The metadata a reviewer or auditor may write: the latest signed head (a checkpoint's or a signed
+# export's, ctx_kernel.kernel.audit.checkpoints.META_KEY) and the last full verify's outcome
+# (ctx_kernel.kernel.limits.META_LAST_VERIFY). Every other key (the store's id, the vector model,
+# the conflict rules) stays the owner's.
+SIGNER_META_KEYS = ("audit_checkpoint", "last_verify")
+_SIGNER_KEYS_SQL = ", ".join(f"'{key}'" for key in SIGNER_META_KEYS)
+_SIGNERS = f"{REVIEWER}, {AUDITOR}"
+
+# p002: what a reviewer's and an auditor's whole job needs beyond p001.
+P002_STATEMENTS = [
+    # A ratification records its conflicts with an upsert (INSERT ... ON CONFLICT DO UPDATE, as
+    # SQLite's INSERT OR REPLACE), which needs UPDATE on the columns it sets; without it every
+    # ratification that contradicted a current decision was refused. Deleting stays the owner's.
+    f"GRANT UPDATE (term, clause, other_clause) ON decision_conflict TO {REVIEWER}",
+    # `ctx audit checkpoint` and `ctx audit export` keep the signed head in meta; `ctx audit verify`
+    # records its outcome there. Row-level security keeps those two keys the only ones they set.
+    f"GRANT INSERT, UPDATE (value) ON meta TO {_SIGNERS}",
+    "ALTER TABLE meta ENABLE ROW LEVEL SECURITY",
+    f"CREATE POLICY meta_read ON meta FOR SELECT TO {_ALL} USING (true)",
+    f"""CREATE POLICY meta_signer_inserts ON meta FOR INSERT TO {_SIGNERS}
+        WITH CHECK (key IN ({_SIGNER_KEYS_SQL}))""",
+    f"""CREATE POLICY meta_signer_updates ON meta FOR UPDATE TO {_SIGNERS}
+        USING (key IN ({_SIGNER_KEYS_SQL})) WITH CHECK (key IN ({_SIGNER_KEYS_SQL}))""",
+]
+
+# What each group's members may do, in words, for messages (doctor, a refusal).
+JOBS = {
+    AGENT: "logs evidence, proposes, withdraws and reads",
+    REVIEWER: "ratifies, rejects and retires besides",
+    AUDITOR: "reads, verifies and signs checkpoints and exports",
+}
 
 
 def _member_of(group: str, login: str) -> list[sql.Composed]:

@@ -57,7 +57,8 @@ from psycopg.types.datetime import TimestamptzLoader
 from ctx_kernel.kernel import clock
 from ctx_kernel.kernel.errors import RefusedError, StoreError
 from ctx_kernel.kernel.records import AuditEvent, Decision, Evidence, Proposal
-from ctx_kernel.kernel.store.postgres import connection
+from ctx_kernel.kernel.store.base import BackendCheck
+from ctx_kernel.kernel.store.postgres import connection, roles, schema
 from ctx_kernel.kernel.store.postgres.copy import PostgresCopy
 from ctx_kernel.kernel.store.postgres.index import PostgresIndex
 from ctx_kernel.kernel.store.postgres.team import TeamMixin
@@ -73,6 +74,8 @@ LOCK_WAIT = "120s"
 _TAKE_WRITER_LOCK = (
     f"SET LOCAL lock_timeout = '{LOCK_WAIT}'; {WRITER_LOCK}; SET LOCAL lock_timeout TO DEFAULT"
 )
+# The extensions the schema creates, by name ("CREATE EXTENSION IF NOT EXISTS vector" -> "vector").
+_EXTENSIONS = [statement.rsplit(" ", 1)[-1] for statement in schema.EXTENSIONS]
 NO_VAULT = (
     "a PostgreSQL store does not seal evidence: encryption at rest on a shared server is the "
     "server's (disk encryption, TLS), and its WAL and replicas keep old pages the vault could not scrub"
@@ -122,6 +125,8 @@ class PostgresStore(TeamMixin, PostgresIndex, PostgresCopy):
     """A ctx store in one PostgreSQL database."""
 
     dialect = "postgresql"
+    # Only the tables' owner may alter them, and the vector columns' dimension is an ALTER TABLE.
+    owner_sets_vectors = True
 
     def __init__(self, url: str, conn: psycopg.Connection[Any]) -> None:
         self._url = url
@@ -322,6 +327,71 @@ class PostgresStore(TeamMixin, PostgresIndex, PostgresCopy):
         """Forget one metadata key."""
         self._run("DELETE FROM meta WHERE key = %s", (key,))
 
+    # -- who may do what, and the server's health ----------------------------------------
+
+    def _login(self) -> tuple[str, str, bool, str | None]:
+        """``(login, the tables' owner, whether the login acts as the owner, its ctx group or None)``."""
+        row = self._one(
+            "SELECT current_user::text, pg_get_userbyid(relowner)::text, "
+            "pg_has_role(current_user, relowner, 'USAGE') FROM pg_class WHERE oid = 'evidence'::regclass"
+        )
+        assert row is not None  # the store's tables exist once it is open
+        groups = self._q(
+            "SELECT g FROM unnest(%s::text[]) WITH ORDINALITY AS t(g, n) "
+            "WHERE pg_has_role(current_user, g, 'MEMBER') ORDER BY n",
+            (list(roles.GROUPS),),
+        )
+        return row[0], row[1], bool(row[2]), groups[0][0] if groups else None
+
+    def owner_refusal(self, act: str) -> str | None:
+        """None for the tables' owner; anyone else is told that the owner, by name, runs ``act``."""
+        login, owner, is_owner, group = self._login()
+        if is_owner:
+            return None
+        what = f"a {group}" if group else "in no ctx group"
+        return (
+            f"{act} alters and rebuilds the store's tables, which on a server only their owner may do: "
+            f"ask {owner} (the administrator) to run it; this login, {login}, is {what}"
+        )
+
+    def backend_checks(self) -> list[BackendCheck]:
+        """The server's version, ctx's extensions with their versions, and what this login may do."""
+        version = self._one("SHOW server_version")
+        checks: list[BackendCheck] = [("server", True, f"PostgreSQL {version[0] if version else '?'}", None)]
+        found = dict(
+            self._q(
+                "SELECT extname::text, extversion FROM pg_extension WHERE extname = ANY(%s)", (_EXTENSIONS,)
+            )
+        )
+        missing = [name for name in _EXTENSIONS if name not in found]
+        listed = ", ".join(f"{name} {found[name]}" for name in _EXTENSIONS if name in found)
+        if missing:
+            checks.append(
+                (
+                    "extensions",
+                    False,
+                    f"missing {', '.join(missing)}" + (f" (present: {listed})" if listed else ""),
+                    f"a superuser runs CREATE EXTENSION {missing[0]} in the database, then `ctx init --db`",
+                )
+            )
+        else:
+            checks.append(("extensions", True, listed, None))
+        login, owner, is_owner, group = self._login()
+        if is_owner:
+            checks.append(("role", True, f"{login} owns the tables (the administrator)", None))
+        elif group is not None:
+            checks.append(("role", True, f"{login} is a {group}: {roles.JOBS[group]}", None))
+        else:
+            checks.append(
+                (
+                    "role",
+                    False,
+                    f"{login} is in none of {', '.join(roles.GROUPS)}: only what was granted to it alone",
+                    f"{owner} (the administrator) makes it a member of one: GRANT {roles.AGENT} TO {login}",
+                )
+            )
+        return checks
+
     # -- the vault: not on a shared server ------------------------------------------------
 
     def seal_refusal(self) -> str | None:
@@ -498,12 +568,17 @@ class PostgresStore(TeamMixin, PostgresIndex, PostgresCopy):
         note: str | None,
         decision_id: str | None,
     ) -> None:
-        """Move a pending proposal to ratified, rejected or withdrawn; the database refuses a second."""
-        self._run(
-            "UPDATE proposal SET status = %s, resolved_at = %s, resolved_by = %s, resolution_note = %s, "
-            "decision_id = %s WHERE id = %s",
-            (status, at, by, note, decision_id, proposal_id),
-        )
+        """Move a pending proposal to ratified, rejected or withdrawn; the database refuses a second.
+
+        ``decision_id`` is set only when there is one: a pending proposal has none, and an agent's
+        login, which withdraws, holds no privilege on that column (only a ratification sets it).
+        """
+        resolution = "status = %s, resolved_at = %s, resolved_by = %s, resolution_note = %s"
+        params: list[Any] = [status, at, by, note]
+        if decision_id is not None:
+            resolution += ", decision_id = %s"
+            params.append(decision_id)
+        self._run(f"UPDATE proposal SET {resolution} WHERE id = %s", [*params, proposal_id])
 
     def find_source(self, source: str) -> str | None:
         """The id of the decision or proposal imported from ``source``, if any."""

@@ -7,6 +7,8 @@ Runs :data:`ctx_kernel.kernel.store.postgres.schema.STATEMENTS` and then
 :data:`ctx_kernel.kernel.store.postgres.roles.STATEMENTS`, in order, in this revision's one
 transaction, as the role that is to own the tables (the administrator). The statements go to the
 driver as they are: they hold ``%`` and ``:`` that a bind-parameter parser would misread.
+Those lists have shipped: tests/postgres/test_pg_revisions.py holds their digest, so a schema
+change goes into a new revision, never into them.
 """
 
 from alembic import op
