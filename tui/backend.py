@@ -32,6 +32,7 @@ class Backend:
         now: Callable[[], datetime] = utc_now,
         *,
         reviewer_confirmed: bool = True,
+        watch: bool = False,
     ) -> None:
         self._kernel = kernel
         self._lock = threading.Lock()
@@ -43,6 +44,8 @@ class Backend:
         # Taken before any screen reads, so a commit landing between the first read and the
         # first poll still counts as a change.
         self._seen_version = kernel.data_version()
+        # Opened as early, for the same reason: the app's live view waits on it (wait_for_change).
+        self._watch = kernel.watch_changes() if watch else None
         self._closed = False
 
     def confirm_reviewer(self, name: str) -> None:
@@ -61,6 +64,24 @@ class Backend:
         """Wait for the call in flight, then refuse new ones: the owner may now close the store."""
         with self._lock:
             self._closed = True
+        if self._watch is not None:
+            self._watch.close()
+
+    @property
+    def watching(self) -> bool:
+        """Whether :meth:`wait_for_change` can still wake (the app is open and watches the store)."""
+        return self._watch is not None and not self._closed
+
+    def wait_for_change(self, timeout: float) -> bool:
+        """Block up to ``timeout`` seconds; True when another connection committed meanwhile.
+
+        SQLite answers after ``timeout`` from ``data_version``; PostgreSQL wakes the moment
+        another reviewer's or an agent's commit notifies. It never touches the facade's
+        connection, so it runs beside any call.
+        """
+        if self._watch is None or self._closed:
+            return False
+        return self._watch.wait(timeout)
 
     def prefetch(self, name: str, call: Callable[[Ctx], object]) -> None:
         """Start ``call`` now, in a thread, so its result is ready when a screen asks (``take``)."""

@@ -72,18 +72,35 @@ def _emit_json(data: Any) -> None:
     click.echo(text.json_visible(json.dumps(data, indent=2, ensure_ascii=False)))
 
 
-_DB_HELP = "Store file to use (default: CTX_DB, else the nearest .ctx/ctx.db above the working folder)."
+_DB_HELP = (
+    "Store to use: a file, sqlite:PATH or postgresql://host/dbname (default: CTX_DB, else the nearest "
+    ".ctx/config.toml naming one or .ctx/ctx.db above the working folder)."
+)
 
 
 def _db_option(func: Callable[..., Any]) -> Callable[..., Any]:
-    return click.option("--db", "db_here", type=click.Path(dir_okay=False), help=_DB_HELP)(func)
+    return click.option("--db", "db_here", metavar="STORE", help=_DB_HELP)(func)
+
+
+def _locate(explicit: str | None, start: Path | None = None) -> paths.Location:
+    """The store's location (``--db``, ``CTX_DB``, the project's config, ``.ctx/ctx.db``); a
+    password found in the committed project config is said on standard error."""
+    located = paths.locate_store(explicit, start)
+    if located.warning:
+        _say(f"ctx: warning: {located.warning}", err=True)
+    return located.location
+
+
+def _open(explicit: str | None, start: Path | None = None, **kwargs: Any) -> Ctx:
+    """Open the store a command uses (see :func:`_locate`)."""
+    return Ctx.open(_locate(explicit, start), **kwargs)
 
 
 def _with_store(func: Callable[..., Any]) -> Callable[..., Any]:
     """Open the project's store for the command (``--db`` before or after it) and close it afterwards."""
 
     def wrapper(ctx: click.Context, *args: Any, db_here: str | None, **kwargs: Any) -> Any:
-        kernel = Ctx.open(paths.find_store(db_here or ctx.find_root().obj.get("db")))
+        kernel = _open(db_here or ctx.find_root().obj.get("db"))
         try:
             return func(kernel, *args, **kwargs)
         finally:
@@ -189,7 +206,7 @@ def _complete_subject(ctx: click.Context, _param: click.Parameter, incomplete: s
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
-@click.option("--db", type=click.Path(dir_okay=False), help=_DB_HELP)
+@click.option("--db", metavar="STORE", help=_DB_HELP)
 @click.version_option(package_name="ctx-kernel", prog_name="ctx")
 @click.pass_context
 def cli(ctx: click.Context, db: str | None) -> None:
@@ -212,26 +229,32 @@ _KEY_FILE_HELP = (
 @_db_option
 @click.pass_context
 def init(ctx: click.Context, encrypt: bool, key_file: Path | None, db_here: str | None) -> None:
-    """Create the store (.ctx/ctx.db in the working folder, or --db / CTX_DB)."""
+    """Create the store (.ctx/ctx.db in the working folder, or --db / CTX_DB / .ctx/config.toml).
+
+    With --db postgresql://host/dbname it creates the schema on the server and names the store
+    in .ctx/config.toml (never with a user or password), so teammates' commands find it.
+    """
     explicit = db_here or ctx.obj.get("db")
     target = paths.init_target(explicit)
-    shadowed = (
-        paths.enclosing_store(target.parent.parent)
-        if isinstance(target, Path) and not (explicit or os.environ.get("CTX_DB"))
-        else None
-    )
+    here = Path.cwd().resolve()
+    shadowed = None if explicit or os.environ.get("CTX_DB") else paths.enclosing_store(here)
+    if shadowed == target:
+        shadowed = None
+    shown = paths.display_location(target)
+    if isinstance(target, str) and paths.is_server_url(target) and explicit is not None:
+        paths.write_project_config(here, target, check_only=True)  # before the server is touched
     kernel, created = Ctx.init(target)
     with kernel:
-        # A server's URL may hold a password: the store names itself without one.
-        shown = target if isinstance(target, Path) else kernel.location
         _say(f"{'created' if created else 'already present, schema up to date:'} {shown}")
         if created and shadowed is not None:
             _say(
-                f"ctx: note: {shadowed} already serves this folder; commands run here and below "
-                "now use the new store instead",
+                f"ctx: note: {paths.display_location(shadowed)} already serves this folder; commands "
+                "run here and below now use the new store instead",
                 err=True,
             )
-        if created and isinstance(target, Path) and paths.keep_out_of_git(target):
+        if isinstance(target, str) and paths.is_server_url(target):
+            _name_shared_store(here, target, explicit is not None)
+        elif isinstance(target, Path) and created and paths.keep_out_of_git(target):
             _say(
                 f"{target.parent / '.gitignore'} keeps the store out of git (its evidence may hold "
                 "private text); commit checkpoints/ beside it, and share decisions with `ctx export adr`",
@@ -241,6 +264,26 @@ def init(ctx: click.Context, encrypt: bool, key_file: Path | None, db_here: str 
             _seal(kernel, kernel.encrypt, key_file, "encrypting")
         elif key_file is not None:
             raise UsageError("--key-file goes with --encrypt")
+
+
+def _name_shared_store(project: Path, url: str, from_option: bool) -> None:
+    """Write the project's config naming a server store (``ctx init --db URL``), password-free."""
+    if paths.has_password(url):
+        _say(
+            f"ctx: note: the password in the URL was used once and is not kept; give it with "
+            f"{paths.CREDENTIALS_HINT}",
+            err=True,
+        )
+    if not from_option:
+        return
+    written = paths.write_project_config(project, url)
+    if written is not None:
+        paths.keep_out_of_git(written)
+        _say(
+            f"{written} names the store for everyone who works here: commit it (it holds no "
+            f"password; each person connects as their own role with {paths.CREDENTIALS_HINT})",
+            err=True,
+        )
 
 
 @cli.command("encrypt")
@@ -1119,7 +1162,7 @@ def audit_verify(
 def _verify_store(
     ctx: click.Context, checkpoints: tuple[str, ...], pubkey: str | None, as_json: bool, db_here: str | None
 ) -> None:
-    kernel = Ctx.open(paths.find_store(db_here or ctx.find_root().obj.get("db")))
+    kernel = _open(db_here or ctx.find_root().obj.get("db"))
     try:
         report = kernel.verify_audit(
             state=True, checkpoints=[Path(c) for c in checkpoints], pubkey=Path(pubkey) if pubkey else None
@@ -1164,6 +1207,76 @@ def audit_checkpoint(kernel: Ctx, out: str | None, as_json: bool) -> None:
     _say(f"signed audit row {head['seq']} (hash {head['hash']}) with key {head['key']['key_id']}")
     for path in result.paths:
         _say(f"wrote {path}")
+
+
+@cli.group()
+def admin() -> None:
+    """A team's PostgreSQL store: give each login its role (agent, reviewer or auditor).
+
+    The database keeps the human gate: an agent's login can log and propose but no statement of
+    it can ratify, reject, write a decision or close a window.
+    """
+
+
+_ROLE_HELP = {
+    "agent": "logs evidence, proposes and withdraws; cannot ratify, reject or retire, even with raw SQL",
+    "reviewer": "also ratifies, rejects and retires: a person's login",
+    "auditor": "reads everything and writes nothing",
+}
+
+
+def _grant_command(role: str) -> None:
+    article = "an" if role[0] in "aeiou" else "a"
+    summary = (
+        f"Make the login NAME {article} {role}: it {_ROLE_HELP[role]}.\n\n"
+        "Prints the SQL as a script to review (run it with psql as the store's owner), or runs it "
+        "with --run. NAME is quoted as an identifier, so any name is taken literally."
+    )
+
+    @admin.command(f"grant-{role}", help=summary)
+    @click.argument("name")
+    @click.option(
+        "--run", is_flag=True, help="Run the SQL on the store's server (as its owner) instead of printing it."
+    )
+    @click.option(
+        "--create-login",
+        is_flag=True,
+        help="Create NAME as a login role first (no password: peer or certificate authentication).",
+    )
+    @click.option(
+        "--password",
+        "ask_password",
+        is_flag=True,
+        help="With --run --create-login: ask for the login's password on the terminal (sent hashed).",
+    )
+    @_db_option
+    @click.pass_context
+    def grant(
+        ctx: click.Context, name: str, run: bool, create_login: bool, ask_password: bool, db_here: str | None
+    ) -> None:
+        location = _locate(db_here or ctx.find_root().obj.get("db"))
+        script = Ctx.grant_script(location, role, name, create_login=create_login)
+        if not run:
+            if ask_password:
+                raise UsageError("--password goes with --run: a printed script never holds a password")
+            click.echo(script, nl=False)
+            return
+        password = None
+        if ask_password:
+            if not create_login:
+                raise UsageError("--password goes with --create-login")
+            if not sys.stdin.isatty():
+                raise UsageError("--password asks on a terminal: run it on one, or set the password in psql")
+            password = click.prompt(
+                f"Password for {name}", hide_input=True, confirmation_prompt=True, err=True
+            )
+        with Ctx.open(location, embedder=None) as kernel:
+            kernel.grant_role(role, name, create_login=create_login, password=password)
+        _say(f"{name} is now {article} {role} of {paths.display_location(location)}")
+
+
+for _role in ("agent", "reviewer", "auditor"):
+    _grant_command(_role)
 
 
 @cli.group()
@@ -1376,8 +1489,8 @@ def hook(ctx: click.Context, event: str, fmt: str | None, budget: int, db_here: 
     cwd = payload.get("cwd")
     start = Path(cwd) if isinstance(cwd, str) and Path(cwd).is_dir() else None
     try:
-        location = paths.find_store(db_here or ctx.find_root().obj.get("db"), start)
-    except StoreError as exc:
+        location = _locate(db_here or ctx.find_root().obj.get("db"), start)
+    except CtxError as exc:
         _say(f"ctx: {exc.message}; transcript not ingested", err=True)
         return
     with Ctx.open(location) as kernel:
@@ -1412,8 +1525,8 @@ def _session_start(ctx: click.Context, budget: int, db_here: str | None) -> None
     cwd = payload.get("cwd")
     start = Path(cwd) if isinstance(cwd, str) and Path(cwd).is_dir() else None
     try:
-        kernel = Ctx.open(paths.find_store(db_here or ctx.find_root().obj.get("db"), start))
-    except StoreError as exc:
+        kernel = _open(db_here or ctx.find_root().obj.get("db"), start)
+    except CtxError as exc:
         _say(f"ctx: {exc.message}; no decisions injected", err=True)
         return
     with kernel:
@@ -1577,7 +1690,7 @@ def doctor(ctx: click.Context, as_json: bool, db_here: str | None) -> None:
 
     kernel, problem = None, None
     try:
-        kernel = Ctx.open(paths.find_store(db_here or ctx.find_root().obj.get("db")))
+        kernel = _open(db_here or ctx.find_root().obj.get("db"))
     except StoreError as exc:
         problem = exc.message
     try:
@@ -1636,9 +1749,11 @@ def completion(shell: str) -> None:
 @_db_option
 @click.pass_context
 def path_command(ctx: click.Context, db_here: str | None) -> None:
-    """Print the path of the store this folder uses (exit 1 when there is none)."""
-    found = paths.find_store(db_here or ctx.find_root().obj.get("db"))
-    _say(str(found) if isinstance(found, Path) else paths.without_password(found))
+    """Print the store this folder uses: its file, or its server URL without user or password.
+
+    Exits 1 when there is none.
+    """
+    _say(paths.display_location(_locate(db_here or ctx.find_root().obj.get("db"))))
 
 
 @cli.command("mcp")
@@ -1665,10 +1780,10 @@ def mcp_server(ctx: click.Context, agent: str | None, session: str | None, db_he
     explicit = db_here or ctx.find_root().obj.get("db")
     named, origin = (explicit, "--db") if explicit else (os.environ.get("CTX_DB") or None, "CTX_DB")
     try:
-        kernel = Ctx.open(paths.find_store(explicit))
+        kernel = _open(explicit)
     except StoreError as exc:
         message = exc.message
-        store = Path(named).expanduser() if named is not None and not paths.is_server_url(named) else None
+        store = None if named is None or paths.url_scheme(named) else paths.location_file(named)
         if store is not None and not store.exists():
             create = f"ctx init --db {shlex.quote(str(store))}"
             message = f"no ctx store at {store} (named by {origin}): create it with `{create}`"
@@ -1757,7 +1872,8 @@ def demo(folder: str, no_review: bool) -> None:
 
 
 def _fail(message: str, code: int) -> NoReturn:
-    _say(f"ctx: error: {message}", err=True)
+    # The last guard: no error line ever shows a database password.
+    _say(f"ctx: error: {paths.redact(message)}", err=True)
     sys.exit(code)
 
 

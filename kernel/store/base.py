@@ -59,6 +59,16 @@ ConflictRow = tuple[str, str, str, str, str, str, str, str | None]
 BackendCheck = tuple[str, bool, str, str | None]
 
 
+class ChangeWatch(Protocol):
+    """Wakes a reader (the review app) when another connection commits to the store."""
+
+    def wait(self, timeout: float) -> bool:
+        """Block up to ``timeout`` seconds; True when a commit landed since the previous call."""
+
+    def close(self) -> None:
+        """Release the watch's own connection; a ``wait`` in progress returns soon after."""
+
+
 class Store(Protocol):
     """What the kernel calls; every statement of the backend's query language stays inside it."""
 
@@ -87,6 +97,15 @@ class Store(Protocol):
 
     def data_version(self) -> int:
         """A value that changes when another connection commits (equal values: nothing new)."""
+
+    def watch_changes(self) -> ChangeWatch:
+        """A watch on its own connection that wakes on other connections' commits (SQLite: it
+        polls ``data_version`` each ``wait``; a server may push a notification at once)."""
+
+    def grant_role(self, role: str, login: str, *, create_login: bool, password: str | None) -> None:
+        """Make the server login ``login`` an agent, a reviewer or an auditor (``role``) in one
+        transaction, on this connection (the administrator's); a RefusedError where the backend
+        has no roles (SQLite: the file's permissions decide who writes)."""
 
     def change_count(self) -> int:
         """Rows this connection has inserted, updated or deleted since it opened."""

@@ -21,6 +21,7 @@ from ctx_kernel.kernel.store.rows import AUDIT, DECISION, EVIDENCE, PROPOSAL
 from ctx_kernel.kernel.store.sqlite_copy import SQLiteCopy
 from ctx_kernel.kernel.store.sqlite_fts import match_string
 from ctx_kernel.kernel.store.sqlite_index import IndexQueries
+from ctx_kernel.kernel.store.sqlite_watch import SQLITE_HAS_NO_ROLES, DataVersionWatch
 from ctx_kernel.kernel.store.writelock import WriteLock
 from ctx_kernel.kernel.vault.sealing import SCRUB_PENDING, Vault, VaultError, is_sealed
 from ctx_kernel.kernel.vault.sealing import snippet as vault_snippet
@@ -764,6 +765,15 @@ class SQLiteStore(IndexQueries, SQLiteCopy):
         row = self._one("PRAGMA data_version")
         assert row is not None
         return int(row[0])
+
+    def watch_changes(self) -> DataVersionWatch:
+        """A watch over a connection of its own, polling ``data_version``: it wakes on every other
+        connection's commit, this one's included."""
+        return DataVersionWatch(lambda: driver.connect(self.path, load_vec=False))
+
+    def grant_role(self, role: str, login: str, *, create_login: bool, password: str | None) -> None:
+        """Refused: a SQLite store has no roles."""
+        raise RefusedError(SQLITE_HAS_NO_ROLES)
 
     def change_count(self) -> int:
         """Rows this connection has inserted, updated or deleted since it opened."""

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from psycopg import sql
 
-from ctx_kernel.kernel.store.postgres.schema import POSTING_KINDS
+from ctx_kernel.kernel.store.postgres.schema import CHANGED_TABLES, POSTING_KINDS
 
 AGENT = "ctx_agent"
 REVIEWER = "ctx_reviewer"
@@ -33,21 +33,8 @@ GROUPS = (AGENT, REVIEWER, AUDITOR)
 # The audit actions of an agent's own acts (see ctx_kernel.kernel.audit.export.EVENT_TYPES).
 AGENT_ACTIONS = ("evidence.logged", "proposal.created", "proposal.withdrawn")
 
-TABLES = (
-    "meta",
-    "evidence",
-    "proposal",
-    "proposal_evidence",
-    "decision",
-    "decision_evidence",
-    "supersession",
-    "audit",
-    "entity",
-    "entity_mention",
-    "decision_conflict",
-    "decision_vector",
-    "evidence_vector",
-)
+# Every ctx table, the ones a write signals to live review (the posting tables are granted apart).
+TABLES = CHANGED_TABLES
 # What an agent's own acts write: evidence, proposals, their citations and derived recall rows.
 AGENT_INSERTS = (
     "evidence",

@@ -61,6 +61,7 @@ from ctx_kernel.kernel.store.base import BackendCheck
 from ctx_kernel.kernel.store.postgres import connection, roles, schema
 from ctx_kernel.kernel.store.postgres.copy import PostgresCopy
 from ctx_kernel.kernel.store.postgres.index import PostgresIndex
+from ctx_kernel.kernel.store.postgres.team import TeamMixin
 from ctx_kernel.kernel.store.rows import AUDIT, DECISION, EVIDENCE, PROPOSAL, RowMap
 from ctx_kernel.kernel.vault.sealing import Vault
 
@@ -120,7 +121,7 @@ _LINK_TABLES = {
 _WRITES = ("INSERT", "UPDATE", "DELETE", "MERGE")
 
 
-class PostgresStore(PostgresIndex, PostgresCopy):
+class PostgresStore(TeamMixin, PostgresIndex, PostgresCopy):
     """A ctx store in one PostgreSQL database."""
 
     dialect = "postgresql"
