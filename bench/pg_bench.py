@@ -53,7 +53,7 @@ import recall_bench
 import writers_bench
 
 from ctx_kernel.kernel import Ctx
-from ctx_kernel.kernel.store.postgres import schema
+from ctx_kernel.kernel.store.postgres import connection, schema
 from ctx_kernel.kernel.store.postgres.fts import tsquery
 from ctx_kernel.kernel.store.query import TextQuery
 
@@ -264,9 +264,9 @@ def pg_corpus(admin: str, size: str, real: int) -> str:
     """The PostgreSQL copy of the cached SQLite store of ``size`` (made once per server)."""
     decisions, evidence = recall_bench.SIZES[size]
     path = recall_bench.corpus(decisions, evidence, real)
-    # The schema's digest in the name: a changed schema gets a new copy.
+    # The schema's digest and head revision in the name: a changed schema gets a new copy.
     digest = hashlib.sha256(
-        "\n".join([*schema.STATEMENTS, *schema.vector_statements(384)]).encode()
+        "\n".join([connection.HEAD_REVISION, *schema.STATEMENTS, *schema.vector_statements(384)]).encode()
     ).hexdigest()
     name = f"ctx_bench_v{recall_bench.CORPUS_VERSION}_{decisions}_{evidence}_{real}_{digest[:8]}"
     conninfo, exists = database(admin, name, fresh=False)
