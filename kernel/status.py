@@ -35,6 +35,14 @@ class OpenStore(Protocol):
         ...
 
 
+# What a failed integrity check asks of whom: a SQLite file's pages are damaged (a backup is the
+# cure); a server's invariant was turned off or predates a revision (its administrator decides).
+_REPAIR = {
+    "sqlite": "restore the store from a backup",
+    "postgresql": "the administrator puts back what is named (README: A team on PostgreSQL)",
+}
+
+
 def locate_model() -> ModelPlace:
     """Where the configured model lives, without importing fastembed or loading anything."""
     model, folder, enabled = embed.configured_model()
@@ -132,7 +140,7 @@ def doctor(kernel: OpenStore | None, store_problem: str | None) -> DoctorReport:
         what = "SQLite integrity check" if kernel.store.dialect == "sqlite" else "invariant check"
         checks.append(Check("integrity", True, f"{what} passed"))
     except CtxError as exc:
-        checks.append(Check("integrity", False, exc.message, "restore the store from a backup"))
+        checks.append(Check("integrity", False, exc.message, _REPAIR[kernel.store.dialect]))
     verdict = kernel.verify_audit(state=True)
     if verdict.ok:
         checks.append(Check("audit", True, f"audit log verifies: {verdict.rows} rows"))

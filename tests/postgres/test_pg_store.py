@@ -3,6 +3,7 @@ dropped connection survived, and every refusal one line that never shows a passw
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from pathlib import Path
@@ -337,6 +338,10 @@ def test_integrity_check_and_audit_verify_find_a_disabled_invariant(
         store.close()
     verified = cli("--db", pg.url(), "audit", "verify", db=False)
     assert verified.code == 1 and f"schema: {problem}" in verified.out + verified.err
+    doctor = cli("--db", pg.url(), "doctor", "--json", db=False)
+    integrity = next(c for c in json.loads(doctor.out)["checks"] if c["name"] == "integrity")
+    assert doctor.code == 1 and problem in integrity["detail"]
+    assert "administrator" in integrity["fix"] and "backup" not in integrity["fix"]
 
 
 def test_the_head_revision_is_the_last_migration_and_creates_the_whole_schema(pg) -> None:
