@@ -94,6 +94,18 @@ class Database:
 
         return psycopg.connect(self.uri(group), **kwargs)
 
+    def drop_connections(self) -> int:
+        """What a server restart does to every connection of the database; how many were dropped."""
+        import psycopg
+
+        with psycopg.connect(self.cluster.admin_uri, autocommit=True) as admin:
+            rows = admin.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE datname = %s AND pid <> pg_backend_pid()",
+                (self.name,),
+            ).fetchall()
+        return len(rows)
+
 
 # The bundled server is made with trust authentication; the tests' own logins get passwords
 # checked (so a wrong or missing one fails as on a real server), the administrator stays trusted.

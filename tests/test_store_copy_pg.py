@@ -29,16 +29,6 @@ def _rows_at_url(url: str) -> dict[str, list[dict[str, Any]]]:
         store.close()
 
 
-def _drop_connections(pg) -> None:
-    """What a server restart does to every connection of the database."""
-    with psycopg.connect(pg.cluster.admin_uri, autocommit=True) as admin:
-        admin.execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-            "WHERE datname = %s AND pid <> pg_backend_pid()",
-            (pg.name,),
-        )
-
-
 def test_round_trip_sqlite_postgres_sqlite_gives_back_the_original(cli, source, store_path, pg, tmp_path):
     url = pg.url()
     there = cli("migrate", "--to", url, "--json")
@@ -86,7 +76,7 @@ def _allow_connections(pg, allowed: bool) -> None:
 def test_a_dropped_connection_between_batches_is_reopened_and_the_copy_goes_on(source, store_path, pg):
     def drop(now: str, done: int, total: int | None) -> None:
         if now in ("evidence", "decision", "audit") and done == 2:
-            _drop_connections(pg)
+            pg.drop_connections()
 
     assert not source.migrate(pg.url(), batch_size=2, progress=drop).resumed
     assert _rows_at_url(pg.url()) == rows_at(store_path)
@@ -96,7 +86,7 @@ def test_a_server_that_goes_away_mid_copy_is_one_error_and_the_next_run_finishes
     def down(now: str, done: int, total: int | None) -> None:
         if now == "decision" and done > 0:
             _allow_connections(pg, False)
-            _drop_connections(pg)
+            pg.drop_connections()
 
     try:
         with pytest.raises(StoreError) as lost:

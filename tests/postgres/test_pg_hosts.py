@@ -4,21 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import psycopg
 from mcp_support import Agent, server_params
 
 from ctx_kernel.kernel import Ctx
-
-
-def _drop_connections(pg) -> int:
-    """What a server restart does to every connection of the database; how many were dropped."""
-    with psycopg.connect(pg.cluster.admin_uri, autocommit=True) as admin:
-        rows = admin.execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-            "WHERE datname = %s AND pid <> pg_backend_pid()",
-            (pg.name,),
-        ).fetchall()
-    return len(rows)
 
 
 def test_ctx_mcp_keeps_serving_after_the_server_drops_its_connections(pg, tmp_path: Path, model_cache: Path):
@@ -35,7 +23,7 @@ def test_ctx_mcp_keeps_serving_after_the_server_drops_its_connections(pg, tmp_pa
     ):
         before = agent.call_json("log_evidence", {"text": "logged before the restart"})
         assert not before.is_error, before.content
-        assert _drop_connections(pg) >= 1
+        assert pg.drop_connections() >= 1
         after = agent.call_json("log_evidence", {"text": "logged after the restart"})
         assert not after.is_error, after.content
         found = agent.call_json("show", {"id": after.structured_content["id"]})

@@ -8,7 +8,6 @@ import threading
 import time
 from pathlib import Path
 
-import psycopg
 import pytest
 from psycopg.conninfo import conninfo_to_dict
 
@@ -229,32 +228,22 @@ def test_a_refused_write_keeps_nothing_and_says_why_in_one_line(pg) -> None:
         store.close()
 
 
-def _drop_connections(pg) -> None:
-    """What a server restart does to every connection of the database."""
-    with psycopg.connect(pg.cluster.admin_uri, autocommit=True) as admin:
-        admin.execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-            "WHERE datname = %s AND pid <> pg_backend_pid()",
-            (pg.name,),
-        )
-
-
 def test_a_dropped_connection_is_reopened_between_transactions(pg) -> None:
     store = open_store(pg.url())
     try:
         logged = evidence("kept across a server restart")
         with store.transaction():
             store.insert_evidence(logged)
-        _drop_connections(pg)
+        pg.drop_connections()
         assert store.get_evidence(logged.id) == logged
-        _drop_connections(pg)
+        pg.drop_connections()
         with store.transaction():
             store.set_meta("after", "restart")
         assert store.get_meta("after") == "restart"
         # Inside a transaction the loss ends it, as any failure does: one line, nothing kept.
         with pytest.raises(StoreError) as lost, store.transaction():
             store.set_meta("lost", "yes")
-            _drop_connections(pg)
+            pg.drop_connections()
             store.set_meta("lost", "still")
         _one_line(lost.value.message)
         assert store.get_meta("lost") is None
