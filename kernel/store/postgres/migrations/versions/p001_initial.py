@@ -11,9 +11,8 @@ Those lists have shipped: tests/postgres/test_pg_revisions.py holds their digest
 change goes into a new revision, never into them.
 """
 
-from alembic import op
-
 from ctx_kernel.kernel.store.postgres import roles, schema
+from ctx_kernel.kernel.store.postgres.migrations import run
 
 revision = "p001_initial"
 down_revision = None
@@ -22,9 +21,6 @@ depends_on = None
 
 
 def upgrade() -> None:
-    conn = op.get_bind().connection.driver_connection
-    assert conn is not None  # a connection Alembic holds open
-    for statement in [*schema.STATEMENTS, *roles.STATEMENTS]:
-        conn.execute(statement)
     # Every login reads the revision to know whether its ctx matches the schema.
-    conn.execute(f"GRANT SELECT ON alembic_version TO {', '.join(roles.GROUPS)}")
+    grant = f"GRANT SELECT ON alembic_version TO {', '.join(roles.GROUPS)}"
+    run([*schema.STATEMENTS, *roles.STATEMENTS, grant])

@@ -9,9 +9,8 @@ ratification runs), and a reviewer or auditor may set the two metadata keys of t
 the last verify, no other.
 """
 
-from alembic import op
-
 from ctx_kernel.kernel.store.postgres import roles
+from ctx_kernel.kernel.store.postgres.migrations import run
 
 revision = "p002_role_grants"
 down_revision = "p001_initial"
@@ -20,7 +19,4 @@ depends_on = None
 
 
 def upgrade() -> None:
-    conn = op.get_bind().connection.driver_connection
-    assert conn is not None  # a connection Alembic holds open
-    for statement in roles.P002_STATEMENTS:
-        conn.execute(statement)
+    run(roles.P002_STATEMENTS)

@@ -9,9 +9,8 @@ SQLite's ``decision_no_overlap``, so a window closed the moment it opened is ref
 against another window of its subject, as SQLite refuses it. The exclusion constraint of p001 stays.
 """
 
-from alembic import op
-
 from ctx_kernel.kernel.store.postgres import schema
+from ctx_kernel.kernel.store.postgres.migrations import run
 
 revision = "p003_window_rule"
 down_revision = "p002_role_grants"
@@ -20,7 +19,4 @@ depends_on = None
 
 
 def upgrade() -> None:
-    conn = op.get_bind().connection.driver_connection
-    assert conn is not None  # a connection Alembic holds open
-    for statement in schema.P003_STATEMENTS:
-        conn.execute(statement)
+    run(schema.P003_STATEMENTS)
