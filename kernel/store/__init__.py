@@ -8,7 +8,6 @@ URL is a shared PostgreSQL database (kernel/store/postgres/), whose driver loads
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
@@ -21,10 +20,6 @@ from ctx_kernel.kernel.store.sqlite import SQLiteStore
 if TYPE_CHECKING:
     from ctx_kernel.kernel.store.postgres.store import PostgresStore
 
-# A URL scheme of two or more letters ("C:" is a Windows drive, not a scheme). A Path collapses
-# "postgresql://host" to "postgresql:/host", so one slash is enough to recognise a URL.
-_SCHEME_RE = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+):/")
-_POSTGRES = ("postgres", "postgresql")
 _USE_SQLITE = "give a SQLite file path, sqlite:PATH or postgresql://host/dbname"
 _POSTGRES_FORM = "postgresql://[user@]host[:port]/dbname"
 
@@ -34,10 +29,9 @@ def sqlite_path(location: str | Path) -> Path:
     text = str(location)
     if text.startswith(paths.SQLITE_SCHEME):
         return paths.location_file(text)
-    found = _SCHEME_RE.match(text)
-    if found:
-        scheme = found.group(1).lower()
-        if scheme.split("+")[0] in _POSTGRES:
+    scheme = paths.url_scheme(text)
+    if scheme is not None:
+        if paths.is_server_url(text):
             # Not echoed: a database URL may hold a password.
             raise UsageError(f"a PostgreSQL store is named {_POSTGRES_FORM} (libpq's form, no driver name)")
         raise UsageError(f"unknown store scheme {scheme}: {_USE_SQLITE}")
@@ -47,10 +41,10 @@ def sqlite_path(location: str | Path) -> Path:
 def postgres_url(location: str | Path) -> str | None:
     """The PostgreSQL URL a location is, or None for any other location."""
     text = str(location)
-    found = _SCHEME_RE.match(text)
-    if found is None or found.group(1).lower() not in _POSTGRES:
+    scheme = paths.url_scheme(text)
+    if scheme not in paths.SERVER_SCHEMES:
         return None
-    if not isinstance(location, str) or not text.startswith(f"{found.group(1)}://"):
+    if not isinstance(location, str) or not text[len(scheme) :].startswith("://"):
         # A Path collapsed "//" (and any "//" after it): what the URL said is lost.
         raise UsageError(f"a PostgreSQL URL must reach ctx as text, {_POSTGRES_FORM}")
     return text
@@ -84,7 +78,7 @@ def create_store(location: str | Path) -> Store:
 def display_location(location: str | Path) -> str:
     """A location as it may be printed: a server URL without its password or query (which may hold one)."""
     text = str(location)
-    if text.startswith(paths.SQLITE_SCHEME) or not _SCHEME_RE.match(text):
+    if paths.url_scheme(text) is None:
         return text
     if postgres_url_text(text):
         try:
@@ -102,8 +96,7 @@ def display_location(location: str | Path) -> str:
 
 def postgres_url_text(text: str) -> bool:
     """True when ``text`` is written as a PostgreSQL URL (whether or not it is a valid one)."""
-    found = _SCHEME_RE.match(text)
-    return found is not None and found.group(1).lower() in _POSTGRES
+    return paths.url_scheme(text) in paths.SERVER_SCHEMES
 
 
 def same_location(one: str | Path, other: str | Path) -> bool:
