@@ -19,7 +19,8 @@ CTX = str(Path(sys.executable).parent / "ctx")
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "eval" / "adr"
 
 
-def _kernel_view(kernel: Ctx):
+def kernel_view(kernel: Ctx) -> list[tuple[object, ...]]:
+    """A kernel's decisions as comparable tuples: windows, closings and link counts."""
     return sorted(
         (
             d.subject,
@@ -54,11 +55,11 @@ def test_import_rebuilds_chains_and_is_idempotent(cli, store_path: Path, style: 
         audit_rows = kernel.verify_audit().rows
         imported = sum(e.action.endswith(".imported") for e in kernel.audit_events())
         assert imported == len(report["decisions"]) + len(report["proposals"])
-        view = _kernel_view(kernel)
+        view = kernel_view(kernel)
     again = json.loads(cli("import", "adr", str(DATA / style), "--yes", "--reviewer", "alice", "--json").out)
     assert again["decisions"] == [] and again["proposals"] == []
     with Ctx.open(store_path) as kernel:
-        assert _kernel_view(kernel) == view and kernel.verify_audit().rows == audit_rows
+        assert kernel_view(kernel) == view and kernel.verify_audit().rows == audit_rows
 
 
 def test_chain_of_three_and_statuses(kernel: Ctx):
@@ -99,13 +100,13 @@ def test_export_then_import_reproduces_the_kernel(kernel: Ctx, tmp_path: Path, c
     first = sorted(p.name for p in out.iterdir())
     kernel.export_adrs(out)
     assert sorted(p.name for p in out.iterdir()) == first  # stable names
-    before = _kernel_view(kernel)
+    before = kernel_view(kernel)
     assert kernel.import_adrs(out, reviewer="carol").decisions == []  # its own export: nothing new
-    assert _kernel_view(kernel) == before
+    assert kernel_view(kernel) == before
     other, _ = Ctx.init(tmp_path / "other.db")
     report = other.import_adrs(out, reviewer="carol")
     assert report.skipped == []
-    assert _kernel_view(other) == _kernel_view(kernel)
+    assert kernel_view(other) == kernel_view(kernel)
     other.close()
 
 

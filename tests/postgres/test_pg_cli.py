@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_adr_import import kernel_view
 
 from ctx_kernel.kernel import Ctx, clock
 from ctx_kernel.kernel.errors import StalePlanError
@@ -143,21 +144,6 @@ def test_ctx_log_and_propose_on_postgresql_load_neither_alembic_nor_sqlalchemy(p
 ADRS = Path(__file__).resolve().parent.parent / "data" / "adr"
 
 
-def _kernel_view(kernel: Ctx) -> list[tuple[object, ...]]:
-    return sorted(
-        (
-            d.subject,
-            d.decision,
-            d.valid_from,
-            d.valid_until,
-            d.closed_by,
-            len(d.supersedes),
-            len(d.superseded_by),
-        )
-        for d in kernel.decisions(include_closed=True)
-    )
-
-
 @pytest.mark.parametrize("style", ["nygard", "madr"])
 def test_an_adr_import_builds_the_same_kernel_as_on_sqlite(
     pg, tmp_path: Path, style: str, monkeypatch
@@ -175,7 +161,7 @@ def test_an_adr_import_builds_the_same_kernel_as_on_sqlite(
             assert kernel.verify_audit(state=True).ok
             views.append(
                 (
-                    _kernel_view(kernel),
+                    kernel_view(kernel),
                     sorted((p.subject, p.status) for p in kernel.store.list_proposals(status=None)),
                 )
             )
