@@ -36,3 +36,17 @@ class HashEmbedder:
     def embed_query(self, text: str) -> bytes:
         """The vector of a query."""
         return self._vector(text)
+
+
+class SignEmbedder(HashEmbedder):
+    """Feature hashing as :class:`HashEmbedder`, then each bucket's sign: every component is
+    +-1/sqrt(dim), so cosine similarity is 1 - 2 * Hamming distance / dim and binary quantisation
+    keeps the exact order (ties included)."""
+
+    def __init__(self, dim: int = 64, model_id: str = "test/sign-64") -> None:
+        super().__init__(dim, model_id)
+
+    def _vector(self, text: str) -> bytes:
+        values = struct.unpack(f"<{self.dim}f", super()._vector(text))
+        unit = 1.0 / math.sqrt(self.dim)
+        return struct.pack(f"<{self.dim}f", *(unit if v >= 0 else -unit for v in values))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from embedders import HashEmbedder
+from embedders import HashEmbedder, SignEmbedder
 
 from ctx_kernel.kernel import Ctx
 
@@ -31,28 +31,62 @@ def _answers(ctx: Ctx, queries: list[str]) -> list[dict]:
     return [ctx.recall(q, k=20, mode="vector").to_dict() for q in queries]
 
 
-def _cold_answers(path: Path, queries: list[str]) -> list[dict]:
+def _cold_answers(path: Path, queries: list[str], embedder: HashEmbedder) -> list[dict]:
     # One recall per freshly opened store: nothing kept from an earlier recall.
     out = []
     for query in queries:
-        with Ctx.open(path, embedder=HashEmbedder(dim=DIM)) as cold:
+        with Ctx.open(path, embedder=embedder) as cold:
             out += _answers(cold, [query])
     return out
 
 
+def _held_in_memory(ctx: Ctx, query: str) -> None:
+    # Searched twice, each kind's bits are loaded into memory on a thread of their own.
+    for _ in range(2):
+        ctx.recall(query, mode="vector")
+    assert ctx.store.vectors_in_memory(30)
+
+
 def test_a_warm_vector_recall_answers_as_a_fresh_one_before_and_after_new_rows(store_path):
+    # Fewer chunks than a recall's candidates: both the fresh process (sqlite-vec) and the warm one
+    # (the bits in memory) rescore every chunk, so their answers must be equal.
     rng = random.Random(5)
-    warm, _ = Ctx.init(store_path, embedder=HashEmbedder(dim=DIM))
-    for text in _texts(rng, 1100):  # more than one vec0 storage chunk (1024 rows)
+    embedder = HashEmbedder(dim=DIM)
+    warm, _ = Ctx.init(store_path, embedder=embedder)
+    for text in _texts(rng, 60):
         warm.log(text)
     warm.reindex()
     queries = _texts(rng, 8)
-    warm.recall(queries[0], mode="vector")
-    assert _answers(warm, queries) == _cold_answers(store_path, queries)
-    for text in _texts(rng, 40):  # new rows land in the last storage chunk and a new one
+    _held_in_memory(warm, queries[0])
+    assert _answers(warm, queries) == _cold_answers(store_path, queries, embedder)
+    for text in _texts(rng, 40):  # new rows logged here...
+        warm.log(text)
+    with Ctx.open(store_path, embedder=embedder) as other:  # ...and by another connection
+        for text in _texts(rng, 40):
+            other.log(text)
+        other.reindex()
+    assert _answers(warm, queries) == _cold_answers(store_path, queries, embedder)
+    warm.close()
+
+
+def test_the_bits_in_memory_find_the_same_nearest_vectors_as_sqlite_vec(store_path):
+    # Sign vectors: cosine = 1 - 2 * Hamming / dim, so both searches must find the exact top by
+    # cosine. Many rows tie; which of the tied ones is listed may differ, their similarities not.
+    rng = random.Random(9)
+    embedder = SignEmbedder(dim=64)
+    warm, _ = Ctx.init(store_path, embedder=embedder)
+    for text in _texts(rng, 1500):  # more than one vec0 storage chunk (1024 rows)
         warm.log(text)
     warm.reindex()
-    assert _answers(warm, queries) == _cold_answers(store_path, queries)
+    queries = _texts(rng, 12)
+
+    def similarities(answers: list[dict]) -> list[list[float]]:
+        return [[round(e["scores"]["vector"]["score"], 5) for e in a["evidence"]] for a in answers]
+
+    _held_in_memory(warm, queries[0])
+    expected = similarities(_cold_answers(store_path, queries, embedder))
+    assert similarities(_answers(warm, queries)) == expected
+    assert all(len(found) == 20 for found in expected)
     warm.close()
 
 

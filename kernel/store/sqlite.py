@@ -21,6 +21,7 @@ from ctx_kernel.kernel.store.rows import AUDIT, DECISION, EVIDENCE, PROPOSAL
 from ctx_kernel.kernel.store.sqlite_copy import SQLiteCopy
 from ctx_kernel.kernel.store.sqlite_fts import match_string
 from ctx_kernel.kernel.store.sqlite_index import IndexQueries
+from ctx_kernel.kernel.store.sqlite_vectors import VectorMirror
 from ctx_kernel.kernel.store.sqlite_watch import SQLITE_HAS_NO_ROLES, DataVersionWatch
 from ctx_kernel.kernel.store.writelock import WriteLock
 from ctx_kernel.kernel.vault.sealing import SCRUB_PENDING, Vault, VaultError, is_sealed
@@ -51,6 +52,8 @@ class SQLiteStore(IndexQueries, SQLiteCopy):
         self._tx_plain = False
         self._write_lock = WriteLock(path)
         self._term_counts = {}
+        # kind -> its in-memory vector bits, shared with the reader (see sqlite_vectors.py)
+        self._mirrors: dict[str, VectorMirror] = {}
 
     @classmethod
     def create(cls, path: Path) -> SQLiteStore:
@@ -81,6 +84,8 @@ class SQLiteStore(IndexQueries, SQLiteCopy):
         """Release the connection (and the reader's)."""
         if self._reader is not None:
             self._reader.close()
+        for mirror in self._mirrors.values():
+            mirror.close()
         self._conn.close()
         self._write_lock.close()
 
@@ -90,6 +95,7 @@ class SQLiteStore(IndexQueries, SQLiteCopy):
             self._reader = SQLiteStore(self.path, driver.connect(self.path))
             self._reader._vault = self._vault
             self._reader._offered = self._offered  # the same list: keys offered later unlock it too
+            self._reader._mirrors = self._mirrors
         return self._reader
 
     # -- transactions -------------------------------------------------------------------
