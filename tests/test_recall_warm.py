@@ -112,6 +112,40 @@ def test_a_warm_recall_sees_decisions_changed_here_and_by_another_connection(sto
     warm.close()
 
 
+def test_a_process_holding_every_decision_sees_each_change_by_another_connection(store_path):
+    # From its second recall over unchanged decisions a process reads every decision at once and
+    # keeps them while only evidence and proposals change.
+    warm, _ = Ctx.init(store_path, embedder=None)
+    first = _decide(warm, "db.driver", "Use psycopg 2 for PostgreSQL access.")
+    _decide(warm, "db.pool", "Use pgbouncer in front of PostgreSQL.")
+    queries = ["psycopg PostgreSQL", "pgbouncer PostgreSQL pool"]
+
+    def same_as_fresh() -> list[dict]:
+        answers = [warm.recall(q).to_dict() for q in queries]
+        with Ctx.open(store_path, embedder=None) as cold:
+            assert answers == [cold.recall(q).to_dict() for q in queries]
+        return answers
+
+    for _ in range(3):
+        same_as_fresh()
+    with Ctx.open(store_path, embedder=None) as other:
+        other.log("psycopg 3 is faster for PostgreSQL bulk loads")  # evidence: decisions unchanged
+        other.propose("db.driver", "Use asyncpg for PostgreSQL access.", proposer="agent")
+    assert len(same_as_fresh()[0]["evidence"]) == 1
+    with Ctx.open(store_path, embedder=None) as other:
+        second = _decide(other, "db.driver", "Use psycopg 3 for PostgreSQL.", supersedes=(first,))
+    for _ in range(3):  # the new decision, then held with every other one again
+        answers = same_as_fresh()
+    assert answers[0]["decisions"][0]["id"] == second
+    assert [r["id"] for r in answers[0]["decisions"][0]["superseded"]] == [first]
+    with Ctx.open(store_path, embedder=None) as other:
+        other.retire("db.pool", reviewer="ann", reason="the driver pools connections")
+    answers = same_as_fresh()
+    assert all(h["subject"] != "db.pool" for h in answers[1]["decisions"])
+    assert "db.pool" in {h["subject"] for h in answers[1]["closed"]}
+    warm.close()
+
+
 def test_a_query_whose_vector_is_all_zeros_is_no_vector_match(store_path):
     # Two words that fall in one bucket with opposite signs cancel out in the hash embedder.
     embedder = HashEmbedder(dim=DIM)

@@ -53,6 +53,8 @@ PREFILTER_NAMES = 5000
 COMMON_TERM_DOCS = 5000
 # Decision records a warm process keeps between recalls (about 1 KB each).
 CACHED_DECISIONS = 50_000
+# From this recall over unchanged decisions on, a process holds every decision (see DecisionCache).
+PRELOAD_AFTER = 2
 # Entities whose counts and newest items (up to ENTITY_ITEMS ids) a warm process keeps.
 CACHED_POSTINGS = 2_000
 # Query phrases whose fuzzy matches over the entity names a warm process keeps.
@@ -379,12 +381,21 @@ def query_phrases(query: str) -> list[str]:
 
 
 class DecisionCache:
-    """Decision records, supersession chains and entity postings read by earlier recalls, kept
-    while the store is unchanged: no commit by another connection (the store's ``data_version``)
-    and no row changed by this one. Agents ask about the same decisions again and again."""
+    """What earlier recalls of this process read, kept while it still holds.
+
+    Decision records and supersession chains stay until a decision is written, closed or linked
+    (the store's ``decision_version``): agents log evidence all the time and that changes none of
+    them. From the second recall over the same decisions, every decision is read at once (when
+    there are at most CACHED_DECISIONS), so later recalls read none. Entity postings and item
+    counts cover evidence too: they are forgotten on any commit (``data_version``) or change by
+    this connection.
+    """
 
     def __init__(self) -> None:
-        self._signature: tuple[int, int] | None = None
+        self._decisions: tuple[int, ...] | None = None
+        self._data: tuple[int, int] | None = None
+        self._recalls = 0  # recalls since the decisions last changed
+        self.complete = False  # every decision of the store is in ``records``
         self.records: dict[str, Decision] = {}
         self.chains: dict[str, list[str]] = {}  # decision id -> ids of its chain (itself included)
         # (id prefix, entity id) -> (items mentioning it, the newest ENTITY_ITEMS of them)
@@ -392,12 +403,42 @@ class DecisionCache:
         self.sizes: dict[str, int] = {}  # kind -> item_count
 
     def check(self, store: Store) -> None:
-        """Forget everything when the store changed since the last recall (or holds too much)."""
-        signature = (store.data_version(), store.change_count())
-        full = len(self.records) > CACHED_DECISIONS or len(self.postings) > CACHED_POSTINGS
-        if signature != self._signature or full:
-            self.records, self.chains, self.postings, self.sizes = {}, {}, {}, {}
-            self._signature = signature
+        """Forget what the store changed since the last recall (or what grew too large)."""
+        decisions = store.decision_version()
+        if decisions != self._decisions or len(self.records) > CACHED_DECISIONS:
+            self.records, self.chains, self.complete, self._recalls = {}, {}, False, 0
+            self._decisions = decisions
+        data = (store.data_version(), store.change_count())
+        if data != self._data or len(self.postings) > CACHED_POSTINGS:
+            self.postings, self.sizes = {}, {}
+            self._data = data
+        self._recalls += 1
+        if self._recalls >= PRELOAD_AFTER and not self.complete:
+            self._preload(store)
+
+    def _preload(self, store: Store) -> None:
+        """Read every decision and its chain (about 17 ms per 1,000 decisions), when not too many."""
+        if store.item_count("decision") > CACHED_DECISIONS:
+            return
+        with store.snapshot():
+            if store.decision_version() != self._decisions:
+                return  # changed since check(): the next recall reads them
+            records = {d.id: d for d in store.decisions(include_closed=True)}
+        chains: dict[str, list[str]] = {}
+        for start in records:
+            if start in chains:
+                continue
+            members, todo = {start: None}, [start]
+            while todo:
+                current = records[todo.pop()]
+                for linked in (*current.supersedes, *current.superseded_by):
+                    if linked not in members and linked in records:
+                        members[linked] = None
+                        todo.append(linked)
+            chain = list(members)
+            for member in chain:
+                chains[member] = chain
+        self.records, self.chains, self.complete = records, chains, True
 
 
 class Recaller:

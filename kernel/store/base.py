@@ -98,6 +98,10 @@ class Store(Protocol):
     def data_version(self) -> int:
         """A value that changes when another connection commits (equal values: nothing new)."""
 
+    def decision_version(self) -> tuple[int, ...]:
+        """A value that changes whenever a decision is written, closed or linked by any connection
+        (this one's uncommitted writes included); logging evidence or proposing leaves it as it is."""
+
     def watch_changes(self) -> ChangeWatch:
         """A watch on its own connection that wakes on other connections' commits (SQLite: it
         polls ``data_version`` each ``wait``; a server may push a notification at once)."""

@@ -772,6 +772,17 @@ class SQLiteStore(IndexQueries, SQLiteCopy):
         assert row is not None
         return int(row[0])
 
+    def decision_version(self) -> tuple[int, ...]:
+        """Decisions are inserted, closed only with a supersession row or by retiring (one current
+        decision fewer), and never otherwise changed (triggers refuse it): three index look-ups."""
+        row = self._one(
+            "SELECT (SELECT coalesce(max(rowid), 0) FROM decision), "
+            "(SELECT coalesce(max(rowid), 0) FROM supersession), "
+            "(SELECT count(*) FROM decision WHERE valid_until IS NULL)"
+        )
+        assert row is not None
+        return (int(row[0]), int(row[1]), int(row[2]))
+
     def watch_changes(self) -> DataVersionWatch:
         """A watch over a connection of its own, polling ``data_version``: it wakes on every other
         connection's commit, this one's included."""

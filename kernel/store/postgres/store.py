@@ -295,6 +295,10 @@ class PostgresStore(TeamMixin, PostgresIndex, PostgresCopy):
         """Rows this connection has inserted, updated or deleted since it opened."""
         return self._changes
 
+    def decision_version(self) -> tuple[int, ...]:
+        """The change counter and this connection's own changes: any write counts (a superset)."""
+        return (self.data_version(), self.change_count())
+
     def schema_version(self) -> int:
         """The number of the last PostgreSQL revision applied (p001 is SQLite's m007 schema)."""
         return connection.schema_version(self._conn)
