@@ -9,7 +9,7 @@ and cached in bench/.cache), then prints:
   first one sent after the server has been idle for `--settle` seconds (model loaded in the
   background);
 - later `recall` calls on one warm server (p50/p95 over `--queries` queries), in the default
-  compact text form;
+  compact text form, then as many `inject_context` calls with a query (other queries);
 - for comparison, the whole-process wall time of `ctx recall --json` in a shell;
 - the bytes an agent reads from `recall` (k=1 and k=10), `list_pending` and `inject_context`
   in the text form and in the JSON form (`format: "json"`, its structured content).
@@ -100,12 +100,27 @@ async def _one_server(db: Path, asked: list[str], settle: float, sized: bool = F
                 first = took
             else:
                 later.append(took)
+        injected = []
+        if sized:  # the warm server: `inject_context` with a query, on queries it has not seen
+            for query in queries(len(asked), seed=29):
+                begun = time.perf_counter()
+                result = await session.call_tool("inject_context", {"query": query})
+                injected.append((time.perf_counter() - begun) * 1000)
+                if result.is_error:
+                    raise SystemExit(f"inject_context failed: {result.content[0].text}")
         checked = await session.call_tool("recall", {"query": asked[0], "k": 1, "format": "json"})
         state = checked.structured_content["vectors"]["state"]
         if state != "on":
             raise SystemExit(f"vectors are {state}: the benchmark needs the model extra installed")
         sizes = await _sizes(session, asked[0]) if sized else []
-    return {"ready": ready * 1000, "listed": listed * 1000, "first": first, "later": later, "sizes": sizes}
+    return {
+        "ready": ready * 1000,
+        "listed": listed * 1000,
+        "first": first,
+        "later": later,
+        "injected": injected,
+        "sizes": sizes,
+    }
 
 
 def _shell_recall(db: Path, asked: list[str]) -> list[float]:
@@ -154,6 +169,7 @@ def main() -> None:
     row(f"first recall right after initialize ({args.starts} starts)", [s["first"] for s in cold])
     row(f"first recall after {args.settle:g} s idle ({args.starts} starts)", [s["first"] for s in settled])
     row(f"later recalls, one server ({len(warm['later'])} queries)", warm["later"])
+    row(f"later inject_context with a query ({len(warm['injected'])})", warm["injected"])
     row(f"for comparison: `ctx recall --json` process ({len(shell)})", shell)
     demo = anyio.run(_demo_sizes, DEMO_QUESTION)
     for store, sizes in (
