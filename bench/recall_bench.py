@@ -41,7 +41,7 @@ import numpy as np
 from ctx_kernel.kernel import Ctx
 from ctx_kernel.kernel.capture.ingest import EvidenceInput, Item
 from ctx_kernel.kernel.recall.embeddings import chunks
-from ctx_kernel.kernel.recall.engine import MODES, VECTOR_CANDIDATES, fuse
+from ctx_kernel.kernel.recall.engine import MODES, RECORDS_PER_CANDIDATE, VECTOR_CANDIDATES, fuse
 from ctx_kernel.kernel.store.query import TextQuery
 from ctx_kernel.kernel.store.sqlite_fts import match_string
 
@@ -365,12 +365,13 @@ def _quantisation_recall(kernel: Ctx, vectors: list[bytes]) -> None:
             "ORDER BY v.chunk_id"
         )
         owners = np.array([r[0] for r in rows])
+        candidates = max(VECTOR_CANDIDATES, store.item_count(kind) // RECORDS_PER_CANDIDATE)  # as recall
         matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype="<f4").reshape(len(rows), -1)
         found = []
         for vector in vectors:
             sims = matrix @ np.frombuffer(vector, dtype="<f4")
             exact = list(dict.fromkeys(owners[np.argsort(-sims)[:200]].tolist()))[:10]
-            approx = [owner for owner, _ in store.nearest(kind, vector, VECTOR_CANDIDATES, 10)]
+            approx = [owner for owner, _ in store.nearest(kind, vector, candidates, 10)]
             found.append(len(set(exact) & set(approx)) / 10)
         label = "real vectors" if kind == "decision" else "mostly synthetic vectors"
         share = statistics.mean(found)

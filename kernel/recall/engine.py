@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import math
+import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field
@@ -41,6 +42,9 @@ OVERFETCH = 50
 # Binary-quantised KNN candidates rescored exactly per query (about 2.5 us each on SQLite): 200
 # keep 0.99-1.0 of the exact top 10 at 10k texts, where 100 kept 0.95 (`just bench-recall`).
 VECTOR_CANDIDATES = 200
+# ...and one per this many records: the near-ties that quantisation blurs grow with the store
+# (at a million texts, 200 candidates kept 0.86 of the exact top 10 and 1,000 kept 0.997).
+RECORDS_PER_CANDIDATE = 1000
 # all-MiniLM-L6-v2 puts unrelated English texts at cosine 0.0-0.2; below this a
 # "nearest" neighbour is noise and would only dilute the fused list.
 MIN_SIMILARITY = 0.25
@@ -49,8 +53,9 @@ ENTITY_CUTOFF = 85.0
 ENTITY_ITEMS = 200
 # From this many distinct entity names, a warm index prefilters them with numpy (see EntityIndex).
 PREFILTER_NAMES = 5000
-# An evidence term found in at least this many texts is "common" (see Recaller._keyword).
-COMMON_TERM_DOCS = 5000
+# Evidence postings one keyword search may rank (see Recaller._keyword): FTS5 ranks about one
+# per microsecond, so this bounds the search to tens of milliseconds at a million texts.
+KEYWORD_POSTINGS = 50_000
 # Decision records a warm process keeps between recalls (about 1 KB each).
 CACHED_DECISIONS = 50_000
 # From this recall over unchanged decisions on, a process holds every decision (see DecisionCache).
@@ -463,11 +468,11 @@ class Recaller:
                 raise UsageError(f"the minimum score for {name} must be a finite number, not {minimum}")
         self.entity_index = entity_index
         self.embedder = embedder
-        self._query_vector: Future[bytes] | None = None
-        self._vector_fetch = OVERFETCH
-        self._decision_vectors: Ranked | None = None  # searched by the calling thread
-        self._evidence_vectors: Future[Ranked] | None = None
-        self._worker: tuple[Executor, Store] | None = None  # start_vectors' pool and its connection
+        self._embedding: Future[bytes] | None = None  # the query's vector, from start_vectors' pool
+        self._embedding_lock = threading.Lock()
+        self._entities_lock = threading.Lock()
+        self._vectors: dict[str, Ranked] = {}  # kind -> its vector list (each kind ranked by one thread)
+        self._pool: Executor | None = None  # start_vectors' pool (two workers)
         self._evidence_answer: tuple[tuple[str, str, int, int], Future[list[EvidenceHit]]] | None = None
         self._chains: dict[str, dict[str, Decision]] = {}
         self._entities: list[tuple[int, str, float]] | None = None
@@ -477,39 +482,46 @@ class Recaller:
 
     # -- rankers --------------------------------------------------------------------------
 
-    def _keyword(self, query: str, kind: str, fetch: int) -> Ranked:
+    def _keyword(self, store: Store, query: str, kind: str, fetch: int) -> Ranked:
         if kind == "decision":
             # Subjects are terse ("db.driver"); the query gains the short forms of its words.
             expanded = TextQuery.from_text(vocabulary.expand(query), drop_stopwords=True)
             if expanded is None:
                 return []
-            return [(i, s, None) for i, s in self.store.fts_decision_ids(expanded, fetch)]
+            return [(i, s, None) for i, s in store.fts_decision_ids(expanded, fetch)]
         wanted = TextQuery.from_text(query, drop_stopwords=True)
         if wanted is None:
             return []
-        terms = wanted.terms
-        # BM25 scores every row that holds any term. A term in tens of thousands of texts
-        # costs tens of milliseconds and, with its low idf, barely moves the order: when rarer
-        # terms remain, leave it out (Lucene's "common terms" idea).
-        common = self.store.evidence_common_terms(terms, COMMON_TERM_DOCS)
-        rare = [t for t in terms if t not in common]
-        if rare and len(rare) < len(terms):
-            wanted = TextQuery(tuple(rare))
-        return [(i, s, None) for i, s in self.store.fts_evidence_ids(wanted, fetch)]
+        # BM25 scores every text that holds any term: at a million texts a common word is in tens
+        # of thousands and costs tens of milliseconds, while its low idf barely moves the order.
+        # The rarest terms are kept while their texts fit in KEYWORD_POSTINGS (the rarest always):
+        # the terms that weigh most in BM25 and cost least (the idea of MaxScore pruning).
+        # Small stores never reach the budget and rank every term.
+        counts = store.evidence_term_counts(wanted.terms, KEYWORD_POSTINGS)
+        kept: set[str] = set()
+        total = 0
+        for term in sorted(wanted.terms, key=lambda t: (counts[t], t)):
+            if kept and total + counts[term] > KEYWORD_POSTINGS:
+                break
+            kept.add(term)
+            total += counts[term]
+        if len(kept) < len(wanted.terms):
+            wanted = TextQuery(tuple(t for t in wanted.terms if t in kept))
+        return [(i, s, None) for i, s in store.fts_evidence_ids(wanted, fetch)]
 
-    def _entity(self, kind: str, fetch: int, matched: list[tuple[int, str, float]]) -> Ranked:
+    def _entity(self, store: Store, kind: str, fetch: int, matched: list[tuple[int, str, float]]) -> Ranked:
         if not matched:
             return []
         prefix = "dc_" if kind == "decision" else "ev_"
         postings = self._cache.postings
         missing = [m[0] for m in matched if (prefix, m[0]) not in postings]
         if missing:
-            counts = self.store.entity_counts(missing, prefix)
-            newest = self.store.entity_items(missing, prefix, ENTITY_ITEMS)
+            counts = store.entity_counts(missing, prefix)
+            newest = store.entity_items(missing, prefix, ENTITY_ITEMS)
             for entity_id in missing:
                 postings[(prefix, entity_id)] = (counts.get(entity_id, 0), newest.get(entity_id, []))
         if kind not in self._cache.sizes:
-            self._cache.sizes[kind] = self.store.item_count(kind)
+            self._cache.sizes[kind] = store.item_count(kind)
         total = max(self._cache.sizes[kind], 1)
         scores: dict[str, float] = {}
         names: dict[str, list[str]] = {}
@@ -525,67 +537,62 @@ class Recaller:
         order = sorted(scores, key=lambda i: (-scores[i], i))[:fetch]
         return [(i, scores[i], ", ".join(sorted(set(names[i]))[:5])) for i in order]
 
-    def start_vectors(self, query: str, fetch: int, pool: Executor | None) -> None:
-        """Embed the query and search the evidence vectors, in ``pool``'s thread when there is one.
+    def start_vectors(self, query: str, pool: Executor | None) -> None:
+        """Embed the query in a thread of ``pool`` (two workers), and answer for the evidence in
+        the other one, on a connection of its own (see :meth:`decisions`).
 
-        Embedding and KNN are the costliest steps of a recall; on its own connection they run
-        while this thread ranks by keyword and entity (SQLite and onnxruntime release the GIL).
-        This thread searches the decision vectors itself once the query vector is there, so the
-        worker goes on at once to the evidence, the larger store.
+        Embedding is the costliest step of a recall; onnxruntime and SQLite release the GIL, so
+        it runs while the other threads rank by keyword and entity. Each thread then searches the
+        vectors of its own store once the query vector is there.
         """
         if self.embedder is None:
             return
-        embedder, reader = self.embedder, self.store.reader() if pool is not None else self.store
-        query_vector: Future[bytes] = Future()
-        self._query_vector = query_vector
-        self._vector_fetch = fetch
+        self._pool = pool
+        if pool is not None:
+            self._embedding = pool.submit(self.embedder.embed_query, query)
 
-        def work() -> Ranked:
-            try:
-                vector = embedder.embed_query(query)
-            except BaseException as exc:
-                query_vector.set_exception(exc)
-                raise
-            query_vector.set_result(vector)
-            return self._nearest(reader, "evidence", vector, fetch)
-
-        if pool is None:
-            self._evidence_vectors = Future()
-            self._evidence_vectors.set_result(work())
-        else:
-            self._evidence_vectors = pool.submit(work)
-            self._worker = (pool, reader)
+    def _query_vector(self, query: str) -> bytes:
+        """The query's vector: embedded here when no worker has started on it (or there is none)."""
+        assert self.embedder is not None
+        with self._embedding_lock:
+            if self._embedding is None or self._embedding.cancel():
+                done: Future[bytes] = Future()
+                try:
+                    done.set_result(self.embedder.embed_query(query))
+                except BaseException as exc:
+                    done.set_exception(exc)
+                self._embedding = done
+            embedding = self._embedding
+        return embedding.result()
 
     def _nearest(self, store: Store, kind: str, vector: bytes, fetch: int) -> Ranked:
         """The records of ``kind`` nearest to ``vector``, read through ``store``; weak ones left out."""
-        candidates = max(VECTOR_CANDIDATES, 2 * fetch)
+        if kind not in self._cache.sizes:
+            self._cache.sizes[kind] = store.item_count(kind)
+        candidates = max(VECTOR_CANDIDATES, 2 * fetch, self._cache.sizes[kind] // RECORDS_PER_CANDIDATE)
         return [
             (item, sim, None)
             for item, sim in store.nearest(kind, vector, candidates, fetch)
             if sim >= MIN_SIMILARITY
         ]
 
-    def _vector(self, query: str, kind: str, fetch: int) -> Ranked:
+    def _vector(self, store: Store, query: str, kind: str, fetch: int) -> Ranked:
         if self.embedder is None:
             return []
-        if self._query_vector is None or self._evidence_vectors is None:
-            self.start_vectors(query, fetch, None)
-        assert self._query_vector is not None and self._evidence_vectors is not None
-        if kind == "evidence":
-            return self._evidence_vectors.result()
-        if self._decision_vectors is None:
-            vector = self._query_vector.result()
-            self._decision_vectors = self._nearest(self.store, "decision", vector, self._vector_fetch)
-        return self._decision_vectors
+        if kind not in self._vectors:
+            self._vectors[kind] = self._nearest(store, kind, self._query_vector(query), fetch)
+        return self._vectors[kind]
 
-    def rank(self, query: str, kind: str, mode: str, fetch: int, *, floors: bool = True) -> dict[str, Ranked]:
+    def rank(
+        self, store: Store, query: str, kind: str, mode: str, fetch: int, *, floors: bool = True
+    ) -> dict[str, Ranked]:
         """Each requested ranker's list for one store.
 
         With ``floors``, in hybrid mode a list keeps only the items scoring at least a share
         of its best item's raw score: RRF rewards agreement, and a ranker's weak tail would
         otherwise outvote another ranker's confident first hit.
         """
-        lists = self._rank(query, kind, mode, fetch)
+        lists = self._rank(store, query, kind, mode, fetch)
         for name, minimum in self.min_scores.items():
             if name in lists:
                 lists[name] = [r for r in lists[name] if r[1] >= minimum]
@@ -597,28 +604,35 @@ class Recaller:
                     lists[name] = [r for r in ranked if r[1] >= floor * best]
         return lists
 
-    def _rank(self, query: str, kind: str, mode: str, fetch: int) -> dict[str, Ranked]:
-        lists = dict(self._lexical(query, kind, mode, fetch))
+    def _rank(self, store: Store, query: str, kind: str, mode: str, fetch: int) -> dict[str, Ranked]:
+        lists = dict(self._lexical(store, query, kind, mode, fetch))
         if mode in ("hybrid", "vector") and self.embedder is not None:
-            lists["vector"] = self._vector(query, kind, fetch)
+            lists["vector"] = self._vector(store, query, kind, fetch)
         return lists
 
-    def _lexical(self, query: str, kind: str, mode: str, fetch: int) -> dict[str, Ranked]:
+    def _lexical(self, store: Store, query: str, kind: str, mode: str, fetch: int) -> dict[str, Ranked]:
         """The keyword and entity lists of one store, computed once per recall."""
         key = (kind, mode, fetch)
         if key in self._lexical_lists:
             return self._lexical_lists[key]
         lists: dict[str, Ranked] = {}
         if mode in ("hybrid", "keyword"):
-            lists["keyword"] = self._keyword(query, kind, fetch)
-        if mode == "entity" or (mode == "hybrid" and (kind == "decision" or self._names_identifier(query))):
-            if self._entities is None:
-                self._entities = self.entity_index.match(self.store, vocabulary.expand(query))
-            lists["entity"] = self._entity(kind, fetch, self._entities)
+            lists["keyword"] = self._keyword(store, query, kind, fetch)
+        if mode == "entity" or (
+            mode == "hybrid" and (kind == "decision" or self._names_identifier(store, query))
+        ):
+            lists["entity"] = self._entity(store, kind, fetch, self._matched_entities(store, query))
         self._lexical_lists[key] = lists
         return lists
 
-    def _names_identifier(self, query: str) -> bool:
+    def _matched_entities(self, store: Store, query: str) -> list[tuple[int, str, float]]:
+        """The entities the query names, matched once per recall (by whichever thread asks first)."""
+        with self._entities_lock:
+            if self._entities is None:
+                self._entities = self.entity_index.match(store, vocabulary.expand(query))
+            return self._entities
+
+    def _names_identifier(self, store: Store, query: str) -> bool:
         """True when ``query`` names something the entity ranker can find: an identifier
         (a dotted subject, a path, a code name) or a word some record names as an entity.
 
@@ -627,7 +641,7 @@ class Recaller:
         if entities.extract(query):
             return True
         words = [w for w in fulltext.words(query) if len(w) >= 3 and w not in fulltext.STOPWORDS]
-        return bool(self.entity_index.known(self.store, words))
+        return bool(self.entity_index.known(store, words))
 
     # -- decisions ------------------------------------------------------------------------
 
@@ -637,15 +651,12 @@ class Recaller:
         """Decision hits that hold at ``moment``; matching ones that no longer hold are mapped
         to their successors in force, or reported as closed."""
         fetch = max(OVERFETCH, 5 * k)
-        if self._worker is not None:
-            # Rank the evidence by keyword and entity now, while the vectors are still coming; the
-            # worker may then answer for the evidence (fusion, records, snippets) on its connection
-            # once its searches are done, while this thread expands the decision hits.
-            self._lexical(query, "evidence", mode, fetch)
-            pool, reader = self._worker
-            answer = pool.submit(self._evidence, reader, query, mode, k, rrf_k)
+        if self._pool is not None:
+            # The evidence is answered (ranked, fused, read, snippets cut) by the pool's other
+            # worker on a connection of its own, while this thread ranks and expands the decisions.
+            answer = self._pool.submit(self._evidence, self.store.reader(), query, mode, k, rrf_k)
             self._evidence_answer = ((query, mode, k, rrf_k), answer)
-        lists = self.rank(query, "decision", mode, fetch)
+        lists = self.rank(self.store, query, "decision", mode, fetch)
         fused = fuse(lists, rrf_k, WEIGHTS)
         ids = [item for item, _, _ in fused]
         records: dict[str, Decision] = {}
@@ -787,13 +798,13 @@ class Recaller:
         fetch = max(OVERFETCH, 5 * k)
         if mode == "hybrid":
             # Normalised scores carry each ranker's confidence; see kernel/recall/fusion.py.
-            lists = self.rank(query, "evidence", mode, fetch, floors=False)
+            lists = self.rank(store, query, "evidence", mode, fetch, floors=False)
             timed = fusion.timed_candidates(
                 query, lists, lambda ids: {i: e.text for i, e in store.evidence_by_ids(ids).items()}
             )
             fused = fusion.with_neighbours(fusion.combsum(lists, timed), store.evidence_neighbours)[:k]
         else:
-            fused = fuse(self.rank(query, "evidence", mode, fetch), rrf_k, WEIGHTS)[:k]
+            fused = fuse(self.rank(store, query, "evidence", mode, fetch), rrf_k, WEIGHTS)[:k]
         records = store.evidence_by_ids([item for item, _, _ in fused])
         wanted = TextQuery.from_text(query, drop_stopwords=True)
         snippets = store.evidence_snippets(wanted, [item for item, _, _ in fused]) if wanted else {}

@@ -340,8 +340,9 @@ class Store(Protocol):
     def fts_evidence_ids(self, query: TextQuery, limit: int) -> list[tuple[str, float]]:
         """Ids of evidence matching ``query``, best first, with relevance."""
 
-    def evidence_common_terms(self, terms: Sequence[str], threshold: int) -> set[str]:
-        """Those of the words ``terms`` that at least ``threshold`` evidence texts hold."""
+    def evidence_term_counts(self, terms: Sequence[str], cap: int) -> dict[str, int]:
+        """How many evidence texts hold each of the words ``terms``, counted up to ``cap`` (a count
+        below it may have been made when there were fewer texts: rows only grow)."""
 
     def evidence_snippets(self, query: TextQuery, ids: Sequence[str]) -> dict[str, str]:
         """Snippets (matches in [brackets]) of those evidence ``ids`` that match ``query``."""

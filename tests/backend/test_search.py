@@ -84,10 +84,10 @@ def test_a_term_holding_query_operators_is_still_a_word(
     }
 
 
-def test_common_terms_are_counted_up_to_a_threshold(store: Store, logged: dict[str, str]) -> None:
-    assert store.evidence_common_terms(["retry", "absent"], 3) == {"retry"}
-    assert store.evidence_common_terms(["retry"], 4) == set()
-    assert store.evidence_common_terms(["absent"], 1) == set()
+def test_evidence_terms_are_counted_up_to_a_cap(store: Store, logged: dict[str, str]) -> None:
+    assert store.evidence_term_counts(["retry", "absent"], 3) == {"retry": 3, "absent": 0}
+    assert store.evidence_term_counts(["retry"], 2) == {"retry": 2}
+    assert store.evidence_term_counts(["retry"], 100) == {"retry": 3}
 
 
 def test_decision_search_respects_windows(store: Store) -> None:

@@ -9,7 +9,7 @@ wherever :class:`~ctx_kernel.kernel.store.base.Store` defines them, from Postgre
   ranked from the postings tables (one row per lexeme and row, schema.POSTINGS) by an index-only
   aggregate; a query holding a phrase (``user_id`` is ``user`` then ``id``) from the generated
   ``search`` tsvectors and their GIN indexes, to the same scores. Term counts for the idf (and
-  for :meth:`evidence_common_terms`) are counted up to a cap and remembered per connection.
+  for :meth:`evidence_term_counts`) are counted up to a cap and remembered per connection.
 - Snippets: ``ts_headline`` with matches in [brackets] (cut from the text's words when the
   text as written hides them inside a path or a dotted name).
 - Entities: the store lists names and postings; the matching itself (rapidfuzz) stays in the
@@ -477,16 +477,16 @@ class PostgresIndex:
             if item in found
         ]
 
-    def evidence_common_terms(self, terms: Sequence[str], threshold: int) -> set[str]:
-        """Those of ``terms`` that at least ``threshold`` evidence texts contain (counting stops there).
+    def evidence_term_counts(self, terms: Sequence[str], cap: int) -> dict[str, int]:
+        """How many evidence texts hold each of ``terms``, counted up to ``cap``.
 
         Counts are kept with the evidence rowid watermark they were made at: rows are only ever
-        added, so a common term stays common, and one counted below the threshold stays below it
-        until the watermark has grown by the difference.
+        added, so a term counted at the cap stays there, and one counted below it is counted
+        again only once the watermark has grown enough to reach it.
         """
         rows = self._rowid_watermark("evidence")
-        counts = self._frequencies("evidence", terms, rows, threshold)
-        return {term for term in terms if counts[term] >= threshold}
+        counts = self._frequencies("evidence", terms, rows, cap)
+        return {term: min(counts[term], cap) for term in terms}
 
     def evidence_snippets(self, query: TextQuery, ids: Sequence[str]) -> dict[str, str]:
         """Snippets (matches in [brackets]) of the evidence ``ids`` that match ``query``."""
