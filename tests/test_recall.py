@@ -356,3 +356,22 @@ def test_the_facade_and_the_cli_default_to_the_same_rrf_constant(cli):
         "Reciprocal rank fusion constant (decisions, and evidence in single-ranker modes;"
         f" hybrid evidence fuses normalised scores). [default: {DEFAULT_RRF_K};" in help_text
     )
+
+
+def test_keyword_search_over_many_texts_keeps_the_rarest_terms_within_its_budget(store_path, monkeypatch):
+    from ctx_kernel.kernel.recall import engine
+
+    ctx, _ = Ctx.init(store_path, embedder=None)
+    for n in range(30):
+        ctx.log(f"deploy note {n}: the deploy went out on time")
+    rare = ctx.log("deploy of the kafka consumer stalled on a rebalance").id
+    other = ctx.log("the kafka topic retention is seven days").id
+    asked = "kafka deploy"
+    everything = [h.evidence.id for h in ctx.recall(asked, mode="keyword", k=50).evidence]
+    assert len(everything) == 32  # under the budget every term is ranked
+    monkeypatch.setattr(engine, "KEYWORD_POSTINGS", 10)  # kafka: 2 texts fit, deploy: 31 do not
+    found = [h.evidence.id for h in ctx.recall(asked, mode="keyword", k=50).evidence]
+    assert sorted(found) == sorted([rare, other])
+    monkeypatch.setattr(engine, "KEYWORD_POSTINGS", 1)  # the rarest term is always kept
+    assert [h.evidence.id for h in ctx.recall(asked, mode="keyword", k=50).evidence] == found
+    ctx.close()

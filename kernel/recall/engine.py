@@ -497,10 +497,13 @@ class Recaller:
         # The rarest terms are kept while their texts fit in KEYWORD_POSTINGS (the rarest always):
         # the terms that weigh most in BM25 and cost least (the idea of MaxScore pruning).
         # Small stores never reach the budget and rank every term.
-        counts = store.evidence_term_counts(wanted.terms, KEYWORD_POSTINGS)
+        # Counted past the budget (counting costs a twentieth of ranking) to tell the rarest apart;
+        # terms beyond that are taken in the query's order.
+        counts = store.evidence_term_counts(wanted.terms, 4 * KEYWORD_POSTINGS)
         kept: set[str] = set()
         total = 0
-        for term in sorted(wanted.terms, key=lambda t: (counts[t], t)):
+        order = {term: n for n, term in enumerate(wanted.terms)}
+        for term in sorted(wanted.terms, key=lambda t: (counts[t], order[t])):
             if kept and total + counts[term] > KEYWORD_POSTINGS:
                 break
             kept.add(term)
