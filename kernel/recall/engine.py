@@ -241,6 +241,8 @@ class EntityIndex:
         self._known: set[str] = set()
         self._lengths: Any = None  # numpy int32, one per name
         self._masks: Any = None  # numpy uint64, shape (2, names): see _char_masks
+        self._by_length: Any = None  # numpy: name indexes ordered by length
+        self._sorted_lengths: Any = None  # numpy: the lengths in that order
         self._asked = 0
         # phrase -> (name index, fuzz.ratio) in process.extract's order, while the names are unchanged
         self._phrases: dict[str, list[tuple[int, float]]] = {}
@@ -309,6 +311,8 @@ class EntityIndex:
             lengths, masks = _all_char_masks(self._names[built:])
             self._lengths = lengths if not built else np.concatenate([self._lengths, lengths])
             self._masks = masks if not built else np.concatenate([self._masks, masks], axis=1)
+            self._by_length = np.argsort(self._lengths, kind="stable")
+            self._sorted_lengths = self._lengths[self._by_length]
 
     def _near(self, phrase: str) -> list[int]:
         """Indexes of the names that may reach the cutoff against ``phrase``, in index order."""
@@ -316,12 +320,21 @@ class EntityIndex:
 
         # fuzz.ratio = 100 * (1 - indel / (len(a) + len(b))); the cutoff bounds the distance.
         share = 1.0 - ENTITY_CUTOFF / 100.0
+        size = len(phrase)
+        # |n - size| <= share * (n + size) + 0.5 holds only for n in [shortest, longest]: only the
+        # names of those lengths (one slice of the names ordered by length) are looked at.
+        shortest = math.floor((size * (1.0 - share) - 0.5) / (1.0 + share)) - 1
+        longest = math.ceil((size * (1.0 + share) + 0.5) / (1.0 - share)) + 1
+        first, last = np.searchsorted(self._sorted_lengths, [shortest, longest + 1])
+        indexes = self._by_length[first:last]
+        lengths = self._lengths[indexes]
         once, twice = _char_masks(phrase)
-        allowed = share * (self._lengths + len(phrase)) + 0.5  # + 0.5: a bound, not a test
-        distance = np.bitwise_count(self._masks[0] ^ np.uint64(once)) + np.bitwise_count(
-            self._masks[1] ^ np.uint64(twice)
+        allowed = share * (lengths + size) + 0.5  # + 0.5: a bound, not a test
+        distance = np.bitwise_count(self._masks[0, indexes] ^ np.uint64(once)) + np.bitwise_count(
+            self._masks[1, indexes] ^ np.uint64(twice)
         )
-        near = np.flatnonzero((np.abs(self._lengths - len(phrase)) <= allowed) & (distance <= allowed))
+        near = indexes[(np.abs(lengths - size) <= allowed) & (distance <= allowed)]
+        near.sort()
         return near.tolist()
 
 
@@ -397,12 +410,13 @@ class DecisionCache:
     """
 
     def __init__(self) -> None:
-        self._decisions: tuple[int, ...] | None = None
+        self._decisions: tuple[object, ...] | None = None
         self._data: tuple[int, int] | None = None
         self._recalls = 0  # recalls since the decisions last changed
         self.complete = False  # every decision of the store is in ``records``
         self.records: dict[str, Decision] = {}
         self.chains: dict[str, list[str]] = {}  # decision id -> ids of its chain (itself included)
+        self.conflicts: dict[tuple[str, str | None], list[ConflictRow]] = {}  # (id, moment) -> conflicts_at
         # (id prefix, entity id) -> (items mentioning it, the newest ENTITY_ITEMS of them)
         self.postings: dict[tuple[str, int], tuple[int, list[str]]] = {}
         self.sizes: dict[str, int] = {}  # kind -> item_count
@@ -410,8 +424,9 @@ class DecisionCache:
     def check(self, store: Store) -> None:
         """Forget what the store changed since the last recall (or what grew too large)."""
         decisions = store.decision_version()
-        if decisions != self._decisions or len(self.records) > CACHED_DECISIONS:
-            self.records, self.chains, self.complete, self._recalls = {}, {}, False, 0
+        full = len(self.records) > CACHED_DECISIONS or len(self.conflicts) > CACHED_DECISIONS
+        if decisions != self._decisions or full:
+            self.records, self.chains, self.conflicts, self.complete, self._recalls = {}, {}, {}, False, 0
             self._decisions = decisions
         data = (store.data_version(), store.change_count())
         if data != self._data or len(self.postings) > CACHED_POSTINGS:
@@ -697,9 +712,18 @@ class Recaller:
                     hits.append(DecisionHit(successor, len(hits) + 1, score, own, via=decision.id))
         hit_ids = [hit.decision.id for hit in hits]
         pending = self.store.pending_proposals_on(sorted({h.decision.subject for h in hits}), hit_ids)
-        self._conflicts = self.store.conflicts_at(hit_ids, moment)
+        self._conflicts = self._conflicts_of(hit_ids, moment)
         self._load(hit_ids)
         return [self._expand(hit, moment, matched_ids, pending) for hit in hits], closed
+
+    def _conflicts_of(self, decision_ids: list[str], moment: str | None) -> dict[str, list[ConflictRow]]:
+        """:meth:`Store.conflicts_at`, kept with the decisions (a contested decision has dozens)."""
+        cache = self._cache.conflicts
+        missing = [i for i in decision_ids if (i, moment) not in cache]
+        if missing:
+            for decision_id, rows in self.store.conflicts_at(missing, moment).items():
+                cache[(decision_id, moment)] = rows
+        return {i: cache[(i, moment)] for i in decision_ids}
 
     def _load(self, chains_of: list[str], records: Sequence[str] = ()) -> dict[str, Decision]:
         """Cache the chains of ``chains_of`` (two queries per decision were most of a recall) and

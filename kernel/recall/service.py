@@ -229,6 +229,7 @@ class RecallService:
             self.store.clear_conflicts()
             self.record_conflicts([d.id for d in self.store.decisions()])
             self.store.set_meta(META_CONFLICT_RULES, conflict_rules())
+        self._decision_cache = None  # it keeps the conflicts of the decisions it read
 
     def embedding(self) -> embed.Resolution:
         """The embedding model this store uses (resolved once), or why vectors are off."""

@@ -98,7 +98,7 @@ class Store(Protocol):
     def data_version(self) -> int:
         """A value that changes when another connection commits (equal values: nothing new)."""
 
-    def decision_version(self) -> tuple[int, ...]:
+    def decision_version(self) -> tuple[object, ...]:
         """A value that changes whenever a decision is written, closed or linked by any connection
         (this one's uncommitted writes included); logging evidence or proposing leaves it as it is."""
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from ctx_kernel.kernel.audit.chain import GENESIS_HASH, row_hash
 from ctx_kernel.kernel.errors import RefusedError, StoreError
+from ctx_kernel.kernel.limits import META_CONFLICT_RULES
 from ctx_kernel.kernel.records import AuditEvent, Decision, Evidence, Proposal
 from ctx_kernel.kernel.store import driver, migrate
 from ctx_kernel.kernel.store.base import BackendCheck
@@ -772,16 +773,20 @@ class SQLiteStore(IndexQueries, SQLiteCopy):
         assert row is not None
         return int(row[0])
 
-    def decision_version(self) -> tuple[int, ...]:
+    def decision_version(self) -> tuple[object, ...]:
         """Decisions are inserted, closed only with a supersession row or by retiring (one current
-        decision fewer), and never otherwise changed (triggers refuse it): three index look-ups."""
+        decision fewer), and never otherwise changed (triggers refuse it); their conflicts are
+        recorded with them, or all again under other rules (the rules' version is part of it).
+        Index look-ups only."""
         row = self._one(
             "SELECT (SELECT coalesce(max(rowid), 0) FROM decision), "
             "(SELECT coalesce(max(rowid), 0) FROM supersession), "
-            "(SELECT count(*) FROM decision WHERE valid_until IS NULL)"
+            "(SELECT count(*) FROM decision WHERE valid_until IS NULL), "
+            "(SELECT value FROM meta WHERE key = ?)",
+            (META_CONFLICT_RULES,),
         )
         assert row is not None
-        return (int(row[0]), int(row[1]), int(row[2]))
+        return tuple(row)
 
     def watch_changes(self) -> DataVersionWatch:
         """A watch over a connection of its own, polling ``data_version``: it wakes on every other

@@ -295,7 +295,7 @@ class PostgresStore(TeamMixin, PostgresIndex, PostgresCopy):
         """Rows this connection has inserted, updated or deleted since it opened."""
         return self._changes
 
-    def decision_version(self) -> tuple[int, ...]:
+    def decision_version(self) -> tuple[object, ...]:
         """The change counter and this connection's own changes: any write counts (a superset)."""
         return (self.data_version(), self.change_count())
 
