@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import math
 import threading
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field
@@ -54,8 +55,8 @@ ENTITY_ITEMS = 200
 # From this many distinct entity names, a warm index prefilters them with numpy (see EntityIndex).
 PREFILTER_NAMES = 5000
 # Evidence postings one keyword search may rank (see Recaller._keyword): FTS5 ranks about one
-# per microsecond, so this bounds the search to tens of milliseconds at a million texts.
-KEYWORD_POSTINGS = 50_000
+# per microsecond, so this bounds the search to about 20 ms whatever the store's size.
+KEYWORD_POSTINGS = 20_000
 # Decision records a warm process keeps between recalls (about 1 KB each).
 CACHED_DECISIONS = 50_000
 # From this recall over unchanged decisions on, a process holds every decision (see DecisionCache).
@@ -487,7 +488,8 @@ class Recaller:
         self._embedding_lock = threading.Lock()
         self._entities_lock = threading.Lock()
         self._vectors: dict[str, Ranked] = {}  # kind -> its vector list (each kind ranked by one thread)
-        self._pool: Executor | None = None  # start_vectors' pool (two workers)
+        self._pool: Executor | None = None  # start_vectors' pool (three workers)
+        self._evidence_search: Future[Ranked] | None = None  # the evidence vectors, by a worker
         self._evidence_answer: tuple[tuple[str, str, int, int], Future[list[EvidenceHit]]] | None = None
         self._chains: dict[str, dict[str, Decision]] = {}
         self._entities: list[tuple[int, str, float]] | None = None
@@ -509,9 +511,10 @@ class Recaller:
             return []
         # BM25 scores every text that holds any term: at a million texts a common word is in tens
         # of thousands and costs tens of milliseconds, while its low idf barely moves the order.
-        # The rarest terms are kept while their texts fit in KEYWORD_POSTINGS (the rarest always):
-        # the terms that weigh most in BM25 and cost least (the idea of MaxScore pruning).
-        # Small stores never reach the budget and rank every term.
+        # When the terms' texts do not fit in KEYWORD_POSTINGS, two cheaper searches stand in for
+        # the one: the texts holding every term (FTS5 scores only those, and scores them exactly
+        # as the full query would), and the rarest terms that fit (the rarest always), which weigh
+        # most in BM25 (the idea of MaxScore pruning). Small stores never reach the budget.
         # Counted past the budget (counting costs a twentieth of ranking) to tell the rarest apart;
         # terms beyond that are taken in the query's order.
         counts = store.evidence_term_counts(wanted.terms, 4 * KEYWORD_POSTINGS)
@@ -523,9 +526,14 @@ class Recaller:
                 break
             kept.add(term)
             total += counts[term]
-        if len(kept) < len(wanted.terms):
-            wanted = TextQuery(tuple(t for t in wanted.terms if t in kept))
-        return [(i, s, None) for i, s in store.fts_evidence_ids(wanted, fetch)]
+        if len(kept) == len(wanted.terms):
+            return [(i, s, None) for i, s in store.fts_evidence_ids(wanted, fetch)]
+        rare = TextQuery(tuple(t for t in wanted.terms if t in kept))
+        # A text in both lists scores higher with every term (each term adds to BM25).
+        found = dict(store.fts_evidence_ids(rare, fetch))
+        found.update(store.fts_evidence_ids(TextQuery(wanted.terms, "all"), fetch))
+        best = sorted(found, key=lambda i: (-found[i], i))[:fetch]
+        return [(i, found[i], None) for i in best]
 
     def _entity(self, store: Store, kind: str, fetch: int, matched: list[tuple[int, str, float]]) -> Ranked:
         if not matched:
@@ -555,19 +563,22 @@ class Recaller:
         order = sorted(scores, key=lambda i: (-scores[i], i))[:fetch]
         return [(i, scores[i], ", ".join(sorted(set(names[i]))[:5])) for i in order]
 
-    def start_vectors(self, query: str, pool: Executor | None) -> None:
-        """Embed the query in a thread of ``pool`` (two workers), and answer for the evidence in
-        the other one, on a connection of its own (see :meth:`decisions`).
+    def start_vectors(self, query: str, fetch: int, pool: Executor | None) -> None:
+        """Embed the query in a thread of ``pool`` (three workers), search the evidence vectors in
+        another as soon as the vector is there, and answer for the evidence in the third (see
+        :meth:`decisions`), each on a connection of its own.
 
         Embedding is the costliest step of a recall; onnxruntime and SQLite release the GIL, so
-        it runs while the other threads rank by keyword and entity. Each thread then searches the
-        vectors of its own store once the query vector is there.
+        it runs while the evidence is ranked by keyword and entity in another thread, and the
+        decisions in this one, which searches the decision vectors once the query vector is there.
         """
         if self.embedder is None:
             return
         self._pool = pool
         if pool is not None:
             self._embedding = pool.submit(self.embedder.embed_query, query)
+            searcher = self.store.reader().reader()  # reader() is the evidence answer's
+            self._evidence_search = pool.submit(self._search, searcher, query, "evidence", fetch)
 
     def _query_vector(self, query: str) -> bytes:
         """The query's vector: embedded here when no worker has started on it (or there is none)."""
@@ -597,6 +608,13 @@ class Recaller:
     def _vector(self, store: Store, query: str, kind: str, fetch: int) -> Ranked:
         if self.embedder is None:
             return []
+        search = self._evidence_search if kind == "evidence" else None
+        if search is not None and not search.cancel():  # a worker has it (else: here, through store)
+            return search.result()
+        return self._search(store, query, kind, fetch)
+
+    def _search(self, store: Store, query: str, kind: str, fetch: int) -> Ranked:
+        """The vector list of ``kind``, searched once per recall through ``store``."""
         if kind not in self._vectors:
             self._vectors[kind] = self._nearest(store, kind, self._query_vector(query), fetch)
         return self._vectors[kind]
@@ -674,6 +692,9 @@ class Recaller:
             # worker on a connection of its own, while this thread ranks and expands the decisions.
             answer = self._pool.submit(self._evidence, self.store.reader(), query, mode, k, rrf_k)
             self._evidence_answer = ((query, mode, k, rrf_k), answer)
+            # Hand the GIL over now: else the worker waits for this thread's next blocking call or
+            # the interpreter's switch interval (5 ms) before it can start.
+            time.sleep(0)
         lists = self.rank(self.store, query, "decision", mode, fetch)
         fused = fuse(lists, rrf_k, WEIGHTS)
         ids = [item for item, _, _ in fused]

@@ -89,8 +89,9 @@ class RecallService:
         from concurrent.futures import ThreadPoolExecutor  # noqa: PLC0415
 
         if self._executor is None:
-            # One worker embeds the query, the other answers for the evidence (see Recaller).
-            self._executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="ctx-recall")
+            # One worker embeds the query, one searches the evidence vectors with it, one answers
+            # for the evidence (see Recaller.start_vectors).
+            self._executor = ThreadPoolExecutor(max_workers=3, thread_name_prefix="ctx-recall")
         return self._executor
 
     def search(self, query: str, *, limit: int = 10, as_of: str | None = None) -> SearchResults:
@@ -161,7 +162,7 @@ class RecallService:
             self._decision_cache = recall.DecisionCache()
         recaller = recall.Recaller(self.store, self.entity_index, embedder, min_scores, self._decision_cache)
         if embedder is not None:
-            recaller.start_vectors(query, self._pool())
+            recaller.start_vectors(query, max(recall.OVERFETCH, 5 * k), self._pool())
         decisions, closed = recaller.decisions(query, mode, k, rrf_k, moment)
         return recall.Recall(
             query=query,
