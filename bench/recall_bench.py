@@ -305,12 +305,14 @@ def _rss_mib() -> tuple[float, float]:
 def time_modes(kernel: Ctx, asked: list[str]) -> dict[str, tuple[float, float]]:
     """p50/p95 in ms of a warm recall per mode (and the hybrid's CPU time), then of the query embedding."""
     kernel.recall("warm up the model and caches")
-    # A second search loads the vectors' bits into memory on a thread of their own: wait for it.
+    # On SQLite a second search loads the vectors' bits into memory on a thread of their own:
+    # wait for it (a server searches its own index).
     started = time.perf_counter()
     kernel.recall("warm up the vector bits in memory")
-    held = kernel.store.vectors_in_memory(600)
-    state = "loaded" if held else "NOT loaded"
-    print(f"  vector bits {state} in memory after {time.perf_counter() - started:.1f} s", flush=True)
+    in_memory = getattr(kernel.store, "vectors_in_memory", None)
+    if in_memory is not None:
+        state = "loaded" if in_memory(600) else "NOT loaded"
+        print(f"  vector bits {state} in memory after {time.perf_counter() - started:.1f} s", flush=True)
     out: dict[str, tuple[float, float]] = {}
     cpu: list[float] = []
     for mode in MODES:

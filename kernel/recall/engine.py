@@ -336,7 +336,8 @@ class EntityIndex:
         )
         near = indexes[(np.abs(lengths - size) <= allowed) & (distance <= allowed)]
         near.sort()
-        return near.tolist()
+        found: list[int] = near.tolist()
+        return found
 
 
 def _all_char_masks(names: list[str]) -> tuple[Any, Any]:

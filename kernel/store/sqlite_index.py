@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 from ctx_kernel.kernel.records import Evidence
@@ -44,6 +45,7 @@ class IndexQueries:
     """Mixed into the SQLite store: every query the recall and index code needs."""
 
     _conn: Any
+    path: Path
     _mirrors: dict[str, VectorMirror]
     # (FTS term, threshold) -> (postings counted up to the threshold, evidence rows then)
     _term_counts: dict[tuple[str, int], tuple[int, int]]

@@ -60,7 +60,7 @@ class _Bits:
         the size of the whole matrix)."""
         import numpy as np  # noqa: PLC0415
 
-        total = np.bitwise_count(self.words[0] ^ query[0]).astype(np.uint16)
+        total: NDArray[np.uint16] = np.bitwise_count(self.words[0] ^ query[0]).astype(np.uint16)
         for row in range(1, len(query)):
             total += np.bitwise_count(self.words[row] ^ query[row])
         return total
@@ -206,10 +206,12 @@ def _nearest(parts: list[_Bits], query: NDArray[np.uint64], count: int) -> list[
         distances = np.concatenate([p.distances(query) for p in parts])
         ids = np.concatenate([p.ids for p in parts])
     if len(ids) <= count:
-        return ids.tolist()
+        every: list[int] = ids.tolist()
+        return every
     # Distances are small integers: a histogram finds the cut without sorting a million of them.
     cumulative = np.cumsum(np.bincount(distances))
     cut = int(np.searchsorted(cumulative, count))
     below = np.flatnonzero(distances < cut)
     at = np.flatnonzero(distances == cut)[: count - len(below)]
-    return ids[np.concatenate([below, at])].tolist()
+    nearest: list[int] = ids[np.concatenate([below, at])].tolist()
+    return nearest
