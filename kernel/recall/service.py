@@ -139,10 +139,10 @@ class RecallService:
         if not 1 <= rrf_k <= MAX_RRF_K:
             raise UsageError(f"rrf-k must be between 1 and {MAX_RRF_K}")
         moment = clock.parse_when(as_of) if as_of is not None else None
-        if mode in VECTOR_MODES and self._resolution is None:
+        if mode == "hybrid" and self._resolution is None:
             # A first recall (a one-shot `ctx inject --query`): the model loads (about a second:
             # importing fastembed, opening the ONNX session) on the worker while this thread reads
-            # the entity names.
+            # the entity names the entity ranker matches against.
             loading = self._pool().submit(self.embedding)
             self.entity_index.refresh(self.store)
             loading.result()
