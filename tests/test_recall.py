@@ -375,3 +375,20 @@ def test_keyword_search_over_many_texts_keeps_the_rarest_terms_within_its_budget
     monkeypatch.setattr(engine, "KEYWORD_POSTINGS", 1)  # the rarest term is always kept
     assert [h.evidence.id for h in ctx.recall(asked, mode="keyword", k=50).evidence] == found
     ctx.close()
+
+
+def test_an_evidence_hit_shows_the_words_asked_for_in_brackets_by_their_stems(kernel):
+    filler = " ".join(f"word{n}" for n in range(40))
+    text = f"{filler} we rotated the signing keys after the incident, {filler} then rotation again"
+    logged = kernel.log(text).id
+    hit = kernel.recall("key rotation", mode="keyword").evidence[0]
+    assert hit.evidence.id == logged
+    # Porter stems, as the index matches: "rotated" and "keys" are the query's "rotation" and "key".
+    assert "we [rotated] the signing [keys] after" in hit.snippet
+    assert hit.snippet.startswith("…") and hit.snippet.endswith("…")
+    assert len(hit.snippet.split()) <= 24 + 2
+    phrase = kernel.recall('"signing keys" incident', mode="keyword").evidence[0]
+    assert "the [signing] [keys] after the [incident]" in phrase.snippet
+    plain = kernel.log("short note: the cache is warm (see runbook).").id
+    found = {h.evidence.id: h.snippet for h in kernel.recall("cache runbook", mode="keyword").evidence}
+    assert found[plain] == "short note: the [cache] is warm (see [runbook])."

@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from ctx_kernel.kernel.errors import UsageError
 from ctx_kernel.kernel.limits import RECALL_MODES
-from ctx_kernel.kernel.recall import conflicts, entities, fusion, vocabulary
+from ctx_kernel.kernel.recall import conflicts, entities, fusion, snippets, vocabulary
 from ctx_kernel.kernel.recall.embeddings import Embedder, chunks
 from ctx_kernel.kernel.recall.fusion import RANKERS, Ranked
 from ctx_kernel.kernel.records import Decision, Evidence, Proposal
@@ -856,9 +856,9 @@ class Recaller:
             fused = fuse(self.rank(store, query, "evidence", mode, fetch), rrf_k, WEIGHTS)[:k]
         records = store.evidence_by_ids([item for item, _, _ in fused])
         wanted = TextQuery.from_text(query, drop_stopwords=True)
-        snippets = store.evidence_snippets(wanted, [item for item, _, _ in fused]) if wanted else {}
+        terms = wanted.terms if wanted else ()
         return [
-            EvidenceHit(records[item], rank, score, scores, snippets.get(item) or _lead(records[item].text))
+            EvidenceHit(records[item], rank, score, scores, _snippet(records[item].text, terms))
             for rank, (item, score, scores) in enumerate(
                 ((i, s, sc) for i, s, sc in fused if i in records), 1
             )
@@ -1014,8 +1014,9 @@ def _clip(value: str, limit: int = 80) -> str:
     return clip(value, limit)
 
 
-def _lead(text: str, limit: int = 240) -> str:
-    return _clip(text, limit)
+def _snippet(text: str, terms: Sequence[str]) -> str:
+    """The window of ``text`` around the query's words, else its start."""
+    return snippets.snippet(text, terms) or _clip(text, 240)
 
 
 def backfill(

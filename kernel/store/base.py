@@ -344,9 +344,6 @@ class Store(Protocol):
         """How many evidence texts hold each of the words ``terms``, counted up to ``cap`` (a count
         below it may have been made when there were fewer texts: rows only grow)."""
 
-    def evidence_snippets(self, query: TextQuery, ids: Sequence[str]) -> dict[str, str]:
-        """Snippets (matches in [brackets]) of those evidence ``ids`` that match ``query``."""
-
     # -- entities and conflicts (derived data) --------------------------------------------
 
     def add_mentions(self, item: str, names: Iterable[str]) -> None:

@@ -23,7 +23,6 @@ from ctx_kernel.kernel.store.query import TextQuery
 from ctx_kernel.kernel.store.sqlite_fts import match_string
 from ctx_kernel.kernel.store.sqlite_vectors import VectorMirror
 from ctx_kernel.kernel.vault.sealing import Vault
-from ctx_kernel.kernel.vault.sealing import snippet as vault_snippet
 
 KINDS = ("decision", "evidence")
 CHUNK_SLOTS = 16  # chunk_id = owner rowid * CHUNK_SLOTS + chunk number
@@ -272,23 +271,6 @@ class IndexQueries:
             if len(cache) > TERM_CACHE:
                 cache.clear()
             cache[(match, cap)] = (out[term], rows)
-        return out
-
-    def evidence_snippets(self, query: TextQuery, ids: Sequence[str]) -> dict[str, str]:
-        """FTS5 snippets (matches in [brackets]) of the evidence ``ids`` that match ``query``."""
-        match = match_string(query)
-        if self.is_sealed():  # the index holds tokens, not words: cut the snippet from the text
-            return {e.id: vault_snippet(e.text, match) for e in self.evidence_by_ids(ids).values()}
-        out = {}
-        for item in ids:
-            # One point query per hit: FTS5 looks a rowid up directly instead of running MATCH over the vault.
-            row = self._one(
-                """SELECT snippet(evidence_fts, 0, '[', ']', '…', 24) FROM evidence_fts
-                   WHERE evidence_fts MATCH ? AND rowid = (SELECT rowid FROM evidence WHERE id = ?)""",
-                (match, item),
-            )
-            if row is not None:
-                out[item] = row[0]
         return out
 
     # -- records by id --------------------------------------------------------------------

@@ -488,20 +488,6 @@ class PostgresIndex:
         counts = self._frequencies("evidence", terms, rows, cap)
         return {term: min(counts[term], cap) for term in terms}
 
-    def evidence_snippets(self, query: TextQuery, ids: Sequence[str]) -> dict[str, str]:
-        """Snippets (matches in [brackets]) of the evidence ``ids`` that match ``query``."""
-        if not ids:
-            return {}
-        source, terms = fts.tsquery(query)
-        snippet, lateral = _snippet(24)
-        rows = self._q(
-            f"""SELECT e.id, {snippet} FROM evidence e CROSS JOIN {source} {lateral}
-                WHERE e.id = ANY(%s) AND e.search @@ q.q""",
-            [*terms, list(ids)],
-        )
-        found = dict((r[0], r[1]) for r in rows)
-        return {item: found[item] for item in ids if item in found}
-
     def rebuild_text_index(self, *, evidence: bool) -> None:
         """Make the full-text postings again (of decisions, and of evidence) and forget entity
         mentions so they are extracted again.
