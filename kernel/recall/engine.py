@@ -244,6 +244,7 @@ class EntityIndex:
         self._masks: Any = None  # numpy uint64, shape (2, names): see _char_masks
         self._by_length: Any = None  # numpy: name indexes ordered by length
         self._sorted_lengths: Any = None  # numpy: the lengths in that order
+        self._sorted_masks: Any = None  # numpy: the masks in that order (slices are contiguous)
         self._asked = 0
         # phrase -> (name index, fuzz.ratio) in process.extract's order, while the names are unchanged
         self._phrases: dict[str, list[tuple[int, float]]] = {}
@@ -314,6 +315,7 @@ class EntityIndex:
             self._masks = masks if not built else np.concatenate([self._masks, masks], axis=1)
             self._by_length = np.argsort(self._lengths, kind="stable")
             self._sorted_lengths = self._lengths[self._by_length]
+            self._sorted_masks = np.ascontiguousarray(self._masks[:, self._by_length])
 
     def _near(self, phrase: str) -> list[int]:
         """Indexes of the names that may reach the cutoff against ``phrase``, in index order."""
@@ -327,14 +329,13 @@ class EntityIndex:
         shortest = math.floor((size * (1.0 - share) - 0.5) / (1.0 + share)) - 1
         longest = math.ceil((size * (1.0 + share) + 0.5) / (1.0 - share)) + 1
         first, last = np.searchsorted(self._sorted_lengths, [shortest, longest + 1])
-        indexes = self._by_length[first:last]
-        lengths = self._lengths[indexes]
+        lengths = self._sorted_lengths[first:last]
         once, twice = _char_masks(phrase)
         allowed = share * (lengths + size) + 0.5  # + 0.5: a bound, not a test
-        distance = np.bitwise_count(self._masks[0, indexes] ^ np.uint64(once)) + np.bitwise_count(
-            self._masks[1, indexes] ^ np.uint64(twice)
+        distance = np.bitwise_count(self._sorted_masks[0, first:last] ^ np.uint64(once)) + np.bitwise_count(
+            self._sorted_masks[1, first:last] ^ np.uint64(twice)
         )
-        near = indexes[(np.abs(lengths - size) <= allowed) & (distance <= allowed)]
+        near = self._by_length[first:last][(np.abs(lengths - size) <= allowed) & (distance <= allowed)]
         near.sort()
         found: list[int] = near.tolist()
         return found
