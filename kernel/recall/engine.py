@@ -513,27 +513,36 @@ class Recaller:
             return []
         # BM25 scores every text that holds any term: at a million texts a common word is in tens
         # of thousands and costs tens of milliseconds, while its low idf barely moves the order.
-        # When the terms' texts do not fit in KEYWORD_POSTINGS, two cheaper searches stand in for
-        # the one: the texts holding every term (FTS5 scores only those, and scores them exactly
-        # as the full query would), and the rarest terms that fit (the rarest always), which weigh
-        # most in BM25 (the idea of MaxScore pruning). Small stores never reach the budget.
+        # When the terms' texts do not fit in KEYWORD_POSTINGS, cheaper searches stand in for the
+        # one: the rarest terms that fit (the rarest always), which weigh most in BM25 (the idea
+        # of MaxScore pruning), and the texts holding every term, then every term but the
+        # commonest (FTS5 scores only the texts holding them all). Small stores never reach the
+        # budget. Measured against the full query's top 10: the same at 100,000 texts, 0.70 of
+        # it at a million (0.60 without the second tier).
         # Counted past the budget (counting costs a twentieth of ranking) to tell the rarest apart;
         # terms beyond that are taken in the query's order.
         counts = store.evidence_term_counts(wanted.terms, 4 * KEYWORD_POSTINGS)
-        kept: set[str] = set()
-        total = 0
         order = {term: n for n, term in enumerate(wanted.terms)}
-        for term in sorted(wanted.terms, key=lambda t: (counts[t], order[t])):
+        rarest_first = sorted(wanted.terms, key=lambda t: (counts[t], order[t]))
+        kept = 0
+        total = 0
+        for term in rarest_first:
             if kept and total + counts[term] > KEYWORD_POSTINGS:
                 break
-            kept.add(term)
+            kept += 1
             total += counts[term]
-        if len(kept) == len(wanted.terms):
+        if kept == len(wanted.terms):
             return [(i, s, None) for i, s in store.fts_evidence_ids(wanted, fetch)]
-        rare = TextQuery(tuple(t for t in wanted.terms if t in kept))
-        # A text in both lists scores higher with every term (each term adds to BM25).
-        found = dict(store.fts_evidence_ids(rare, fetch))
-        found.update(store.fts_evidence_ids(TextQuery(wanted.terms, "all"), fetch))
+        found: dict[str, float] = {}
+        subsets = [(kept, "any"), (len(rarest_first), "all"), (len(rarest_first) - 1, "all")]
+        for size, mode in subsets:
+            if mode == "all" and size <= kept:
+                continue  # the rarest terms' search holds these texts already
+            chosen = set(rarest_first[:size])
+            part = TextQuery(tuple(t for t in wanted.terms if t in chosen), mode)
+            # A text found by several searches keeps its best score (each term adds to BM25).
+            for item, score in store.fts_evidence_ids(part, fetch):
+                found[item] = max(score, found.get(item, score))
         best = sorted(found, key=lambda i: (-found[i], i))[:fetch]
         return [(i, found[i], None) for i in best]
 
