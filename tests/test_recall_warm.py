@@ -189,3 +189,46 @@ def test_the_entity_prefilter_of_a_warm_process_finds_what_scoring_every_name_fi
 def _entity_answers(ctx: Ctx, queries: list[str]) -> list[dict]:
     # One query per fresh entity match: the recall's entity list is computed once per recall.
     return [ctx.recall(q, k=20, mode="entity").to_dict() for q in queries]
+
+
+def test_the_bits_in_memory_start_again_when_the_vectors_are_embedded_with_another_model(store_path):
+    import struct
+
+    from ctx_kernel.kernel.store.sqlite import SQLiteStore
+
+    rng = random.Random(13)
+    embedder = SignEmbedder(dim=64)
+    ctx, _ = Ctx.init(store_path, embedder=embedder)
+    for text in _texts(rng, 400):
+        ctx.log(text)
+    ctx.reindex()
+    store = ctx.store
+    query = embedder.embed_query("redis retries timeouts")
+    for _ in range(2):  # a second search loads the bits into memory
+        store.nearest("evidence", query, 20, 5)
+    assert store.vectors_in_memory(30)
+
+    def negated(vector: bytes) -> bytes:
+        return struct.pack("<64f", *(-v for v in struct.unpack("<64f", vector)))
+
+    # Another model (here: every vector turned around) re-embeds the store; 20 candidates of 400
+    # rows, so bits left from the first model would bring the wrong rows to the rescoring.
+    with store.transaction():
+        store.drop_vectors()
+        store.set_meta("vector_model", "test/turned")
+        store.create_vector_tables(64)
+        rows = store.pending_vectors("evidence", 1000)
+        vectors = embedder.embed_documents([text for _, text in rows])
+        turned = [(item, 0, negated(v)) for (item, _), v in zip(rows, vectors, strict=True)]
+        store.insert_vectors("evidence", turned)
+    fresh = SQLiteStore.open(store_path)
+    try:
+        expected = fresh.nearest("evidence", query, 20, 5)  # vec0: nothing held in memory
+    finally:
+        fresh.close()
+    assert store.nearest("evidence", query, 20, 5) == expected  # from the vectors now stored
+    for _ in range(2):
+        store.nearest("evidence", query, 20, 5)
+    assert store.vectors_in_memory(30)
+    assert store.nearest("evidence", query, 20, 5) == expected  # and from the new bits in memory
+    ctx.close()
