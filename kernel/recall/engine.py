@@ -534,7 +534,11 @@ class Recaller:
         if kept == len(wanted.terms):
             return [(i, s, None) for i, s in store.fts_evidence_ids(wanted, fetch)]
         found: dict[str, float] = {}
-        subsets = [(kept, "any"), (len(rarest_first), "all"), (len(rarest_first) - 1, "all")]
+        subsets: list[tuple[int, Literal["any", "all"]]] = [
+            (kept, "any"),
+            (len(rarest_first), "all"),
+            (len(rarest_first) - 1, "all"),
+        ]
         for size, mode in subsets:
             if mode == "all" and size <= kept:
                 continue  # the rarest terms' search holds these texts already
