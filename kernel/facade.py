@@ -456,7 +456,8 @@ class Ctx:
         return self._recall.embedding()
 
     def warm(self) -> None:
-        """Load the embedding model and the recall code before the first recall needs them (no store use)."""
+        """Load the embedding model, the recall code and the entity names before the first recall needs
+        them (the names through a connection of its own)."""
         self._recall.warm()
 
     def prepare_vectors(self, backfill: int = 0) -> tuple[Embedder | None, VectorStatus]:

@@ -232,3 +232,16 @@ def test_the_bits_in_memory_start_again_when_the_vectors_are_embedded_with_anoth
     assert store.vectors_in_memory(30)
     assert store.nearest("evidence", query, 20, 5) == expected  # and from the new bits in memory
     ctx.close()
+
+
+def test_a_warmed_process_matches_entity_names_added_after_it_warmed(store_path):
+    ctx, _ = Ctx.init(store_path, embedder=None)
+    ctx.log("Touched `billing_retry_queue` in this change.")
+    ctx.warm()  # reads the entity names through a connection of its own
+    ctx.log("Renamed `invoice_export_job` today.")
+    asked = ("invoice_export_job", "billing_retry_queue")
+    with Ctx.open(store_path, embedder=None) as fresh:
+        expected = [fresh.recall(q, mode="entity").to_dict() for q in asked]
+    assert [ctx.recall(q, mode="entity").to_dict() for q in asked] == expected
+    assert all(answer["evidence"] for answer in expected)
+    ctx.close()

@@ -232,6 +232,9 @@ class EntityIndex:
     """
 
     def __init__(self) -> None:
+        # A long-running host reads the names on a thread of its own (RecallService.warm) while
+        # a recall may match against them.
+        self._lock = threading.RLock()
         self._reset()
 
     def _reset(self) -> None:
@@ -251,6 +254,21 @@ class EntityIndex:
 
     def refresh(self, store: Store) -> None:
         """Reload the names when the store has new ones."""
+        with self._lock:
+            self._refresh(store)
+
+    def known(self, store: Store, words: list[str]) -> list[str]:
+        """Those of ``words`` that some record names as an entity."""
+        with self._lock:
+            self._refresh(store)
+            return [w for w in words if w in self._known]
+
+    def match(self, store: Store, query: str) -> list[tuple[int, str, float]]:
+        """``(entity id, name, best fuzz.ratio)`` of entities a phrase of ``query`` names."""
+        with self._lock:
+            return self._match(store, query)
+
+    def _refresh(self, store: Store) -> None:
         version = store.entity_version()
         if version < self._version:  # a rolled-back write or another store: start again
             self._reset()
@@ -264,14 +282,8 @@ class EntityIndex:
             self._version = version
             self._phrases.clear()
 
-    def known(self, store: Store, words: list[str]) -> list[str]:
-        """Those of ``words`` that some record names as an entity."""
-        self.refresh(store)
-        return [w for w in words if w in self._known]
-
-    def match(self, store: Store, query: str) -> list[tuple[int, str, float]]:
-        """``(entity id, name, best fuzz.ratio)`` of entities a phrase of ``query`` names."""
-        self.refresh(store)
+    def _match(self, store: Store, query: str) -> list[tuple[int, str, float]]:
+        self._refresh(store)
         phrases = query_phrases(query)
         if not phrases or not self._names:
             return []

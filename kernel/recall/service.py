@@ -255,10 +255,11 @@ class RecallService:
             return self._resolution
 
     def warm(self) -> None:
-        """Load the embedding model and the recall code before the first recall needs them.
+        """Load the embedding model, the recall code and the entity names before the first recall
+        needs them.
 
-        Touches no store connection, so a long-running host (``ctx mcp``) can call it on a
-        background thread at startup while other calls use the store.
+        The names are read through a connection of its own, so a long-running host (``ctx mcp``)
+        can call it on a background thread at startup while other calls use the store.
         """
         import rapidfuzz.fuzz  # noqa: PLC0415 - imported for the cost: recall's first use
         import rapidfuzz.process  # noqa: F401, PLC0415
@@ -268,6 +269,14 @@ class RecallService:
         embedder = self.embedding().embedder
         if embedder is not None:
             embedder.embed_query("warm up")  # the first inference allocates onnxruntime's buffers
+        # A first recall would read every name (about 0.2 s per 40,000; a second at a million
+        # texts); one that cannot be read now is read by that recall.
+        with contextlib.suppress(StoreError):
+            own = self.store.detached()
+            try:
+                self.entity_index.refresh(own)
+            finally:
+                own.close()
 
     def prepare_vectors(self, backfill: int = 0) -> tuple[Embedder | None, VectorStatus]:
         """The embedder to query with (None when vectors are off), after embedding up to ``backfill`` rows."""

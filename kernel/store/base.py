@@ -82,6 +82,9 @@ class Store(Protocol):
     def reader(self) -> Store:
         """A second connection to the same store, for reads that run beside this one's (another thread)."""
 
+    def detached(self) -> Store:
+        """A new connection to the same store, for a thread of the caller's own; the caller closes it."""
+
     # -- transactions -------------------------------------------------------------------
 
     def transaction(self) -> AbstractContextManager[None]:

@@ -93,11 +93,16 @@ class SQLiteStore(IndexQueries, SQLiteCopy):
     def reader(self) -> SQLiteStore:
         """A second connection to the same file, for reads that run beside this one's."""
         if self._reader is None:
-            self._reader = SQLiteStore(self.path, driver.connect(self.path))
-            self._reader._vault = self._vault
-            self._reader._offered = self._offered  # the same list: keys offered later unlock it too
+            self._reader = self.detached()
             self._reader._mirrors = self._mirrors
         return self._reader
+
+    def detached(self) -> SQLiteStore:
+        """A new connection to the same file, for a thread of the caller's own; the caller closes it."""
+        other = SQLiteStore(self.path, driver.connect(self.path))
+        other._vault = self._vault
+        other._offered = self._offered  # the same list: keys offered later unlock it too
+        return other
 
     # -- transactions -------------------------------------------------------------------
 

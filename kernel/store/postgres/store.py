@@ -172,8 +172,12 @@ class PostgresStore(TeamMixin, PostgresIndex, PostgresCopy):
     def reader(self) -> PostgresStore:
         """A second connection to the same database, for reads that run beside this one's."""
         if self._reader is None:
-            self._reader = PostgresStore(self._url, self._connect(self._url))
+            self._reader = self.detached()
         return self._reader
+
+    def detached(self) -> PostgresStore:
+        """A new connection to the same database, for a thread of the caller's own; the caller closes it."""
+        return PostgresStore(self._url, self._connect(self._url))
 
     # -- transactions -------------------------------------------------------------------
 
