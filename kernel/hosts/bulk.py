@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import signal
 import sys
-from collections.abc import Iterable
-from contextlib import nullcontext
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager, nullcontext
 from typing import Any
 
 import click
@@ -73,7 +75,7 @@ def log_items(
         if show
         else nullcontext()
     )
-    with bar:
+    with bar, _stop_between_batches() as asked_to_stop:
         done = 0
 
         def progress(current: BatchReport) -> None:
@@ -81,6 +83,8 @@ def log_items(
             if show and current.lines + line_offset > done:
                 bar.update(current.lines + line_offset - done)
                 done = current.lines + line_offset
+            if asked_to_stop():
+                raise KeyboardInterrupt  # right after a batch committed and the report counted it
 
         try:
             kernel.log_many(
@@ -89,6 +93,31 @@ def log_items(
         except KeyboardInterrupt:
             report.interrupted = True
     return report
+
+
+@contextmanager
+def _stop_between_batches() -> Iterator[Callable[[], bool]]:
+    """While bulk logging runs, a Ctrl-C (SIGINT) asks it to stop after the batch being written.
+
+    Raised wherever it lands, the interrupt could fall between a batch's COMMIT and the report's
+    count of it, and the summary would miss rows that are in the vault. A second Ctrl-C stops at
+    once. Outside the main thread (a library caller's worker) signals are left as they are.
+    """
+    asked: list[bool] = []
+
+    def on_interrupt(signum: int, frame: Any) -> None:
+        if asked:
+            raise KeyboardInterrupt
+        asked.append(True)
+
+    if threading.current_thread() is not threading.main_thread():
+        yield lambda: False
+        return
+    previous = signal.signal(signal.SIGINT, on_interrupt)
+    try:
+        yield lambda: bool(asked)
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def summary(report: BatchReport, *, redact: bool) -> list[str]:

@@ -120,7 +120,9 @@ class SQLiteStore(IndexQueries, SQLiteCopy):
                 yield
                 self._conn.execute("COMMIT")
             except BaseException as exc:
-                self._conn.execute("ROLLBACK")
+                # An interrupt raised just after COMMIT returned lands here with nothing to undo.
+                if self._conn.in_transaction:
+                    self._conn.execute("ROLLBACK")
                 if isinstance(exc, driver.dbapi.IntegrityError):
                     # An invariant the database holds (trigger, unique index, CHECK) refused the write.
                     raise RefusedError(f"refused by the store: {exc}") from exc
@@ -166,7 +168,8 @@ class SQLiteStore(IndexQueries, SQLiteCopy):
             yield
         finally:
             self._in_snapshot = False
-            self._conn.execute("COMMIT")
+            if self._conn.in_transaction:
+                self._conn.execute("COMMIT")
 
     def _begin(self) -> None:
         # Behind the OS writer lock this waits only for writers that do not take it (migrations,
