@@ -10,8 +10,9 @@ wherever :class:`~ctx_kernel.kernel.store.base.Store` defines them, from Postgre
   aggregate; a query holding a phrase (``user_id`` is ``user`` then ``id``) from the generated
   ``search`` tsvectors and their GIN indexes, to the same scores. Term counts for the idf (and
   for :meth:`evidence_term_counts`) are counted up to a cap and remembered per connection.
-- Snippets: ``ts_headline`` with matches in [brackets] (cut from the text's words when the
-  text as written hides them inside a path or a dotted name).
+- Snippets of ``ctx search``: ``ts_headline`` with matches in [brackets] (cut from the text's
+  words when the text as written hides them inside a path or a dotted name). Recall cuts its own
+  from the texts it read (kernel/recall/snippets.py), the same on both backends.
 - Entities: the store lists names and postings; the matching itself (rapidfuzz) stays in the
   shared recall code (kernel/recall/entities.py) so both backends rank alike. The schema's
   trigram index is not used here: the recall code matches against its in-memory name list, which
