@@ -107,19 +107,16 @@ def test_ctrl_c_in_any_stage_then_the_same_command_finishes_an_identical_copy(
         assert copy.verify_audit(state=True).ok
 
 
+def _migrate_command(store: Path, target: Path) -> list[str]:
+    """``ctx --db STORE migrate --to TARGET`` as a separate process runs it."""
+    return [str(Path(sys.executable).parent / "ctx"), "--db", str(store), "migrate", "--to", str(target)]
+
+
 def test_a_killed_process_resumes_and_no_row_is_written_twice(source, store_path, tmp_path):
     source.log_many([Item(i, EvidenceInput(f"row {i} of the long copy")) for i in range(1500)])
     target = tmp_path / "copy.db"
-    env = dict(os.environ)
-    command = [
-        str(Path(sys.executable).parent / "ctx"),
-        "--db",
-        str(store_path),
-        "migrate",
-        "--to",
-        str(target),
-    ]
-    process = subprocess.Popen([*command, "--batch-size", "2"], env=env, stdout=subprocess.DEVNULL)
+    command = _migrate_command(store_path, target)
+    process = subprocess.Popen([*command, "--batch-size", "2"], stdout=subprocess.DEVNULL)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         with contextlib.suppress(sqlite3.OperationalError):  # not created yet
@@ -131,7 +128,7 @@ def test_a_killed_process_resumes_and_no_row_is_written_twice(source, store_path
     held = _count(target, "evidence")
     total = _count(store_path, "evidence")
     assert 200 <= held < total  # killed in the middle of the evidence
-    done = subprocess.run([*command, "--json"], env=env, capture_output=True, check=False, timeout=120)
+    done = subprocess.run([*command, "--json"], capture_output=True, check=False, timeout=120)
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert report["resumed"]
@@ -360,14 +357,7 @@ def test_an_encrypted_target_is_refused_even_empty(cli, source, tmp_path, monkey
 def test_two_copies_to_one_target_at_the_same_moment_write_every_row_once(source, store_path, tmp_path):
     target = tmp_path / "copy.db"
     Ctx.init(target)[0].close()
-    command = [
-        str(Path(sys.executable).parent / "ctx"),
-        "--db",
-        str(store_path),
-        "migrate",
-        "--to",
-        str(target),
-    ]
+    command = _migrate_command(store_path, target)
     runs = [
         subprocess.Popen([*command, "--batch-size", "2", "--json"], stdout=subprocess.PIPE) for _ in range(2)
     ]
