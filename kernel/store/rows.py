@@ -11,9 +11,9 @@ added to a table cannot shift a field.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
-from typing import Any, get_origin, get_type_hints
+from typing import Any, Protocol, get_origin, get_type_hints
 
 from ctx_kernel.kernel.records import AuditEvent, Decision, Evidence, Proposal
 
@@ -53,31 +53,54 @@ class RowMap:
 
     def values(self, record: Any, **stored: Any) -> tuple[Any, ...]:
         """The row of ``record`` for :meth:`insert`; ``stored`` overrides a field's stored value."""
-        row = []
-        for column in self.columns:
-            value = stored[column] if column in stored else getattr(record, column)
-            if column in self.json_columns:
-                value = json.dumps(value)
-            elif column in self.bool_columns:
-                value = int(value)
-            row.append(value)
-        return tuple(row)
+        return sqlite_values(self, lambda c: stored[c] if c in stored else getattr(record, c))
 
     def fields_of(self, row: Sequence[Any]) -> dict[str, Any]:
         """A row selected with :meth:`select` as the record's stored fields, by name."""
         # Not strict: the row was selected with these very columns (and this runs per row of a long queue).
-        found = dict(zip(self.columns, row, strict=False))
-        for column in self.json_columns:
-            raw = found[column]
-            # Most lists are empty; skipping the JSON parser for "[]" halves a long queue's load.
-            found[column] = [] if raw == "[]" else json.loads(raw)
-        for column in self.bool_columns:
-            found[column] = bool(found[column])
-        return found
+        return sqlite_fields(self, dict(zip(self.columns, row, strict=False)))
 
     def build(self, row: Sequence[Any], **linked: Any) -> Any:
         """The record of a row selected with :meth:`select`, with its linked fields."""
         return self.record(**self.fields_of(row), **linked)
+
+
+class Columns(Protocol):
+    """A table's columns and which of them SQLite stores as JSON text or as 0 or 1."""
+
+    @property
+    def columns(self) -> tuple[str, ...]: ...
+
+    @property
+    def json_columns(self) -> tuple[str, ...]: ...
+
+    @property
+    def bool_columns(self) -> tuple[str, ...]: ...
+
+
+def sqlite_values(spec: Columns, value_of: Callable[[str], Any]) -> tuple[Any, ...]:
+    """The values of ``spec``'s columns (``value_of`` each) as SQLite stores them: lists as JSON
+    text, booleans as 0 or 1."""
+    row = []
+    for column in spec.columns:
+        value = value_of(column)
+        if column in spec.json_columns:
+            value = json.dumps(value)
+        elif column in spec.bool_columns:
+            value = int(value)
+        row.append(value)
+    return tuple(row)
+
+
+def sqlite_fields(spec: Columns, found: dict[str, Any]) -> dict[str, Any]:
+    """``found`` (a SQLite row by column name) with its JSON text and 0/1 values read back."""
+    for column in spec.json_columns:
+        raw = found[column]
+        # Most lists are empty; skipping the JSON parser for "[]" halves a long queue's load.
+        found[column] = [] if raw == "[]" else json.loads(raw)
+    for column in spec.bool_columns:
+        found[column] = bool(found[column])
+    return found
 
 
 EVIDENCE = RowMap.of(Evidence, "evidence")

@@ -8,11 +8,10 @@ id, so no rowid leaves the backend.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
-from ctx_kernel.kernel.store.rows import COPIED, CopiedTable
+from ctx_kernel.kernel.store.rows import COPIED, CopiedTable, sqlite_fields, sqlite_values
 from ctx_kernel.kernel.store.sqlite_index import CHUNK_SLOTS, KINDS
 
 _CHUNK = 400  # keys per lookup: two bound values each stay under SQLite's 32,766 variables
@@ -96,21 +95,8 @@ class SQLiteCopy:
 
 
 def _neutral(spec: CopiedTable, row: Sequence[Any]) -> dict[str, Any]:
-    found = dict(zip(spec.columns, row, strict=True))
-    for column in spec.json_columns:
-        found[column] = json.loads(found[column])
-    for column in spec.bool_columns:
-        found[column] = bool(found[column])
-    return found
+    return sqlite_fields(spec, dict(zip(spec.columns, row, strict=True)))
 
 
 def _stored(spec: CopiedTable, row: dict[str, Any]) -> tuple[Any, ...]:
-    values = []
-    for column in spec.columns:
-        value = row[column]
-        if column in spec.json_columns:
-            value = json.dumps(value)
-        elif column in spec.bool_columns:
-            value = int(value)
-        values.append(value)
-    return tuple(values)
+    return sqlite_values(spec, row.__getitem__)
