@@ -243,11 +243,11 @@ class EntityIndex:
         self._names: list[str] = []
         self._display: list[str] = []
         self._known: set[str] = set()
-        self._lengths: Any = None  # numpy int32, one per name
-        self._masks: Any = None  # numpy uint64, shape (2, names): see _char_masks
-        self._by_length: Any = None  # numpy: name indexes ordered by length
-        self._sorted_lengths: Any = None  # numpy: the lengths in that order
-        self._sorted_masks: Any = None  # numpy: the masks in that order (slices are contiguous)
+        # The names ordered by length (a phrase's candidates are one contiguous slice), equal
+        # lengths in index order: their indexes, lengths and masks (numpy; see _char_masks).
+        self._by_length: Any = None  # int64, one per name
+        self._sorted_lengths: Any = None  # int32
+        self._sorted_masks: Any = None  # uint64, shape (2, names)
         self._asked = 0
         # phrase -> (name index, fuzz.ratio) in process.extract's order, while the names are unchanged
         self._phrases: dict[str, list[tuple[int, float]]] = {}
@@ -320,14 +320,18 @@ class EntityIndex:
         """Lengths and character masks of the names added since the last call (names only grow)."""
         import numpy as np  # noqa: PLC0415 - only a warm recall over many names needs it
 
-        built = 0 if self._lengths is None else len(self._lengths)
+        built = 0 if self._by_length is None else len(self._by_length)
         if built < len(self._names):
             lengths, masks = _all_char_masks(self._names[built:])
-            self._lengths = lengths if not built else np.concatenate([self._lengths, lengths])
-            self._masks = masks if not built else np.concatenate([self._masks, masks], axis=1)
-            self._by_length = np.argsort(self._lengths, kind="stable")
-            self._sorted_lengths = self._lengths[self._by_length]
-            self._sorted_masks = np.ascontiguousarray(self._masks[:, self._by_length])
+            indexes = np.arange(built, len(self._names))
+            if built:  # after the names held: a stable sort keeps equal lengths in index order
+                lengths = np.concatenate([self._sorted_lengths, lengths])
+                masks = np.concatenate([self._sorted_masks, masks], axis=1)
+                indexes = np.concatenate([self._by_length, indexes])
+            order = np.argsort(lengths, kind="stable")
+            self._by_length = indexes[order]
+            self._sorted_lengths = lengths[order]
+            self._sorted_masks = np.ascontiguousarray(masks[:, order])
 
     def _near(self, phrase: str) -> list[int]:
         """Indexes of the names that may reach the cutoff against ``phrase``, in index order."""
