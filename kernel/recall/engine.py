@@ -577,9 +577,7 @@ class Recaller:
             newest = store.entity_items(missing, prefix, ENTITY_ITEMS)
             for entity_id in missing:
                 postings[(prefix, entity_id)] = (counts.get(entity_id, 0), newest.get(entity_id, []))
-        if kind not in self._cache.sizes:
-            self._cache.sizes[kind] = store.item_count(kind)
-        total = max(self._cache.sizes[kind], 1)
+        total = max(self._size(store, kind), 1)
         scores: dict[str, float] = {}
         names: dict[str, list[str]] = {}
         for entity_id, name, ratio in matched:
@@ -593,6 +591,12 @@ class Recaller:
                 names.setdefault(item, []).append(name)
         order = sorted(scores, key=lambda i: (-scores[i], i))[:fetch]
         return [(i, scores[i], ", ".join(sorted(set(names[i]))[:5])) for i in order]
+
+    def _size(self, store: Store, kind: str) -> int:
+        """How many records of ``kind`` the store holds, read once while the store is unchanged."""
+        if kind not in self._cache.sizes:
+            self._cache.sizes[kind] = store.item_count(kind)
+        return self._cache.sizes[kind]
 
     def start_vectors(self, query: str, fetch: int, pool: Executor | None) -> None:
         """Embed the query in a thread of ``pool`` (three workers), search the evidence vectors in
@@ -627,9 +631,7 @@ class Recaller:
 
     def _nearest(self, store: Store, kind: str, vector: bytes, fetch: int) -> Ranked:
         """The records of ``kind`` nearest to ``vector``, read through ``store``; weak ones left out."""
-        if kind not in self._cache.sizes:
-            self._cache.sizes[kind] = store.item_count(kind)
-        candidates = max(VECTOR_CANDIDATES, 2 * fetch, self._cache.sizes[kind] // RECORDS_PER_CANDIDATE)
+        candidates = max(VECTOR_CANDIDATES, 2 * fetch, self._size(store, kind) // RECORDS_PER_CANDIDATE)
         return [
             (item, sim, None)
             for item, sim in store.nearest(kind, vector, candidates, fetch)
