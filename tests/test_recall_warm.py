@@ -6,9 +6,11 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
+import pytest
 from embedders import HashEmbedder, SignEmbedder
 
 from ctx_kernel.kernel import Ctx
+from ctx_kernel.kernel.store import sqlite_vectors
 
 DIM = 24  # few bits: many rows tie at the k-th Hamming distance
 WORDS = (
@@ -41,15 +43,23 @@ def _cold_answers(path: Path, queries: list[str], embedder: HashEmbedder) -> lis
 
 
 def _held_in_memory(ctx: Ctx, query: str) -> None:
-    # Searched twice, each kind's bits are loaded into memory on a thread of their own.
+    # Searched twice, each kind's vectors are loaded into memory on a thread of their own.
     for _ in range(2):
         ctx.recall(query, mode="vector")
     assert ctx.store.vectors_in_memory(30)
 
 
-def test_a_warm_vector_recall_answers_as_a_fresh_one_before_and_after_new_rows(store_path):
+def _held_as(monkeypatch: pytest.MonkeyPatch, held: str) -> None:
+    # A kind is held whole (its vectors, searched exactly) within EXACT_MEMORY, else as bits.
+    if held == "bits":
+        monkeypatch.setattr(sqlite_vectors, "EXACT_MEMORY", -1)
+
+
+@pytest.mark.parametrize("held", ["exact", "bits"])
+def test_a_warm_vector_recall_answers_as_a_fresh_one_before_and_after_new_rows(store_path, monkeypatch, held):
     # Fewer chunks than a recall's candidates: both the fresh process (sqlite-vec) and the warm one
-    # (the bits in memory) rescore every chunk, so their answers must be equal.
+    # (the copy in memory) score every chunk, so their answers must be equal, scores to the bit.
+    _held_as(monkeypatch, held)
     rng = random.Random(5)
     embedder = HashEmbedder(dim=DIM)
     warm, _ = Ctx.init(store_path, embedder=embedder)
@@ -58,6 +68,7 @@ def test_a_warm_vector_recall_answers_as_a_fresh_one_before_and_after_new_rows(s
     warm.reindex()
     queries = _texts(rng, 8)
     _held_in_memory(warm, queries[0])
+    assert warm.store.vectors_held()["evidence"] == held
     assert _answers(warm, queries) == _cold_answers(store_path, queries, embedder)
     for text in _texts(rng, 40):  # new rows logged here...
         warm.log(text)
@@ -69,9 +80,10 @@ def test_a_warm_vector_recall_answers_as_a_fresh_one_before_and_after_new_rows(s
     warm.close()
 
 
-def test_the_bits_in_memory_find_the_same_nearest_vectors_as_sqlite_vec(store_path):
+def test_the_bits_in_memory_find_the_same_nearest_vectors_as_sqlite_vec(store_path, monkeypatch):
     # Sign vectors: cosine = 1 - 2 * Hamming / dim, so both searches must find the exact top by
     # cosine. Many rows tie; which of the tied ones is listed may differ, their similarities not.
+    _held_as(monkeypatch, "bits")
     rng = random.Random(9)
     embedder = SignEmbedder(dim=64)
     warm, _ = Ctx.init(store_path, embedder=embedder)
@@ -84,6 +96,7 @@ def test_the_bits_in_memory_find_the_same_nearest_vectors_as_sqlite_vec(store_pa
         return [[round(e["scores"]["vector"]["score"], 5) for e in a["evidence"]] for a in answers]
 
     _held_in_memory(warm, queries[0])
+    assert warm.store.vectors_held()["evidence"] == "bits"
     expected = similarities(_cold_answers(store_path, queries, embedder))
     assert similarities(_answers(warm, queries)) == expected
     assert all(len(found) == 20 for found in expected)
@@ -199,7 +212,10 @@ def _entity_answers(ctx: Ctx, queries: list[str]) -> list[dict]:
     return [ctx.recall(q, k=20, mode="entity").to_dict() for q in queries]
 
 
-def test_the_bits_in_memory_start_again_when_the_vectors_are_embedded_with_another_model(store_path):
+@pytest.mark.parametrize("held", ["exact", "bits"])
+def test_the_copy_in_memory_starts_again_when_the_vectors_are_embedded_with_another_model(
+    store_path, monkeypatch, held
+):
     import struct
 
     from ctx_kernel.kernel.store.sqlite import SQLiteStore
@@ -212,15 +228,18 @@ def test_the_bits_in_memory_start_again_when_the_vectors_are_embedded_with_anoth
     ctx.reindex()
     store = ctx.store
     query = embedder.embed_query("redis retries timeouts")
-    for _ in range(2):  # a second search loads the bits into memory
+    _held_as(monkeypatch, held)
+    for _ in range(2):  # a second search loads the copy into memory
         store.nearest("evidence", query, 20, 5)
     assert store.vectors_in_memory(30)
+    assert store.vectors_held() == {"evidence": held}
 
     def negated(vector: bytes) -> bytes:
         return struct.pack("<64f", *(-v for v in struct.unpack("<64f", vector)))
 
     # Another model (here: every vector turned around) re-embeds the store; 20 candidates of 400
-    # rows, so bits left from the first model would bring the wrong rows to the rescoring.
+    # rows, so a copy left from the first model would bring the wrong rows (and, held whole, the
+    # wrong similarities).
     with store.transaction():
         store.drop_vectors()
         store.set_meta("vector_model", "test/turned")
@@ -238,7 +257,8 @@ def test_the_bits_in_memory_start_again_when_the_vectors_are_embedded_with_anoth
     for _ in range(2):
         store.nearest("evidence", query, 20, 5)
     assert store.vectors_in_memory(30)
-    assert store.nearest("evidence", query, 20, 5) == expected  # and from the new bits in memory
+    assert store.vectors_held() == {"evidence": held}
+    assert store.nearest("evidence", query, 20, 5) == expected  # and from the new copy in memory
     ctx.close()
 
 
@@ -252,4 +272,70 @@ def test_a_warmed_process_matches_entity_names_added_after_it_warmed(store_path)
         expected = [fresh.recall(q, mode="entity").to_dict() for q in asked]
     assert [ctx.recall(q, mode="entity").to_dict() for q in asked] == expected
     assert all(answer["evidence"] for answer in expected)
+    ctx.close()
+
+
+class _GaussianEmbedder(HashEmbedder):
+    """Random vectors seeded by the text (not normalised; "zero" texts get a vector of zeros):
+    float32 sums of such vectors round differently in every order they are added in."""
+
+    def _vector(self, text: str) -> bytes:
+        import struct
+
+        if text.startswith("zero"):
+            return struct.pack(f"<{self.dim}f", *([0.0] * self.dim))
+        rng = random.Random(text)
+        return struct.pack(f"<{self.dim}f", *(rng.gauss(0.0, 3.0) for _ in range(self.dim)))
+
+
+def test_candidates_rescored_in_memory_get_the_similarities_sqlite_vec_computes_to_the_bit(store_path):
+    from ctx_kernel.kernel.store.sqlite import SQLiteStore
+
+    embedder = _GaussianEmbedder(dim=384, model_id="test/gauss-384")
+    ctx, _ = Ctx.init(store_path, embedder=embedder)
+    texts = [f"text {n}" for n in range(300)] + ["zero one", "zero two"]
+    for text in texts:
+        ctx.log(text)
+    ctx.reindex()
+    store = ctx.store
+    queries = [embedder.embed_query(f"query {n}") for n in range(20)]
+    for _ in range(2):
+        store.nearest("evidence", queries[0], 400, 10)
+    assert store.vectors_in_memory(30)
+    assert store.vectors_held() == {"evidence": "exact"}
+    fresh = SQLiteStore.open(store_path)
+    try:  # 400 candidates of 302 rows: sqlite-vec rescores every row in SQL
+        expected = [fresh.nearest("evidence", q, 400, 300) for q in queries]
+    finally:
+        fresh.close()
+    warm = [store.nearest("evidence", q, 400, 300) for q in queries]
+    assert warm == expected
+    assert all(len(found) == 300 for found in warm)  # the two rows of zeros match nothing
+    ctx.close()
+
+
+def test_a_kind_that_outgrows_its_vector_budget_is_held_as_bits_only(store_path, monkeypatch):
+    rng = random.Random(21)
+    embedder = HashEmbedder(dim=DIM)
+    ctx, _ = Ctx.init(store_path, embedder=embedder)
+    for text in _texts(rng, 50):
+        ctx.log(text)
+    ctx.reindex()
+    monkeypatch.setattr(sqlite_vectors, "EXACT_MEMORY", 60 * 4 * DIM)  # 60 chunks
+    queries = _texts(rng, 6)
+    _held_in_memory(ctx, queries[0])
+    assert ctx.store.vectors_held()["evidence"] == "exact"
+    assert _answers(ctx, queries) == _cold_answers(store_path, queries, embedder)
+    for text in _texts(rng, 40):  # 90 chunks: within twice the budget, the vectors stay
+        ctx.log(text)
+    ctx.reindex()
+    assert _answers(ctx, queries) == _cold_answers(store_path, queries, embedder)
+    assert ctx.store.vectors_held()["evidence"] == "exact"
+    for text in _texts(rng, 40):  # 130 chunks: past twice the budget, loaded again as bits only
+        ctx.log(text)
+    ctx.reindex()
+    assert _answers(ctx, queries) == _cold_answers(store_path, queries, embedder)
+    _held_in_memory(ctx, queries[0])
+    assert ctx.store.vectors_held()["evidence"] == "bits"
+    assert _answers(ctx, queries) == _cold_answers(store_path, queries, embedder)
     ctx.close()

@@ -450,32 +450,44 @@ class IndexQueries:
         when every kind searched so far is held in memory (benchmarks time the warm path with it)."""
         return all([mirror.wait(timeout) for mirror in list(self._mirrors.values())])
 
+    def vectors_held(self) -> dict[str, str]:
+        """How each kind's vectors are held in memory: ``"exact"`` or ``"bits"`` (kinds not held
+        are left out)."""
+        held = {kind: mirror.held() for kind, mirror in list(self._mirrors.items())}
+        return {kind: how for kind, how in held.items() if how is not None}
+
     def nearest(self, kind: str, query: bytes, candidates: int, limit: int) -> list[tuple[str, float]]:
         """``(id, cosine similarity)``, most similar first: Hamming KNN over bits, then exact rescoring.
 
-        A process that searches a kind more than once reads its bits from an in-memory copy
-        (kernel/store/sqlite_vectors.py) once that is loaded; ``vec0`` answers until then.
+        A process that searches a kind more than once holds a copy in memory once it is loaded
+        (kernel/store/sqlite_vectors.py): a small kind's vectors, searched exactly there, or a
+        large kind's bits, whose nearest are rescored here; ``vec0`` answers until then.
         """
         table = _table(kind)
         mirror = self._mirrors.get(kind)
         if mirror is None:
             mirror = self._mirrors.setdefault(kind, VectorMirror(self.path, kind, driver.connect))
-        chunk_ids = mirror.candidates(self._conn, query, candidates)
-        if chunk_ids is None:
-            # vec0's scan costs about chunks x k (k = 1,000 over a million chunks: 1.9 s, k = 100:
-            # 0.13 s): a search without the copy in memory takes fewer candidates in a large store.
-            k = min(candidates, max(VEC0_MIN_K, VEC0_WORK // max(1, self.item_count(kind))))
-            nearest = f"SELECT chunk_id FROM vec_{table} WHERE bits MATCH vec_quantize_binary(?) AND k = ?"
-            params: list[Any] = [query, query, k]
-        elif not chunk_ids:
-            return []
+        found = mirror.search(self._conn, query, candidates)
+        rows: Iterable[tuple[int, float | None]]
+        if found is not None and found.similarities is not None:
+            rows = zip(found.chunk_ids, found.similarities, strict=True)  # held whole: exact already
         else:
-            nearest, params = _marks(chunk_ids), [query, *chunk_ids]
-        rows = self._q(
-            f"""SELECT chunk_id, 1.0 - vec_distance_cosine(emb, ?) AS similarity FROM {table}_vector
-                WHERE chunk_id IN ({nearest}) ORDER BY similarity DESC""",
-            params,
-        )
+            if found is None:
+                # vec0's scan costs about chunks x k (k = 1,000 over a million chunks: 1.9 s, k =
+                # 100: 0.13 s): a search without a copy in memory takes fewer candidates in a
+                # large store.
+                k = min(candidates, max(VEC0_MIN_K, VEC0_WORK // max(1, self.item_count(kind))))
+                nearest = f"SELECT chunk_id FROM vec_{table} WHERE bits MATCH vec_quantize_binary(?) AND k=?"
+                params: list[Any] = [query, query, k]
+            elif not found.chunk_ids:
+                return []
+            else:
+                nearest, params = _marks(found.chunk_ids), [query, *found.chunk_ids]
+            rows = self._q(
+                f"""SELECT chunk_id, 1.0 - vec_distance_cosine(emb, ?) AS similarity FROM {table}_vector
+                    WHERE chunk_id IN ({nearest}) ORDER BY similarity DESC, chunk_id""",
+                params,
+            )
         best: dict[int, float] = {}  # owner rowid -> its best chunk's similarity
         for chunk_id, similarity in rows:
             # A vector of zeros has no direction: its cosine is undefined (NULL), not a match.

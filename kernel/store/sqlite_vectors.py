@@ -1,26 +1,33 @@
-"""The binary-quantised vectors of a SQLite store held in memory, for a process that recalls often.
+"""The vectors of a SQLite store held in memory, for a process that recalls often.
 
 sqlite-vec's ``vec0`` scan pays a per-row cost inside the virtual table: about 1.4 ms at 10,000
 chunks and 45 ms at a million on a 2-core machine. The same Hamming distances over a bit matrix
 held in memory (48 bytes per chunk of a 384-dimension model: 48 MB at a million) take numpy
-about 0.1 ms and 11 ms. Loading the matrix reads every chunk once (about 3.5 µs each), which a
+about 0.05 ms and 11 ms. Loading the matrix reads every chunk once (about 3.5 µs each), which a
 one-shot process (``ctx recall`` from a shell) must not pay: the copy is loaded on a thread of
 its own, from a connection of its own, once a kind of record is searched a second time, and
 until it is ready searches use ``vec0``.
+
+Candidates are rescored with the exact float32 vectors, so the copy can only change which rows
+are considered. A kind whose vectors fit in :data:`EXACT_MEMORY` (50,000 chunks of a
+384-dimension model) holds them too and rescores in memory, computing ``vec_distance_cosine`` as
+sqlite-vec does (float32 products summed in order, the magnitudes' square roots in double): the
+very numbers SQL would give, without its 0.7 ms for 200 candidates. A larger kind's candidates
+are rescored in SQL.
 
 The copy stays exact without any signal from writers because vector rows are never changed:
 texts are immutable, rows are never deleted, and chunks are embedded in rowid order (see
 ``pending_vectors``), so new rows are the ones above the highest chunk id seen. A re-embedding
 with another model (``ctx reindex``) shows as a changed ``vector_model`` and starts the copy
-again; the same model gives the same vectors. Candidates are always rescored with the exact float32
-vectors read from the store, so the copy can only change which rows are considered.
+again; the same model gives the same vectors. A kind that grows past twice its budget is loaded
+again, as bits only.
 """
 
 from __future__ import annotations
 
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
     import numpy as np
@@ -32,28 +39,51 @@ LOAD_BATCH = 65_536
 MERGE_TAIL = 65_536
 # A kind is searched this many times before its copy is loaded: a one-shot process never is.
 LOAD_AFTER = 2
+# A kind whose float32 vectors take at most this many bytes is held whole and searched exactly.
+EXACT_MEMORY = 75 * 2**20
 
 
-class _Bits:
-    """Chunk ids (ascending) and their bits as a (words, chunks) uint64 matrix."""
+class _Part:
+    """Chunk ids (ascending), their bits as a (words, chunks) uint64 matrix and, for a kind held
+    whole, their float32 vectors as a (chunks, dimensions) matrix."""
 
-    def __init__(self, ids: NDArray[np.int64], words: NDArray[np.uint64]) -> None:
+    def __init__(
+        self,
+        ids: NDArray[np.int64],
+        words: NDArray[np.uint64],
+        vectors: NDArray[np.float32] | None,
+        magnitudes: NDArray[np.float32] | None,
+    ) -> None:
         self.ids = ids
         self.words = words
+        self.vectors = vectors
+        self.magnitudes = magnitudes  # each vector's sum of squares, as sqlite-vec adds them
 
     @classmethod
-    def from_rows(cls, rows: list[tuple[int, bytes]]) -> _Bits:
+    def from_rows(cls, rows: list[tuple[int, bytes, bytes | None]]) -> _Part:
         import numpy as np  # noqa: PLC0415 - only a warm process needs it
 
         ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
         raw = np.frombuffer(b"".join(_padded(r[1]) for r in rows), dtype="<u8")
-        return cls(ids, np.ascontiguousarray(raw.reshape(len(rows), -1).T))
+        vectors = magnitudes = None
+        if rows and rows[0][2] is not None:
+            floats = np.frombuffer(b"".join(r[2] or b"" for r in rows), dtype="<f4")
+            vectors = floats.reshape(len(rows), -1)
+            magnitudes = np.concatenate(
+                [_in_order(vectors[i : i + 4096], vectors[i : i + 4096]) for i in range(0, len(rows), 4096)]
+            )
+        return cls(ids, np.ascontiguousarray(raw.reshape(len(rows), -1).T), vectors, magnitudes)
 
     @classmethod
-    def join(cls, parts: list[_Bits]) -> _Bits:
+    def join(cls, parts: list[_Part]) -> _Part:
         import numpy as np  # noqa: PLC0415
 
-        return cls(np.concatenate([p.ids for p in parts]), np.concatenate([p.words for p in parts], axis=1))
+        vectors = magnitudes = None
+        if all(p.vectors is not None for p in parts):
+            vectors = np.concatenate([p.vectors for p in parts if p.vectors is not None])
+            magnitudes = np.concatenate([p.magnitudes for p in parts if p.magnitudes is not None])
+        words = np.concatenate([p.words for p in parts], axis=1)
+        return cls(np.concatenate([p.ids for p in parts]), words, vectors, magnitudes)
 
     def distances(self, query: NDArray[np.uint64]) -> NDArray[np.uint16]:
         """Hamming distance of every chunk to ``query`` (one row of bits at a time: no temporaries
@@ -67,7 +97,8 @@ class _Bits:
 
 
 class VectorMirror:
-    """The bits of one kind of record (``decision`` or ``evidence``) of one store file."""
+    """The bits (and, for a small kind, the vectors) of one kind of record (``decision`` or
+    ``evidence``) of one store file."""
 
     def __init__(self, path: Path, kind: str, connect: Any) -> None:
         self._path = path
@@ -80,8 +111,10 @@ class VectorMirror:
         self._ready = False
         self._model: str | None = None
         self._high = 0  # the highest chunk id held
-        self._main: _Bits | None = None
-        self._tail: list[_Bits] = []
+        self._exact = False  # the vectors are held too (candidates are rescored here)
+        self._held = 0  # bytes of vectors held
+        self._main: _Part | None = None
+        self._tail: list[_Part] = []
         self._tail_size = 0
 
     def close(self) -> None:
@@ -98,9 +131,18 @@ class VectorMirror:
             loader.join(timeout)
         return self._ready
 
-    def candidates(self, conn: Any, query: bytes, count: int) -> list[int] | None:
-        """Ids of the ``count`` chunks nearest ``query`` by Hamming distance over the bits, reading
-        new chunks through ``conn``; None while the copy is not loaded (search ``vec0`` instead)."""
+    def held(self) -> str | None:
+        """What the copy holds: ``"exact"`` (the bits and the vectors), ``"bits"``, or None (not
+        loaded)."""
+        with self._lock:
+            if not self._ready:
+                return None
+            return "exact" if self._exact else "bits"
+
+    def search(self, conn: Any, query: bytes, count: int) -> Found | None:
+        """The ``count`` chunks nearest ``query`` by Hamming distance over the bits, reading new
+        chunks through ``conn``: rescored, most similar first, when the vectors are held, else in
+        chunk order (the caller rescores them); None while no copy is held (search ``vec0``)."""
         table = f"{self._kind}_vector"
         high, model = conn.execute(
             f"SELECT (SELECT max(chunk_id) FROM {table}), (SELECT value FROM meta WHERE key = 'vector_model')"
@@ -108,6 +150,10 @@ class VectorMirror:
         with self._lock:
             if self._ready and model != self._model:
                 self._restart()
+            if self._ready and (high or 0) > self._high:
+                self._add(self._read(conn, self._high, None, self._exact))
+                if self._exact and self._held > 2 * EXACT_MEMORY:
+                    self._restart()  # grown past its budget: the next load holds only bits
             if not self._ready:
                 self._asked += 1
                 if self._asked >= LOAD_AFTER and self._loader is None and not self._stop.is_set():
@@ -116,35 +162,49 @@ class VectorMirror:
                     )
                     self._loader.start()
                 return None
-            if (high or 0) > self._high:
-                self._add(self._read(conn, self._high, None))
             parts = [p for p in (self._main, *self._tail) if p is not None and len(p.ids)]
         if not parts:
-            return []
-        return _nearest(parts, _query_bits(conn, query), count)
+            return Found([], None)
+        chosen = _nearest(parts, _query_bits(conn, query), count)
+        ids = _gathered([part.ids[positions] for part, positions in chosen])
+        held = [
+            (part.vectors[at], part.magnitudes[at])
+            for part, at in chosen
+            if part.vectors is not None and part.magnitudes is not None
+        ]
+        if len(held) < len(chosen):  # bits only: the caller rescores in SQL
+            return Found(ids.tolist(), None)
+        return _rescored(ids, _gathered([v for v, _ in held]), _gathered([m for _, m in held]), query)
 
     def _restart(self) -> None:
-        """Forget the copy (the vectors were re-embedded) and load it again on the next searches."""
+        """Forget the copy (the vectors were re-embedded, or outgrew memory) and load it again on
+        the next searches."""
         self._ready, self._model, self._high = False, None, 0
-        self._main, self._tail, self._tail_size = None, [], 0
+        self._main, self._tail, self._tail_size, self._held = None, [], 0, 0
         self._asked = 0
         self._loader = None
 
-    def _read(self, conn: Any, after: int, limit: int | None) -> list[tuple[int, bytes]]:
-        sql = f"SELECT chunk_id, vec_quantize_binary(emb) FROM {self._kind}_vector WHERE chunk_id > ? "
-        sql += "ORDER BY chunk_id" + (" LIMIT ?" if limit else "")
+    def _read(self, conn: Any, after: int, limit: int | None, exact: bool) -> list[Row]:
+        vectors = "emb" if exact else "NULL"
+        sql = f"SELECT chunk_id, vec_quantize_binary(emb), {vectors} FROM {self._kind}_vector "
+        sql += "WHERE chunk_id > ? ORDER BY chunk_id" + (" LIMIT ?" if limit else "")
         params = (after, limit) if limit else (after,)
-        return [(int(r[0]), bytes(r[1])) for r in conn.execute(sql, params).fetchall() if r[1] is not None]
+        return [
+            (int(r[0]), bytes(r[1]), None if r[2] is None else bytes(r[2]))
+            for r in conn.execute(sql, params).fetchall()
+            if r[1] is not None
+        ]
 
-    def _add(self, rows: list[tuple[int, bytes]]) -> None:
+    def _add(self, rows: list[Row]) -> None:
         """Append chunks above the highest held (under the lock)."""
         if not rows:
             return
-        self._tail.append(_Bits.from_rows(rows))
+        self._tail.append(_Part.from_rows(rows))
         self._tail_size += len(rows)
+        self._held += _vector_bytes(rows)
         self._high = rows[-1][0]
         if self._tail_size > MERGE_TAIL or len(self._tail) > 32:
-            self._main = _Bits.join([p for p in (self._main, *self._tail) if p is not None])
+            self._main = _Part.join([p for p in (self._main, *self._tail) if p is not None])
             self._tail, self._tail_size = [], 0
 
     def _load(self) -> None:
@@ -157,22 +217,26 @@ class VectorMirror:
             conn.execute("BEGIN")  # one snapshot: the model and the chunks agree
             row = conn.execute("SELECT value FROM meta WHERE key = 'vector_model'").fetchone()
             model = row[0] if row else None
-            parts: list[_Bits] = []
-            after = 0
+            size = conn.execute(f"SELECT count(*), max(length(emb)) FROM {self._kind}_vector").fetchone()
+            exact = (size[0] or 0) * (size[1] or 0) <= EXACT_MEMORY
+            parts: list[_Part] = []
+            after = held = 0
             while not self._stop.is_set():
-                rows = self._read(conn, after, LOAD_BATCH)
+                rows = self._read(conn, after, LOAD_BATCH, exact)
                 if not rows:
                     break
-                parts.append(_Bits.from_rows(rows))
+                parts.append(_Part.from_rows(rows))
                 after = rows[-1][0]
+                held += _vector_bytes(rows)
             conn.execute("COMMIT")
             if self._stop.is_set():
                 return
             with self._lock:
                 if self._loader is not threading.current_thread():
                     return  # restarted meanwhile: this copy may be of the old vectors
-                self._main = _Bits.join(parts) if parts else None
+                self._main = _Part.join(parts) if parts else None
                 self._tail, self._tail_size = [], 0
+                self._exact, self._held = exact, held
                 self._model, self._high, self._ready = model, after, True
         except Exception:
             with self._lock:
@@ -180,6 +244,65 @@ class VectorMirror:
                     self._loader = None  # try again on a later search
         finally:
             conn.close()
+
+
+# A chunk as read: its id, its bits and (for a kind held whole) its vector.
+Row = tuple[int, bytes, bytes | None]
+
+
+class Found(NamedTuple):
+    """Chunk ids nearest a query, and their similarities (None: rescore them)."""
+
+    chunk_ids: list[int]
+    similarities: list[float] | None
+
+
+def _gathered(arrays: list[Any]) -> Any:
+    import numpy as np  # noqa: PLC0415
+
+    return arrays[0] if len(arrays) == 1 else np.concatenate(arrays)  # (_nearest gives one at least)
+
+
+def _vector_bytes(rows: list[Row]) -> int:
+    return sum(len(r[2]) for r in rows if r[2] is not None)
+
+
+def _rescored(
+    ids: NDArray[np.int64], vectors: NDArray[np.float32], magnitudes: NDArray[np.float32], query: bytes
+) -> Found | None:
+    """``ids`` most similar first (ties: lower id first), by ``1 - vec_distance_cosine`` computed
+    as sqlite-vec computes it (float32 products summed in order, the magnitudes' square roots in
+    double); a vector of zeros has no direction and is left out. None when the query's dimensions
+    are not the vectors' (SQL reports that)."""
+    import numpy as np  # noqa: PLC0415
+
+    vector = np.frombuffer(query, dtype="<f4")
+    if vectors.shape[1] != len(vector):
+        return None
+    dot = _in_order(vectors, vector).astype(np.float64)
+    own = float(np.cumsum(vector * vector, dtype=np.float32)[-1])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        distance = (1.0 - dot / (np.sqrt(magnitudes.astype(np.float64)) * np.sqrt(own))).astype(np.float32)
+    similarity = 1.0 - distance.astype(np.float64)
+    keep = ~np.isnan(similarity)
+    similarity, ids = similarity[keep], ids[keep]
+    order = np.lexsort((ids, -similarity))
+    return Found(ids[order].tolist(), similarity[order].tolist())
+
+
+def _in_order(vectors: NDArray[np.float32], other: NDArray[np.float32]) -> NDArray[np.float32]:
+    """Each row of ``vectors`` times ``other`` (a vector, or rows of the same shape), the products
+    summed in float32 from the first dimension to the last, as sqlite-vec's C loop adds them.
+
+    The products are laid out one dimension per row, so numpy reduces across rows: one vector
+    add per dimension, in order (a reduction along a row would sum pairwise, in another order).
+    """
+    import numpy as np  # noqa: PLC0415
+
+    right = other.T if other.ndim == 2 else other[:, None]
+    products = np.multiply(vectors.T, right, order="C")
+    summed: NDArray[np.float32] = np.add.reduce(products, axis=0, dtype=np.float32)
+    return summed
 
 
 def _query_bits(conn: Any, query: bytes) -> NDArray[np.uint64]:
@@ -196,22 +319,28 @@ def _padded(bits: bytes) -> bytes:
     return bits + b"\0" * (-len(bits) % 8)
 
 
-def _nearest(parts: list[_Bits], query: NDArray[np.uint64], count: int) -> list[int]:
-    """The ``count`` chunk ids nearest ``query``; ties at the last distance go to the lower ids."""
+def _nearest(parts: list[_Part], query: NDArray[np.uint64], count: int) -> list[tuple[_Part, Any]]:
+    """The positions in each part of the ``count`` chunks nearest ``query``; ties at the last
+    distance go to the lower ids."""
     import numpy as np  # noqa: PLC0415
 
+    if sum(len(p.ids) for p in parts) <= count:
+        return [(p, slice(None)) for p in parts]
     if len(parts) == 1:
-        distances, ids = parts[0].distances(query), parts[0].ids
+        distances = parts[0].distances(query)
     else:
         distances = np.concatenate([p.distances(query) for p in parts])
-        ids = np.concatenate([p.ids for p in parts])
-    if len(ids) <= count:
-        every: list[int] = ids.tolist()
-        return every
     # Distances are small integers: a histogram finds the cut without sorting a million of them.
     cumulative = np.cumsum(np.bincount(distances))
     cut = int(np.searchsorted(cumulative, count))
     below = np.flatnonzero(distances < cut)
     at = np.flatnonzero(distances == cut)[: count - len(below)]
-    nearest: list[int] = ids[np.concatenate([below, at])].tolist()
-    return nearest
+    chosen = np.concatenate([below, at])
+    out, start = [], 0
+    for part in parts:
+        end = start + len(part.ids)
+        inside = chosen[(chosen >= start) & (chosen < end)] - start
+        if len(inside):
+            out.append((part, inside))
+        start = end
+    return out
