@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import math
 import threading
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field
@@ -505,7 +506,9 @@ class Recaller:
         self._embedding_lock = threading.Lock()
         self._entities_lock = threading.Lock()
         self._vectors: dict[str, Ranked] = {}  # kind -> its vector list (each kind ranked by one thread)
+        self._pool: Executor | None = None  # start_vectors' pool, when the store's reads overlap
         self._evidence_search: Future[Ranked] | None = None  # the evidence vectors, by a worker
+        self._evidence_answer: tuple[tuple[str, str, int, int], Future[list[EvidenceHit]]] | None = None
         self._chains: dict[str, dict[str, Decision]] = {}
         self._entities: list[tuple[int, str, float]] | None = None
         self._conflicts: dict[str, list[ConflictRow]] = {}
@@ -596,21 +599,24 @@ class Recaller:
         return self._cache.sizes[kind]
 
     def start_vectors(self, query: str, fetch: int, pool: Executor | None) -> None:
-        """Embed the query in a thread of ``pool``, and search the evidence vectors in another, on
-        a connection of its own, as soon as the vector is there.
+        """Embed the query in a thread of ``pool`` (up to three workers).
 
-        Embedding is the costliest step of a recall, and onnxruntime, SQLite and numpy release the
-        GIL: while the query is embedded this thread ranks the evidence and the decisions by
-        keyword and entity (see :meth:`decisions`), then searches the decision vectors while the
-        worker searches the evidence's. The rest of a recall is Python, which the GIL runs one
-        thread at a time: on more threads it only waited for the GIL (a worker that fused the
-        evidence beside this thread made a recall slower, not faster).
+        Embedding is the costliest step of a recall, and onnxruntime releases the GIL: while the
+        query is embedded, this thread ranks the evidence and the decisions by keyword and entity
+        (see :meth:`decisions`). The rest of a recall on an embedded store is Python and SQLite
+        work of this process, which more threads only shared out (they waited for the GIL: a
+        worker fusing the evidence beside the decisions made a recall slower). A store whose reads
+        wait on a server (``parallel_reads``) gets two more workers, each on a connection of its
+        own: one searches the evidence vectors as soon as the query's vector is there, one
+        answers for the evidence while this thread answers for the decisions.
         """
-        if self.embedder is None:
+        if self.embedder is None or pool is None:
             return
-        if pool is not None:
-            self._embedding = pool.submit(self.embedder.embed_query, query)
-            self._evidence_search = pool.submit(self._search, self.store.reader(), query, "evidence", fetch)
+        self._embedding = pool.submit(self.embedder.embed_query, query)
+        if self.store.parallel_reads:
+            self._pool = pool
+            searcher = self.store.reader().reader()  # reader() is the evidence answer's
+            self._evidence_search = pool.submit(self._search, searcher, query, "evidence", fetch)
 
     def _query_vector(self, query: str) -> bytes:
         """The query's vector: embedded here when no worker has started on it (or there is none)."""
@@ -717,7 +723,15 @@ class Recaller:
         """Decision hits that hold at ``moment``; matching ones that no longer hold are mapped
         to their successors in force, or reported as closed."""
         fetch = max(OVERFETCH, 5 * k)
-        if self._embedding is not None:
+        if self._pool is not None:
+            # The evidence is answered (ranked, fused, read, snippets cut) by the pool's other
+            # worker on a connection of its own, while this thread ranks and expands the decisions.
+            answer = self._pool.submit(self._evidence, self.store.reader(), query, mode, k, rrf_k)
+            self._evidence_answer = ((query, mode, k, rrf_k), answer)
+            # Hand the GIL over now: else the worker waits for this thread's next blocking call or
+            # the interpreter's switch interval (5 ms) before it can start.
+            time.sleep(0)
+        elif self._embedding is not None:
             # The query is being embedded: rank the evidence by keyword and entity meanwhile, so
             # that this thread waits for the vector only once there is nothing else to do.
             self._lexical(self.store, query, "evidence", mode, fetch)
@@ -859,7 +873,16 @@ class Recaller:
 
     def evidence(self, query: str, mode: str, k: int, rrf_k: int) -> list[EvidenceHit]:
         """Evidence hits, best first."""
-        store = self.store
+        if self._evidence_answer is not None and self._evidence_answer[0] == (query, mode, k, rrf_k):
+            answer = self._evidence_answer[1]
+            # Whichever thread is free first answers: the worker if it has started, else this one
+            # (taking the task back from the queue), which waits for the vectors only.
+            if not answer.cancel():
+                return answer.result()
+        return self._evidence(self.store, query, mode, k, rrf_k)
+
+    def _evidence(self, store: Store, query: str, mode: str, k: int, rrf_k: int) -> list[EvidenceHit]:
+        """:meth:`evidence`, reading through ``store`` (this recall's store or its worker's connection)."""
         fetch = max(OVERFETCH, 5 * k)
         if mode == "hybrid":
             # Normalised scores carry each ranker's confidence; see kernel/recall/fusion.py.

@@ -89,9 +89,9 @@ class RecallService:
         from concurrent.futures import ThreadPoolExecutor  # noqa: PLC0415
 
         if self._executor is None:
-            # One worker embeds the query, one searches the evidence vectors with it (see
-            # Recaller.start_vectors).
-            self._executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="ctx-recall")
+            # One worker embeds the query; on a server's store, one searches the evidence vectors
+            # with it and one answers for the evidence (see Recaller.start_vectors).
+            self._executor = ThreadPoolExecutor(max_workers=3, thread_name_prefix="ctx-recall")
         return self._executor
 
     def search(self, query: str, *, limit: int = 10, as_of: str | None = None) -> SearchResults:

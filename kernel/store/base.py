@@ -75,6 +75,10 @@ class Store(Protocol):
     location: str
     # "sqlite" or "postgresql": which backend's schema the store's objects follow.
     dialect: str
+    # True when reads on separate connections overlap (a server answers them while the client
+    # waits), so a recall answers the evidence on a thread and connection of its own; False when
+    # the reads are this process's own work (an embedded file), which more threads only share out.
+    parallel_reads: bool
 
     def close(self) -> None:
         """Release the connection (and the reader's)."""

@@ -37,6 +37,7 @@ class SQLiteStore(IndexQueries, SQLiteCopy):
     """A ctx store in one SQLite file."""
 
     dialect = "sqlite"
+    parallel_reads = False
     owner_sets_vectors = False
 
     def __init__(self, path: Path, conn: Any) -> None:

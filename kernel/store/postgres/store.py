@@ -125,6 +125,7 @@ class PostgresStore(TeamMixin, PostgresIndex, PostgresCopy):
     """A ctx store in one PostgreSQL database."""
 
     dialect = "postgresql"
+    parallel_reads = True
     # Only the tables' owner may alter them, and the vector columns' dimension is an ALTER TABLE.
     owner_sets_vectors = True
 
