@@ -61,6 +61,8 @@ KEYWORD_POSTINGS = 20_000
 CACHED_DECISIONS = 50_000
 # From this recall over unchanged decisions on, a process holds every decision (see DecisionCache).
 PRELOAD_AFTER = 2
+# Decisions whose conflicts one statement of the preload reads.
+PRELOAD_BATCH = 5_000
 # Entities whose counts and newest items (up to ENTITY_ITEMS ids) a warm process keeps.
 CACHED_POSTINGS = 2_000
 # Query phrases whose fuzzy matches over the entity names a warm process keeps.
@@ -456,13 +458,19 @@ class DecisionCache:
             self._preload(store)
 
     def _preload(self, store: Store) -> None:
-        """Read every decision and its chain (about 17 ms per 1,000 decisions), when not too many."""
+        """Read every decision, its chain and its conflicts with the decisions in force (about
+        20 ms per 1,000 decisions), when not too many."""
         if store.item_count("decision") > CACHED_DECISIONS:
             return
+        conflicts: dict[tuple[str, str | None], list[ConflictRow]] = {}
         with store.snapshot():
             if store.decision_version() != self._decisions:
                 return  # changed since check(): the next recall reads them
             records = {d.id: d for d in store.decisions(include_closed=True)}
+            ids = list(records)
+            for start in range(0, len(ids), PRELOAD_BATCH):
+                for decision_id, rows in store.conflicts_at(ids[start : start + PRELOAD_BATCH], None).items():
+                    conflicts[(decision_id, None)] = rows
         chains: dict[str, list[str]] = {}
         for start in records:
             if start in chains:
@@ -477,7 +485,7 @@ class DecisionCache:
             chain = list(members)
             for member in chain:
                 chains[member] = chain
-        self.records, self.chains, self.complete = records, chains, True
+        self.records, self.chains, self.conflicts, self.complete = records, chains, conflicts, True
 
 
 class Recaller:
@@ -598,8 +606,11 @@ class Recaller:
             self._cache.sizes[kind] = store.item_count(kind)
         return self._cache.sizes[kind]
 
-    def start_vectors(self, query: str, fetch: int, pool: Executor | None) -> None:
-        """Embed the query in a thread of ``pool`` (up to three workers).
+    def start_vectors(
+        self, query: str, fetch: int, pool: Executor | None, embedding: Future[bytes] | None = None
+    ) -> None:
+        """Embed the query in a thread of ``pool`` (up to three workers), unless ``embedding``
+        (the query's vector, from ``self.embedder`` in that pool) is under way already.
 
         Embedding is the costliest step of a recall, and onnxruntime releases the GIL: while the
         query is embedded, this thread ranks the evidence and the decisions by keyword and entity
@@ -612,7 +623,7 @@ class Recaller:
         """
         if self.embedder is None or pool is None:
             return
-        self._embedding = pool.submit(self.embedder.embed_query, query)
+        self._embedding = embedding or pool.submit(self.embedder.embed_query, query)
         if self.store.parallel_reads:
             self._pool = pool
             searcher = self.store.reader().reader()  # reader() is the evidence answer's

@@ -36,7 +36,7 @@ from ctx_kernel.kernel.store.query import TextQuery
 from ctx_kernel.kernel.vault.service import VaultService
 
 if TYPE_CHECKING:
-    from concurrent.futures import ThreadPoolExecutor
+    from concurrent.futures import Future, ThreadPoolExecutor
 
     from ctx_kernel.kernel.recall import embeddings as embed
     from ctx_kernel.kernel.recall import engine as recall
@@ -146,6 +146,11 @@ class RecallService:
             loading = self._pool().submit(self.embedding)
             self.entity_index.refresh(self.store)
             loading.result()
+        early: Future[bytes] | None = None
+        if mode in VECTOR_MODES and self._resolution is not None and self._resolution.embedder is not None:
+            # Embedding the query is a recall's longest step: it starts first, and is used below
+            # if the store is searchable with this model.
+            early = self._pool().submit(self._resolution.embedder.embed_query, query)
         # A read-only or busy store still answers, with the conflicts it has recorded.
         with contextlib.suppress(StoreError):
             self.ensure_conflicts()
@@ -162,7 +167,9 @@ class RecallService:
             self._decision_cache = recall.DecisionCache()
         recaller = recall.Recaller(self.store, self.entity_index, embedder, min_scores, self._decision_cache)
         if embedder is not None:
-            recaller.start_vectors(query, max(recall.OVERFETCH, 5 * k), self._pool())
+            recaller.start_vectors(query, max(recall.OVERFETCH, 5 * k), self._pool(), early)
+        elif early is not None:
+            early.cancel()
         decisions, closed = recaller.decisions(query, mode, k, rrf_k, moment)
         return recall.Recall(
             query=query,
