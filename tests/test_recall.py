@@ -392,3 +392,14 @@ def test_an_evidence_hit_shows_the_words_asked_for_in_brackets_by_their_stems(ke
     plain = kernel.log("short note: the cache is warm (see runbook).").id
     found = {h.evidence.id: h.snippet for h in kernel.recall("cache runbook", mode="keyword").evidence}
     assert found[plain] == "short note: the [cache] is warm (see [runbook])."
+
+
+def test_a_snippet_splits_words_as_the_index_does_in_ascii_and_in_other_scripts(kernel):
+    # Underscores and punctuation separate words; accents fold away ("Café" is "cafe"); the text
+    # keeps its own spelling around the brackets.
+    ascii_text = kernel.log("renamed retry_queue to rotation_queue; rotation.policy stays").id
+    found = {h.evidence.id: h.snippet for h in kernel.recall("rotation queue", mode="keyword").evidence}
+    assert found[ascii_text] == "renamed retry_[queue] to [rotation]_[queue]; [rotation].policy stays"
+    accented = kernel.log("Das Café rotiert die Schlüssel; rotation täglich — ÉCOLE_cafe").id
+    found = {h.evidence.id: h.snippet for h in kernel.recall("cafe rotation", mode="keyword").evidence}
+    assert found[accented] == "Das [Café] rotiert die Schlüssel; [rotation] täglich — ÉCOLE_[cafe]"

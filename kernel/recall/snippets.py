@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ctx_kernel.kernel.vault.sealing import fold
@@ -24,25 +24,20 @@ CACHED_STEMS = 65_536
 ELLIPSIS = "…"
 
 _WORD = re.compile(r"[^\W_]+")  # what FTS5's unicode61 tokenizer counts as a word
+# Every ASCII byte that is not a letter or a digit, as a space.
+_SEPARATORS = bytes(b if chr(b).isalnum() else 32 for b in range(256))
 
 
 def snippet(text: str, terms: Sequence[str], width: int = WIDTH) -> str | None:
     """The ``width`` words of ``text`` that hold the most of ``terms`` (each a word or a phrase),
     every match in [brackets], with an ellipsis where the text goes on; None when none is there."""
-    phrases = [stems for stems in ([_stem(fold(w)) for w in _WORD.findall(term)] for term in terms) if stems]
+    phrases = _phrases(tuple(terms))
     if not phrases:
         return None
     # A Porter stem keeps a word's first two letters: only words that start like one are stemmed.
     heads = {stem[:2] for stems in phrases for stem in stems}
-    words = list(_WORD.finditer(text))
-    stems: list[str | None] = [None] * len(words)
+    count, stems, span = _stems(text, heads)
     hits: list[tuple[int, int, int]] = []  # (first word, words, phrase)
-    for position, found in enumerate(words):
-        word = found.group().lower()
-        if not word.isascii():
-            word = fold(word)
-        if word[:2] in heads:
-            stems[position] = _stem(word)
     for position, stem in enumerate(stems):
         if stem is not None:
             for number, phrase in enumerate(phrases):
@@ -50,19 +45,59 @@ def snippet(text: str, terms: Sequence[str], width: int = WIDTH) -> str | None:
                     hits.append((position, len(phrase), number))
     if not hits:
         return None
-    start = _window(hits, len(words), width)
-    end = min(len(words), start + width)
+    start = _window(hits, count, width)
+    end = min(count, start + width)
     marked = {word for first, size, _ in hits if first >= start for word in range(first, first + size)}
     # From the text's start, or to its end, what lies beyond the first or last word is kept too.
-    out, cursor = [], words[start].start() if start > 0 else 0
+    first, cursor = span(start)
+    out = [ELLIPSIS if start > 0 else text[:first]]
     for index in range(start, end):
-        found = words[index]
-        out.append(text[cursor : found.start()])
-        out.append(f"[{found.group()}]" if index in marked else found.group())
-        cursor = found.end()
-    if end == len(words):
-        return (ELLIPSIS if start > 0 else "") + "".join(out) + text[cursor:]
-    return (ELLIPSIS if start > 0 else "") + "".join(out) + ELLIPSIS
+        begin, cursor_end = span(index)
+        if index > start:
+            out.append(text[cursor:begin])
+        word = text[begin:cursor_end]
+        out.append(f"[{word}]" if index in marked else word)
+        cursor = cursor_end
+    out.append(text[cursor:] if end == count else ELLIPSIS)
+    return "".join(out)
+
+
+def _stems(text: str, heads: set[str]) -> tuple[int, list[str | None], Callable[[int], tuple[int, int]]]:
+    """How many words ``text`` has, the stem of each that starts with one of ``heads`` (folded
+    as the index folds words; None for the others), and where the n-th word lies."""
+    if not text.isascii():
+        found = list(_WORD.finditer(text))
+        stems: list[str | None] = [None] * len(found)
+        for position, match in enumerate(found):
+            word = match.group().lower()
+            word = word if word.isascii() else fold(word)
+            if word[:2] in heads:
+                stems[position] = _stem(word)
+        return len(found), stems, lambda n: found[n].span()
+    # ASCII: every byte that is not a letter or digit separates words (as [^\W_]+ does) and lower
+    # case keeps the length, so bytes' translate and split do what the regular expression does,
+    # several times faster.
+    spaced = text.encode("ascii").lower().translate(_SEPARATORS)
+    words = spaced.split()
+    wanted = {head.encode("ascii") for head in heads if head.isascii()}
+    stems = [None] * len(words)
+    for position in [p for p, word in enumerate(words) if word[:2] in wanted]:
+        stems[position] = _stem(words[position].decode("ascii"))
+    starts: list[int] = []  # where the words found so far begin
+
+    def span(n: int) -> tuple[int, int]:
+        while len(starts) <= n:
+            after = starts[-1] + len(words[len(starts) - 1]) if starts else 0
+            starts.append(spaced.find(words[len(starts)], after))
+        return starts[n], starts[n] + len(words[n])
+
+    return len(words), stems, span
+
+
+@functools.lru_cache(maxsize=256)
+def _phrases(terms: tuple[str, ...]) -> list[list[str | None]]:
+    """Each term's words as stems (a recall cuts a snippet of every hit with the same terms)."""
+    return [stems for stems in ([_stem(fold(w)) for w in _WORD.findall(term)] for term in terms) if stems]
 
 
 def _window(hits: list[tuple[int, int, int]], total: int, width: int) -> int:
