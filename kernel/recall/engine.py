@@ -468,8 +468,8 @@ class DecisionCache:
                 return  # changed since check(): the next recall reads them
             records = {d.id: d for d in store.decisions(include_closed=True)}
             ids = list(records)
-            for start in range(0, len(ids), PRELOAD_BATCH):
-                for decision_id, rows in store.conflicts_at(ids[start : start + PRELOAD_BATCH], None).items():
+            for first in range(0, len(ids), PRELOAD_BATCH):
+                for decision_id, rows in store.conflicts_at(ids[first : first + PRELOAD_BATCH], None).items():
                     conflicts[(decision_id, None)] = rows
         chains: dict[str, list[str]] = {}
         for start in records:

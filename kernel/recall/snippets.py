@@ -95,7 +95,7 @@ def _stems(text: str, heads: set[str]) -> tuple[int, list[str | None], Callable[
 
 
 @functools.lru_cache(maxsize=256)
-def _phrases(terms: tuple[str, ...]) -> list[list[str | None]]:
+def _phrases(terms: tuple[str, ...]) -> list[list[str]]:
     """Each term's words as stems (a recall cuts a snippet of every hit with the same terms)."""
     return [stems for stems in ([_stem(fold(w)) for w in _WORD.findall(term)] for term in terms) if stems]
 
