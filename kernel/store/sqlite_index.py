@@ -468,38 +468,42 @@ class IndexQueries:
         if mirror is None:
             mirror = self._mirrors.setdefault(kind, VectorMirror(self.path, kind, driver.connect))
         found = mirror.search(self._conn, query, candidates)
-        rows: Iterable[tuple[int, float | None]]
-        if found is not None and found.similarities is not None:
-            rows = zip(found.chunk_ids, found.similarities, strict=True)  # held whole: exact already
+        if found is not None and found.similarities is not None and found.owners is not None:
+            # The vectors and their records' ids are held: rescored in memory already.
+            best: dict[str, float] = {}
+            for owner, similarity in zip(found.owners, found.similarities, strict=True):
+                if owner not in best:
+                    best[owner] = similarity
+                    if len(best) == limit:
+                        break
+            return list(best.items())
+        if found is None:
+            # vec0's scan costs about chunks x k (k = 1,000 over a million chunks: 1.9 s, k = 100:
+            # 0.13 s): a search without a copy in memory takes fewer candidates in a large store.
+            k = min(candidates, max(VEC0_MIN_K, VEC0_WORK // max(1, self.item_count(kind))))
+            nearest = f"SELECT chunk_id FROM vec_{table} WHERE bits MATCH vec_quantize_binary(?) AND k = ?"
+            params: list[Any] = [query, query, k]
+        elif not found.chunk_ids:
+            return []
         else:
-            if found is None:
-                # vec0's scan costs about chunks x k (k = 1,000 over a million chunks: 1.9 s, k =
-                # 100: 0.13 s): a search without a copy in memory takes fewer candidates in a
-                # large store.
-                k = min(candidates, max(VEC0_MIN_K, VEC0_WORK // max(1, self.item_count(kind))))
-                nearest = f"SELECT chunk_id FROM vec_{table} WHERE bits MATCH vec_quantize_binary(?) AND k=?"
-                params: list[Any] = [query, query, k]
-            elif not found.chunk_ids:
-                return []
-            else:
-                nearest, params = _marks(found.chunk_ids), [query, *found.chunk_ids]
-            rows = self._q(
-                f"""SELECT chunk_id, 1.0 - vec_distance_cosine(emb, ?) AS similarity FROM {table}_vector
-                    WHERE chunk_id IN ({nearest}) ORDER BY similarity DESC, chunk_id""",
-                params,
-            )
-        best: dict[int, float] = {}  # owner rowid -> its best chunk's similarity
+            nearest, params = _marks(found.chunk_ids), [query, *found.chunk_ids]
+        rows = self._q(
+            f"""SELECT chunk_id, 1.0 - vec_distance_cosine(emb, ?) AS similarity FROM {table}_vector
+                WHERE chunk_id IN ({nearest}) ORDER BY similarity DESC, chunk_id""",
+            params,
+        )
+        by_owner: dict[int, float] = {}  # owner rowid -> its best chunk's similarity
         for chunk_id, similarity in rows:
             # A vector of zeros has no direction: its cosine is undefined (NULL), not a match.
-            if similarity is not None and chunk_id // CHUNK_SLOTS not in best:
-                best[chunk_id // CHUNK_SLOTS] = float(similarity)
-                if len(best) == limit:
+            if similarity is not None and chunk_id // CHUNK_SLOTS not in by_owner:
+                by_owner[chunk_id // CHUNK_SLOTS] = float(similarity)
+                if len(by_owner) == limit:
                     break
         # Only the owners kept are looked up: a join per candidate reads a page of the large
         # table for each (4.6 ms for 200 candidates at 100k evidence texts, against 0.7 ms).
-        owners = list(best)
+        owners = list(by_owner)
         ids = dict(self._q(f"SELECT rowid, id FROM {table} WHERE rowid IN ({_marks(owners)})", owners))
-        return [(ids[owner], similarity) for owner, similarity in best.items() if owner in ids]
+        return [(ids[owner], similarity) for owner, similarity in by_owner.items() if owner in ids]
 
 
 def _table(kind: str) -> str:

@@ -53,37 +53,42 @@ class _Part:
         words: NDArray[np.uint64],
         vectors: NDArray[np.float32] | None,
         magnitudes: NDArray[np.float32] | None,
+        owners: NDArray[np.object_] | None,
     ) -> None:
         self.ids = ids
         self.words = words
         self.vectors = vectors
         self.magnitudes = magnitudes  # each vector's sum of squares, as sqlite-vec adds them
+        self.owners = owners  # the id of each chunk's record
 
     @classmethod
-    def from_rows(cls, rows: list[tuple[int, bytes, bytes | None]]) -> _Part:
+    def from_rows(cls, rows: list[Row]) -> _Part:
         import numpy as np  # noqa: PLC0415 - only a warm process needs it
 
         ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
         raw = np.frombuffer(b"".join(_padded(r[1]) for r in rows), dtype="<u8")
-        vectors = magnitudes = None
+        vectors = magnitudes = owners = None
         if rows and rows[0][2] is not None:
             floats = np.frombuffer(b"".join(r[2] or b"" for r in rows), dtype="<f4")
             vectors = floats.reshape(len(rows), -1)
             magnitudes = np.concatenate(
                 [_in_order(vectors[i : i + 4096], vectors[i : i + 4096]) for i in range(0, len(rows), 4096)]
             )
-        return cls(ids, np.ascontiguousarray(raw.reshape(len(rows), -1).T), vectors, magnitudes)
+            owners = np.empty(len(rows), dtype=np.object_)
+            owners[:] = [r[3] for r in rows]
+        return cls(ids, np.ascontiguousarray(raw.reshape(len(rows), -1).T), vectors, magnitudes, owners)
 
     @classmethod
     def join(cls, parts: list[_Part]) -> _Part:
         import numpy as np  # noqa: PLC0415
 
-        vectors = magnitudes = None
+        vectors = magnitudes = owners = None
         if all(p.vectors is not None for p in parts):
             vectors = np.concatenate([p.vectors for p in parts if p.vectors is not None])
             magnitudes = np.concatenate([p.magnitudes for p in parts if p.magnitudes is not None])
+            owners = np.concatenate([p.owners for p in parts if p.owners is not None])
         words = np.concatenate([p.words for p in parts], axis=1)
-        return cls(np.concatenate([p.ids for p in parts]), words, vectors, magnitudes)
+        return cls(np.concatenate([p.ids for p in parts]), words, vectors, magnitudes, owners)
 
     def distances(self, query: NDArray[np.uint64]) -> NDArray[np.uint16]:
         """Hamming distance of every chunk to ``query`` (one row of bits at a time: no temporaries
@@ -164,17 +169,18 @@ class VectorMirror:
                 return None
             parts = [p for p in (self._main, *self._tail) if p is not None and len(p.ids)]
         if not parts:
-            return Found([], None)
+            return Found([], None, None)
         chosen = _nearest(parts, _query_bits(conn, query), count)
         ids = _gathered([part.ids[positions] for part, positions in chosen])
         held = [
-            (part.vectors[at], part.magnitudes[at])
+            (part.vectors[at], part.magnitudes[at], part.owners[at])
             for part, at in chosen
-            if part.vectors is not None and part.magnitudes is not None
+            if part.vectors is not None and part.magnitudes is not None and part.owners is not None
         ]
         if len(held) < len(chosen):  # bits only: the caller rescores in SQL
-            return Found(ids.tolist(), None)
-        return _rescored(ids, _gathered([v for v, _ in held]), _gathered([m for _, m in held]), query)
+            return Found(ids.tolist(), None, None)
+        vectors, magnitudes, owners = (_gathered([h[n] for h in held]) for n in range(3))
+        return _rescored(ids, vectors, magnitudes, owners, query)
 
     def _restart(self) -> None:
         """Forget the copy (the vectors were re-embedded, or outgrew memory) and load it again on
@@ -185,12 +191,16 @@ class VectorMirror:
         self._loader = None
 
     def _read(self, conn: Any, after: int, limit: int | None, exact: bool) -> list[Row]:
-        vectors = "emb" if exact else "NULL"
-        sql = f"SELECT chunk_id, vec_quantize_binary(emb), {vectors} FROM {self._kind}_vector "
-        sql += "WHERE chunk_id > ? ORDER BY chunk_id" + (" LIMIT ?" if limit else "")
+        kind = self._kind
+        if exact:  # the vectors too, and the id of each chunk's record
+            sql = f"SELECT v.chunk_id, vec_quantize_binary(v.emb), v.emb, t.id FROM {kind}_vector v "
+            sql += f"JOIN {kind} t ON t.rowid = v.owner_rowid "
+        else:
+            sql = f"SELECT v.chunk_id, vec_quantize_binary(v.emb), NULL, NULL FROM {kind}_vector v "
+        sql += "WHERE v.chunk_id > ? ORDER BY v.chunk_id" + (" LIMIT ?" if limit else "")
         params = (after, limit) if limit else (after,)
         return [
-            (int(r[0]), bytes(r[1]), None if r[2] is None else bytes(r[2]))
+            (int(r[0]), bytes(r[1]), None if r[2] is None else bytes(r[2]), r[3])
             for r in conn.execute(sql, params).fetchall()
             if r[1] is not None
         ]
@@ -246,15 +256,18 @@ class VectorMirror:
             conn.close()
 
 
-# A chunk as read: its id, its bits and (for a kind held whole) its vector.
-Row = tuple[int, bytes, bytes | None]
+# A chunk as read: its id, its bits and, for a kind whose vectors are held, its vector and the
+# id of its record.
+Row = tuple[int, bytes, bytes | None, str | None]
 
 
 class Found(NamedTuple):
-    """Chunk ids nearest a query, and their similarities (None: rescore them)."""
+    """Chunk ids nearest a query, with their similarities and their records' ids (None: rescore
+    them and look the ids up)."""
 
     chunk_ids: list[int]
     similarities: list[float] | None
+    owners: list[str] | None
 
 
 def _gathered(arrays: list[Any]) -> Any:
@@ -268,7 +281,11 @@ def _vector_bytes(rows: list[Row]) -> int:
 
 
 def _rescored(
-    ids: NDArray[np.int64], vectors: NDArray[np.float32], magnitudes: NDArray[np.float32], query: bytes
+    ids: NDArray[np.int64],
+    vectors: NDArray[np.float32],
+    magnitudes: NDArray[np.float32],
+    owners: NDArray[np.object_],
+    query: bytes,
 ) -> Found | None:
     """``ids`` most similar first (ties: lower id first), by ``1 - vec_distance_cosine`` computed
     as sqlite-vec computes it (float32 products summed in order, the magnitudes' square roots in
@@ -285,9 +302,9 @@ def _rescored(
         distance = (1.0 - dot / (np.sqrt(magnitudes.astype(np.float64)) * np.sqrt(own))).astype(np.float32)
     similarity = 1.0 - distance.astype(np.float64)
     keep = ~np.isnan(similarity)
-    similarity, ids = similarity[keep], ids[keep]
+    similarity, ids, owners = similarity[keep], ids[keep], owners[keep]
     order = np.lexsort((ids, -similarity))
-    return Found(ids[order].tolist(), similarity[order].tolist())
+    return Found(ids[order].tolist(), similarity[order].tolist(), owners[order].tolist())
 
 
 def _in_order(vectors: NDArray[np.float32], other: NDArray[np.float32]) -> NDArray[np.float32]:
