@@ -420,7 +420,9 @@ class _SlowEmbedder(HashEmbedder):
         return super().embed_query(text)
 
 
-def test_what_recall_prepares_while_the_query_is_embedded_is_what_it_would_build_after(store_path):
+def test_what_recall_prepares_while_the_query_is_embedded_is_what_it_would_build_after(
+    store_path, monkeypatch
+):
     # A slow query embedding: every record the keyword and entity rankers place first gets its
     # conflicts, evidence record, neighbours and snippet prepared before the vector is there.
     ctx, _ = Ctx.init(store_path, embedder=_SlowEmbedder(0.0))
@@ -443,6 +445,12 @@ def test_what_recall_prepares_while_the_query_is_embedded_is_what_it_would_build
     finally:
         slow.close()
     assert prepared == quick
+    # A large store's evidence vectors are searched by a worker: the same answers.
+    from ctx_kernel.kernel.recall import engine
+
+    monkeypatch.setattr(engine, "SEARCH_ASIDE", 0)
+    with Ctx.open(store_path, embedder=_SlowEmbedder(0.05)) as aside:
+        assert [aside.recall(q).to_dict() for q in asked] == quick
     hits = quick[0]
     assert hits["decisions"] and any(len(d["conflicts"]) >= 2 for d in hits["decisions"])
     assert len(hits["evidence"]) >= 5 and all("[redis]" in e["snippet"] for e in hits["evidence"][:5])
