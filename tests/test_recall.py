@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 from embedders import HashEmbedder
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from test_json_schemas import assert_valid
 
 from ctx_kernel.kernel import Ctx
@@ -454,3 +456,12 @@ def test_what_recall_prepares_while_the_query_is_embedded_is_what_it_would_build
     hits = quick[0]
     assert hits["decisions"] and any(len(d["conflicts"]) >= 2 for d in hits["decisions"])
     assert len(hits["evidence"]) >= 5 and all("[redis]" in e["snippet"] for e in hits["evidence"][:5])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(alphabet=st.sampled_from(list("aZ9_-. \t\n/@éΣς\u0130ﬁ")), max_size=12), max_size=20))
+def test_entity_names_normalised_at_once_each_get_their_own_form(names):
+    # The entity index normalises every name a cold recall reads in one pass.
+    from ctx_kernel.kernel.recall import entities
+
+    assert entities.normalise_many(names) == [entities.normalise(name) for name in names]

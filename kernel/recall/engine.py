@@ -284,7 +284,7 @@ class EntityIndex:
             # Entity ids only grow (rows are never deleted), so only the new names are read.
             pairs = store.entity_names(self._ids[-1] if self._ids else 0)
             self._ids += [p[0] for p in pairs]
-            self._names += [entities.normalise(p[1]) for p in pairs]
+            self._names += entities.normalise_many([p[1] for p in pairs])
             self._display += [p[1] for p in pairs]
             self._known.update(p[1] for p in pairs)
             self._version = version
@@ -818,6 +818,8 @@ class Recaller:
             return embedding is not None and not embedding.done()
 
         decisions = _leading(self._lexical_lists.get(("decision", mode, fetch), {}), k)
+        if not waiting():
+            return
         for decision_id, rows in self._conflicts_of(decisions, moment).items():
             if not waiting():
                 return
