@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
 from ctx_kernel.kernel.errors import UsageError
 from ctx_kernel.kernel.limits import RECALL_MODES
@@ -38,7 +38,6 @@ from ctx_kernel.kernel.store.query import TextQuery
 from ctx_kernel.kernel.text import clip
 
 MODES = RECALL_MODES
-V = TypeVar("V")
 # Every ranker fetches this many candidates (or 5 * k) before fusion.
 OVERFETCH = 50
 # Binary-quantised KNN candidates rescored exactly per query (about 2.5 us each on SQLite): 200
@@ -528,11 +527,6 @@ class Recaller:
         self._conflicts: dict[str, list[ConflictRow]] = {}
         self._loaded = cache.records  # every decision read during this recall (or an earlier one)
         self._lexical_lists: dict[tuple[str, str, int], dict[str, Ranked]] = {}
-        # Prepared while the query is embedded (see _meanwhile), for whichever become hits.
-        self._conflict_items: dict[str, list[Related]] = {}
-        self._records: dict[str, Evidence] = {}
-        self._neighbours: dict[str, list[str]] = {}
-        self._snippets: dict[str, str] = {}
 
     # -- rankers --------------------------------------------------------------------------
 
@@ -758,12 +752,11 @@ class Recaller:
             # the interpreter's switch interval (5 ms) before it can start.
             time.sleep(0)
         elif self._embedding is not None:
-            # The query is being embedded: rank by keyword and entity meanwhile, then prepare
-            # what the answer will likely need, so that this thread waits for the vector only
-            # once there is nothing else to do.
+            # The query is being embedded: rank the evidence by keyword and entity meanwhile, so
+            # that this thread waits for the vector only once there is nothing else to do. (Doing
+            # more meanwhile, preparing the likely hits' conflicts and snippets, did not pay: the
+            # model runs slower while this thread runs Python.)
             self._lexical(self.store, query, "evidence", mode, fetch)
-            self._lexical(self.store, query, "decision", mode, fetch)
-            self._meanwhile(query, mode, fetch, k, moment)
         lists = self.rank(self.store, query, "decision", mode, fetch)
         fused = fuse(lists, rrf_k, WEIGHTS)
         ids = [item for item, _, _ in fused]
@@ -805,37 +798,6 @@ class Recaller:
         self._conflicts = self._conflicts_of(hit_ids, moment)
         self._load(hit_ids)
         return [self._expand(hit, moment, matched_ids, pending) for hit in hits], closed
-
-    def _meanwhile(self, query: str, mode: str, fetch: int, k: int, moment: str | None) -> None:
-        """While the query is embedded (this thread would only wait), prepare for the records
-        that the keyword and entity rankers placed first (most become hits: about 8 decisions
-        and 6 evidence texts of 10 at 10,000 of each): the decisions' conflicts, the evidence's
-        records, neighbours and snippets. It stops when the vector is there; what is not
-        prepared is done for the hits afterwards, the same way."""
-        embedding = self._embedding
-
-        def waiting() -> bool:
-            return embedding is not None and not embedding.done()
-
-        decisions = _leading(self._lexical_lists.get(("decision", mode, fetch), {}), k)
-        if not waiting():
-            return
-        for decision_id, rows in self._conflicts_of(decisions, moment).items():
-            if not waiting():
-                return
-            self._conflict_items[decision_id] = _conflict_items(rows)
-        evidence = _leading(self._lexical_lists.get(("evidence", mode, fetch), {}), k)
-        if not evidence or not waiting():
-            return
-        self._records.update(self.store.evidence_by_ids(evidence))
-        adjacent = self.store.evidence_neighbours(evidence)
-        self._neighbours.update({item: adjacent.get(item, []) for item in evidence})
-        terms = _terms(query)
-        for item in evidence:
-            if not waiting():
-                return
-            if item in self._records:
-                self._snippets[item] = _snippet(self._records[item].text, terms)
 
     def _conflicts_of(self, decision_ids: list[str], moment: str | None) -> dict[str, list[ConflictRow]]:
         """:meth:`Store.conflicts_at`, kept with the decisions (a contested decision has dozens)."""
@@ -920,9 +882,6 @@ class Recaller:
 
     def stored_conflicts(self, decision: Decision, moment: str | None) -> list[Related]:
         """The recorded conflicts of ``decision`` with decisions that hold at ``moment``."""
-        prepared = self._conflict_items.get(decision.id)
-        if prepared is not None:
-            return prepared
         found = self._conflicts.pop(decision.id, None)
         if found is None:
             found = self.store.conflicts_at([decision.id], moment)[decision.id]
@@ -949,22 +908,13 @@ class Recaller:
             timed = fusion.timed_candidates(
                 query, lists, lambda ids: {i: e.text for i, e in store.evidence_by_ids(ids).items()}
             )
-            fused = fusion.with_neighbours(
-                fusion.combsum(lists, timed),
-                lambda ids: _kept(self._neighbours, ids, store.evidence_neighbours),
-            )[:k]
+            fused = fusion.with_neighbours(fusion.combsum(lists, timed), store.evidence_neighbours)[:k]
         else:
             fused = fuse(self.rank(store, query, "evidence", mode, fetch), rrf_k, WEIGHTS)[:k]
-        records = _kept(self._records, [item for item, _, _ in fused], store.evidence_by_ids)
+        records = store.evidence_by_ids([item for item, _, _ in fused])
         terms = _terms(query)
         return [
-            EvidenceHit(
-                records[item],
-                rank,
-                score,
-                scores,
-                self._snippets.get(item) or _snippet(records[item].text, terms),
-            )
+            EvidenceHit(records[item], rank, score, scores, _snippet(records[item].text, terms))
             for rank, (item, score, scores) in enumerate(
                 ((i, s, sc) for i, s, sc in fused if i in records), 1
             )
@@ -1118,24 +1068,6 @@ def _closed_why(decision: Decision) -> str:
 
 def _clip(value: str, limit: int = 80) -> str:
     return clip(value, limit)
-
-
-def _leading(lists: dict[str, Ranked], count: int) -> list[str]:
-    """The first ``count`` items of each list, taken in turns (the first of each, then the
-    second of each, ...), once each."""
-    out: dict[str, None] = {}
-    for rank in range(count):
-        for ranked in lists.values():
-            if rank < len(ranked):
-                out.setdefault(ranked[rank][0], None)
-    return list(out)
-
-
-def _kept(cache: dict[str, V], ids: Sequence[str], read: Callable[[list[str]], dict[str, V]]) -> dict[str, V]:
-    """``read(ids)`` for the ids not in ``cache``, with the cached ones."""
-    missing = [i for i in ids if i not in cache]
-    found = read(missing) if missing else {}
-    return {i: cache[i] if i in cache else found[i] for i in ids if i in cache or i in found}
 
 
 def _conflict_items(rows: list[ConflictRow]) -> list[Related]:
