@@ -339,3 +339,24 @@ def test_a_kind_that_outgrows_its_vector_budget_is_held_as_bits_only(store_path,
     assert ctx.store.vectors_held()["evidence"] == "bits"
     assert _answers(ctx, queries) == _cold_answers(store_path, queries, embedder)
     ctx.close()
+
+
+def test_a_warm_recall_embeds_texts_logged_after_it_here_and_by_another_connection(store_path):
+    # A warm process skips checking for rows without a vector while nothing was written: a text
+    # logged here, or by another connection, is embedded by the next recall all the same.
+    embedder = HashEmbedder(dim=DIM)
+    warm, _ = Ctx.init(store_path, embedder=embedder)
+    warm.log("redis retries timeouts")
+    warm.reindex()
+    for _ in range(2):
+        assert warm.recall("redis retries", mode="vector").vectors.state == "on"
+    here = warm.log("kafka webhooks exports").id
+    found = warm.recall("kafka webhooks exports", mode="vector")
+    assert here in [hit.evidence.id for hit in found.evidence]
+    warm.recall("kafka webhooks", mode="vector")  # nothing written since: the check is skipped again
+    with Ctx.open(store_path, embedder=embedder) as other:
+        there = other.log("billing shards replicas").id
+    found = warm.recall("billing shards replicas", mode="vector")
+    assert there in [hit.evidence.id for hit in found.evidence]
+    assert found.vectors.state == "on" and found.vectors.pending == 0
+    warm.close()

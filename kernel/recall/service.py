@@ -66,6 +66,9 @@ class RecallService:
         self._entity_index_cache: recall.EntityIndex | None = None
         self._decision_cache: recall.DecisionCache | None = None
         self._executor: ThreadPoolExecutor | None = None
+        # (embedder, the store's data version) when every row last had a vector: nothing to check
+        # again until something is written.
+        self._embedded: tuple[Embedder, tuple[int, int]] | None = None
 
     def close(self) -> None:
         """Stop the worker thread, if one was started."""
@@ -295,6 +298,11 @@ class RecallService:
         if embedder is None:
             pending = recall.pending_total(self.store)
             return None, VectorStatus("off", None, pending, f"vectors are off: {resolution.reason}")
+        # Seven statements otherwise (the model, the tables, the rows still to embed): a warm
+        # process skips them while no commit, here or elsewhere, has changed the store.
+        version = (self.store.data_version(), self.store.change_count())
+        if self._embedded == (embedder, version):
+            return embedder, VectorStatus("on", embedder.model_id, 0, None)
         stored = self.store.get_meta("vector_model")
         if stored is None or not self.store.vector_tables_exist():
             try:
@@ -327,6 +335,8 @@ class RecallService:
                 f"{pending} records have no vector yet (found by keyword and entity only): run `ctx reindex`"
             )
             return embedder, VectorStatus("partial", embedder.model_id, pending, note)
+        if (self.store.data_version(), self.store.change_count()) == version:
+            self._embedded = (embedder, version)
         return embedder, VectorStatus("on", embedder.model_id, 0, None)
 
     def _adopt_model(self, embedder: Embedder) -> None:
