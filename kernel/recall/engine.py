@@ -22,7 +22,7 @@ from ctx_kernel.kernel.errors import UsageError
 from ctx_kernel.kernel.limits import RECALL_MODES
 from ctx_kernel.kernel.recall import conflicts, entities, fusion, snippets, vocabulary
 from ctx_kernel.kernel.recall.embeddings import Embedder, chunks
-from ctx_kernel.kernel.recall.fusion import RANKERS, Ranked
+from ctx_kernel.kernel.recall.fusion import Ranked
 from ctx_kernel.kernel.records import Decision, Evidence, Proposal
 from ctx_kernel.kernel.reports import (
     DecisionSource,
@@ -759,13 +759,12 @@ class Recaller:
             self._lexical(self.store, query, "evidence", mode, fetch)
         lists = self.rank(self.store, query, "decision", mode, fetch)
         fused = fuse(lists, rrf_k, WEIGHTS)
-        ids = [item for item, _, _ in fused]
+        ids = fused.ids()
         records: dict[str, Decision] = {}
         hits: list[DecisionHit] = []
         seen: set[str] = set()
         closed: list[ClosedHit] = []
         matched_ids = set(ids)
-        own_scores = {item: scores for item, _, scores in fused}
         for position, (item, score, scores) in enumerate(fused):
             if len(hits) >= k:
                 break
@@ -791,7 +790,7 @@ class Recaller:
                 if successor.id not in seen and len(hits) < k:
                     seen.add(successor.id)
                     # Placed by its predecessor's match; its own scores, if it matched too.
-                    own = own_scores.get(successor.id, dict.fromkeys(RANKERS))
+                    own = fused.scores_of(successor.id)
                     hits.append(DecisionHit(successor, len(hits) + 1, score, own, via=decision.id))
         hit_ids = [hit.decision.id for hit in hits]
         pending = self.store.pending_proposals_on(sorted({h.decision.subject for h in hits}), hit_ids)
