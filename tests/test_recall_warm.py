@@ -49,8 +49,17 @@ def _held_in_memory(ctx: Ctx, query: str) -> None:
     assert ctx.store.vectors_in_memory(30)
 
 
+def _logged(store_path: Path, rng: random.Random, count: int, embedder: HashEmbedder) -> Ctx:
+    # A new store holding ``count`` random texts, each embedded.
+    ctx, _ = Ctx.init(store_path, embedder=embedder)
+    for text in _texts(rng, count):
+        ctx.log(text)
+    ctx.reindex()
+    return ctx
+
+
 def _held_as(monkeypatch: pytest.MonkeyPatch, held: str) -> None:
-    # A kind is held whole (its vectors, searched exactly) within EXACT_MEMORY, else as bits.
+    # A kind is held with its vectors (candidates rescored in memory) within EXACT_MEMORY, else as bits.
     if held == "bits":
         monkeypatch.setattr(sqlite_vectors, "EXACT_MEMORY", -1)
 
@@ -62,10 +71,7 @@ def test_a_warm_vector_recall_answers_as_a_fresh_one_before_and_after_new_rows(s
     _held_as(monkeypatch, held)
     rng = random.Random(5)
     embedder = HashEmbedder(dim=DIM)
-    warm, _ = Ctx.init(store_path, embedder=embedder)
-    for text in _texts(rng, 60):
-        warm.log(text)
-    warm.reindex()
+    warm = _logged(store_path, rng, 60, embedder)
     queries = _texts(rng, 8)
     _held_in_memory(warm, queries[0])
     assert warm.store.vectors_held()["evidence"] == held
@@ -86,10 +92,7 @@ def test_the_bits_in_memory_find_the_same_nearest_vectors_as_sqlite_vec(store_pa
     _held_as(monkeypatch, "bits")
     rng = random.Random(9)
     embedder = SignEmbedder(dim=64)
-    warm, _ = Ctx.init(store_path, embedder=embedder)
-    for text in _texts(rng, 1500):  # more than one vec0 storage chunk (1024 rows)
-        warm.log(text)
-    warm.reindex()
+    warm = _logged(store_path, rng, 1500, embedder)  # more than one vec0 storage chunk (1024 rows)
     queries = _texts(rng, 12)
 
     def similarities(answers: list[dict]) -> list[list[float]]:
@@ -222,10 +225,7 @@ def test_the_copy_in_memory_starts_again_when_the_vectors_are_embedded_with_anot
 
     rng = random.Random(13)
     embedder = SignEmbedder(dim=64)
-    ctx, _ = Ctx.init(store_path, embedder=embedder)
-    for text in _texts(rng, 400):
-        ctx.log(text)
-    ctx.reindex()
+    ctx = _logged(store_path, rng, 400, embedder)
     store = ctx.store
     query = embedder.embed_query("redis retries timeouts")
     _held_as(monkeypatch, held)
@@ -317,10 +317,7 @@ def test_candidates_rescored_in_memory_get_the_similarities_sqlite_vec_computes_
 def test_a_kind_that_outgrows_its_vector_budget_is_held_as_bits_only(store_path, monkeypatch):
     rng = random.Random(21)
     embedder = HashEmbedder(dim=DIM)
-    ctx, _ = Ctx.init(store_path, embedder=embedder)
-    for text in _texts(rng, 50):
-        ctx.log(text)
-    ctx.reindex()
+    ctx = _logged(store_path, rng, 50, embedder)
     monkeypatch.setattr(sqlite_vectors, "EXACT_MEMORY", 60 * 4 * DIM)  # 60 chunks
     queries = _texts(rng, 6)
     _held_in_memory(ctx, queries[0])
