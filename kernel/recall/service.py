@@ -92,8 +92,8 @@ class RecallService:
         from concurrent.futures import ThreadPoolExecutor  # noqa: PLC0415
 
         if self._executor is None:
-            # One worker embeds the query; on a server's store, one searches the evidence vectors
-            # with it and one answers for the evidence (see Recaller.start_vectors).
+            # One worker embeds the query; one searches the evidence vectors with it on a server's
+            # store or a large one, and one answers for a server's evidence (Recaller.start_vectors).
             self._executor = ThreadPoolExecutor(max_workers=3, thread_name_prefix="ctx-recall")
         return self._executor
 
