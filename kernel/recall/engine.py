@@ -282,10 +282,11 @@ class EntityIndex:
         if version != self._version:
             # Entity ids only grow (rows are never deleted), so only the new names are read.
             pairs = store.entity_names(self._ids[-1] if self._ids else 0)
-            self._ids += [p[0] for p in pairs]
-            self._names += entities.normalise_many([p[1] for p in pairs])
-            self._display += [p[1] for p in pairs]
-            self._known.update(p[1] for p in pairs)
+            names = [name for _, name in pairs]
+            self._ids += [entity_id for entity_id, _ in pairs]
+            self._names += entities.normalise_many(names)
+            self._display += names
+            self._known.update(names)
             self._version = version
             self._phrases.clear()
 

@@ -87,9 +87,10 @@ class IndexQueries:
 
     def entity_names(self, after: int = 0) -> list[tuple[int, str]]:
         """``(id, name)`` of the entities whose id is above ``after``, oldest first."""
-        return [
-            (r[0], r[1]) for r in self._q("SELECT id, name FROM entity WHERE id > ? ORDER BY id", (after,))
-        ]
+        rows: list[tuple[int, str]] = self._conn.execute(  # 224,000 rows at a million texts: no copy
+            "SELECT id, name FROM entity WHERE id > ? ORDER BY id", (after,)
+        ).fetchall()
+        return rows
 
     def entity_items(self, entity_ids: Sequence[int], prefix: str, limit: int) -> dict[int, list[str]]:
         """Up to ``limit`` newest items with id prefix ``prefix`` mentioning each entity."""
