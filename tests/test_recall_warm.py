@@ -311,6 +311,21 @@ def test_candidates_rescored_in_memory_get_the_similarities_sqlite_vec_computes_
     warm = [store.nearest("evidence", q, 400, 300) for q in queries]
     assert warm == expected
     assert all(len(found) == 300 for found in warm)  # the two rows of zeros match nothing
+    # Texts logged one at a time after the copy was loaded are parts of one chunk each, and a
+    # single candidate is rescored alone: numpy would sum a lone row's products pairwise.
+    for n in range(300, 310):
+        ctx.log(f"text {n}")
+        ctx.reindex()
+        store.nearest("evidence", queries[0], 1, 1)  # reads the new chunk into a part of its own
+    many = [embedder.embed_query(f"question {n}") for n in range(200)]
+    fresh = SQLiteStore.open(store_path)
+    try:
+        expected = [fresh.nearest("evidence", q, 400, 310) for q in queries]
+        single = [fresh.nearest("evidence", q, 1, 1) for q in many]
+    finally:
+        fresh.close()
+    assert [store.nearest("evidence", q, 400, 310) for q in queries] == expected
+    assert [store.nearest("evidence", q, 1, 1) for q in many] == single
     ctx.close()
 
 

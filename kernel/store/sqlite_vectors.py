@@ -318,6 +318,9 @@ def _in_order(vectors: NDArray[np.float32], other: NDArray[np.float32]) -> NDArr
 
     right = other.T if other.ndim == 2 else other[:, None]
     products = np.multiply(vectors.T, right, order="C")
+    if products.shape[1] == 1:  # one column is contiguous, and numpy would sum it pairwise
+        one: NDArray[np.float32] = np.cumsum(products[:, 0], dtype=np.float32)[-1:]
+        return one
     summed: NDArray[np.float32] = np.add.reduce(products, axis=0, dtype=np.float32)
     return summed
 
