@@ -54,7 +54,7 @@ class SQLiteStore(IndexQueries, SQLiteCopy):
         self._tx_plain = False
         self._write_lock = WriteLock(path)
         self._term_counts = {}
-        # kind -> its in-memory vector bits, shared with the reader (see sqlite_vectors.py)
+        # kind -> its vectors' copy in memory, shared with the reader (see sqlite_vectors.py)
         self._mirrors: dict[str, VectorMirror] = {}
 
     @classmethod

@@ -461,8 +461,8 @@ class IndexQueries:
         """``(id, cosine similarity)``, most similar first: Hamming KNN over bits, then exact rescoring.
 
         A process that searches a kind more than once holds a copy in memory once it is loaded
-        (kernel/store/sqlite_vectors.py): a small kind's vectors, searched exactly there, or a
-        large kind's bits, whose nearest are rescored here; ``vec0`` answers until then.
+        (kernel/store/sqlite_vectors.py): its bits, and for a small kind its vectors too, which
+        rescore the nearest there (a large kind's are rescored here); ``vec0`` answers until then.
         """
         table = _table(kind)
         mirror = self._mirrors.get(kind)

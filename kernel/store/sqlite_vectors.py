@@ -39,13 +39,14 @@ LOAD_BATCH = 65_536
 MERGE_TAIL = 65_536
 # A kind is searched this many times before its copy is loaded: a one-shot process never is.
 LOAD_AFTER = 2
-# A kind whose float32 vectors take at most this many bytes is held whole and searched exactly.
+# A kind whose float32 vectors take at most this many bytes holds them beside its bits, and its
+# candidates are rescored in memory.
 EXACT_MEMORY = 75 * 2**20
 
 
 class _Part:
-    """Chunk ids (ascending), their bits as a (words, chunks) uint64 matrix and, for a kind held
-    whole, their float32 vectors as a (chunks, dimensions) matrix."""
+    """Chunk ids (ascending), their bits as a (words, chunks) uint64 matrix and, for a kind whose
+    vectors are held, their float32 vectors as a (chunks, dimensions) matrix."""
 
     def __init__(
         self,
@@ -117,7 +118,6 @@ class VectorMirror:
         self._model: str | None = None
         self._high = 0  # the highest chunk id held
         self._exact = False  # the vectors are held too (candidates are rescored here)
-        self._held = 0  # bytes of vectors held
         self._main: _Part | None = None
         self._tail: list[_Part] = []
         self._tail_size = 0
@@ -157,7 +157,7 @@ class VectorMirror:
                 self._restart()
             if self._ready and (high or 0) > self._high:
                 self._add(self._read(conn, self._high, None, self._exact))
-                if self._exact and self._held > 2 * EXACT_MEMORY:
+                if self._exact and self._vector_bytes() > 2 * EXACT_MEMORY:
                     self._restart()  # grown past its budget: the next load holds only bits
             if not self._ready:
                 self._asked += 1
@@ -182,11 +182,16 @@ class VectorMirror:
         vectors, magnitudes, owners = (_gathered([h[n] for h in held]) for n in range(3))
         return _rescored(ids, vectors, magnitudes, owners, query)
 
+    def _vector_bytes(self) -> int:
+        """The bytes of the vectors held (under the lock)."""
+        parts = (self._main, *self._tail)
+        return sum(p.vectors.nbytes for p in parts if p is not None and p.vectors is not None)
+
     def _restart(self) -> None:
         """Forget the copy (the vectors were re-embedded, or outgrew memory) and load it again on
         the next searches."""
         self._ready, self._model, self._high = False, None, 0
-        self._main, self._tail, self._tail_size, self._held = None, [], 0, 0
+        self._main, self._tail, self._tail_size = None, [], 0
         self._asked = 0
         self._loader = None
 
@@ -211,7 +216,6 @@ class VectorMirror:
             return
         self._tail.append(_Part.from_rows(rows))
         self._tail_size += len(rows)
-        self._held += _vector_bytes(rows)
         self._high = rows[-1][0]
         if self._tail_size > MERGE_TAIL or len(self._tail) > 32:
             self._main = _Part.join([p for p in (self._main, *self._tail) if p is not None])
@@ -230,14 +234,13 @@ class VectorMirror:
             size = conn.execute(f"SELECT count(*), max(length(emb)) FROM {self._kind}_vector").fetchone()
             exact = (size[0] or 0) * (size[1] or 0) <= EXACT_MEMORY
             parts: list[_Part] = []
-            after = held = 0
+            after = 0
             while not self._stop.is_set():
                 rows = self._read(conn, after, LOAD_BATCH, exact)
                 if not rows:
                     break
                 parts.append(_Part.from_rows(rows))
                 after = rows[-1][0]
-                held += _vector_bytes(rows)
             conn.execute("COMMIT")
             if self._stop.is_set():
                 return
@@ -246,7 +249,7 @@ class VectorMirror:
                     return  # restarted meanwhile: this copy may be of the old vectors
                 self._main = _Part.join(parts) if parts else None
                 self._tail, self._tail_size = [], 0
-                self._exact, self._held = exact, held
+                self._exact = exact
                 self._model, self._high, self._ready = model, after, True
         except Exception:
             with self._lock:
@@ -276,10 +279,6 @@ def _gathered(arrays: list[Any]) -> Any:
     return arrays[0] if len(arrays) == 1 else np.concatenate(arrays)  # (_nearest gives one at least)
 
 
-def _vector_bytes(rows: list[Row]) -> int:
-    return sum(len(r[2]) for r in rows if r[2] is not None)
-
-
 def _rescored(
     ids: NDArray[np.int64],
     vectors: NDArray[np.float32],
@@ -297,7 +296,7 @@ def _rescored(
     if vectors.shape[1] != len(vector):
         return None
     dot = _in_order(vectors, vector).astype(np.float64)
-    own = float(np.cumsum(vector * vector, dtype=np.float32)[-1])
+    own = float(_in_order(vector[None, :], vector)[0])
     with np.errstate(invalid="ignore", divide="ignore"):
         distance = (1.0 - dot / (np.sqrt(magnitudes.astype(np.float64)) * np.sqrt(own))).astype(np.float32)
     similarity = 1.0 - distance.astype(np.float64)
