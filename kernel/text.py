@@ -18,6 +18,9 @@ import unicodedata
 
 from ctx_kernel.kernel.errors import UsageError
 
+# Each ASCII byte that is neither a letter nor a digit as a space, newlines kept: FTS5's word rule
+# ([^\W_]+) for ASCII text with bytes.translate, several times faster than the expression.
+ASCII_SEPARATORS = bytes(b if chr(b).isalnum() or b == 10 else 32 for b in range(256))
 MAX_SUBJECT_CHARS = 200
 MAX_DECISION_CHARS = 8_000
 MAX_RATIONALE_CHARS = 32_000

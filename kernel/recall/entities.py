@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
+from ctx_kernel.kernel.text import ASCII_SEPARATORS
+
 MAX_ENTITY_CHARS = 80
 # Only the start of a long text is scanned: a 1 MB log would otherwise add thousands of
 # entities, and the entity ranker is meant to stay small (distinct names, not rows).
@@ -41,7 +43,6 @@ _FILE_HINT = re.compile(rf"\.(?:{_FILE_EXTENSIONS})\b")
 _DOTTED_HINT = re.compile(r"\.[a-z]")
 _PACKAGE_HINTS = ("import", "install", " add", "npm i", "go get")
 _SEPARATORS = re.compile(r"[\W_]+")
-_ASCII_SEPARATORS = bytes(b if chr(b).isalnum() or b == 10 else 32 for b in range(256))
 _RUNS = re.compile(rb"  +")
 # Words that look like entities by shape but name nothing (sentence-initial acronyms, e.g.).
 _NOT_ENTITIES = frozenset(
@@ -61,7 +62,7 @@ def normalise_many(names: Sequence[str]) -> list[str]:
     plain = [name.isascii() and "\n" not in name for name in names]
     spaced = "\n".join([n for n, ok in zip(names, plain, strict=True) if ok]).encode("ascii").lower()
     # Every ASCII separator (what [\W_] matches) as a space, runs of them as one, none at the ends.
-    spaced = _RUNS.sub(b" ", spaced.translate(_ASCII_SEPARATORS))
+    spaced = _RUNS.sub(b" ", spaced.translate(ASCII_SEPARATORS))
     spaced = spaced.replace(b" \n", b"\n").replace(b"\n ", b"\n").strip(b" ")
     pieces = iter(spaced.decode("ascii").split("\n"))
     return [next(pieces) if ok else normalise(name) for name, ok in zip(names, plain, strict=True)]

@@ -15,6 +15,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ctx_kernel.kernel.text import ASCII_SEPARATORS
 from ctx_kernel.kernel.vault.sealing import fold
 
 # Words per snippet, as recall asked FTS5 for.
@@ -24,8 +25,6 @@ CACHED_STEMS = 65_536
 ELLIPSIS = "…"
 
 _WORD = re.compile(r"[^\W_]+")  # what FTS5's unicode61 tokenizer counts as a word
-# Every ASCII byte that is not a letter or a digit, as a space.
-_SEPARATORS = bytes(b if chr(b).isalnum() else 32 for b in range(256))
 
 
 def snippet(text: str, terms: Sequence[str], width: int = WIDTH) -> str | None:
@@ -77,7 +76,7 @@ def _stems(text: str, heads: set[str]) -> tuple[int, list[str | None], Callable[
     # ASCII: every byte that is not a letter or digit separates words (as [^\W_]+ does) and lower
     # case keeps the length, so bytes' translate and split do what the regular expression does,
     # several times faster.
-    spaced = text.encode("ascii").lower().translate(_SEPARATORS)
+    spaced = text.encode("ascii").lower().translate(ASCII_SEPARATORS)
     words = spaced.split()
     wanted = {head.encode("ascii") for head in heads if head.isascii()}
     stems = [None] * len(words)
