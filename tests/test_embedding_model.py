@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -171,3 +172,86 @@ def test_an_organisations_own_model_folder_is_used_and_reported_as_not_pinned(
     status = json.loads(cli("doctor", "--json", db=False).out)
     model = next(c for c in status["checks"] if c["name"] == "model")
     assert model["ok"] and "not the pinned files" in model["detail"]
+
+
+def _fresh_resolution(monkeypatch: pytest.MonkeyPatch, cache: Path) -> embed.FastEmbedder:
+    monkeypatch.setenv("CTX_CACHE_DIR", str(cache))
+    embed._cached.cache_clear()
+    embedder = embed.resolve().embedder
+    assert isinstance(embedder, embed.FastEmbedder)
+    return embedder
+
+
+@pytest.mark.usefixtures("real_model")
+def test_queries_are_embedded_by_an_int8_copy_and_documents_by_the_model_itself(model_cache):
+    import numpy as np
+
+    embedder = embed.resolve().embedder
+    assert isinstance(embedder, embed.FastEmbedder)
+    assert embedder.query_dir is not None and embedder.query_dir.parent == model_cache / "models"
+    record = json.loads((embedder.query_dir / "built.json").read_text(encoding="utf-8"))
+    assert record["recipe"] == embed.QUERY_RECIPE
+    assert (embedder.query_dir / embed.MODEL_FILE).stat().st_size < 30_000_000  # int8, not float32
+    plain = embed.FastEmbedder(embed.DEFAULT_MODEL, embed.packaged_model_dir())
+    assert plain.query_dir is None
+    texts = ["Keep logged-in users' sessions in PostgreSQL, not in cookies.", "how do we cache pages?"]
+    # Stored vectors are the model's own: stores made before the copy need no re-embedding.
+    assert embedder.embed_documents(texts) == plain.embed_documents(texts)
+    for text in texts:
+        copy, model = (np.frombuffer(v, "<f4") for v in (embedder.embed_query(text), plain.embed_query(text)))
+        assert not np.array_equal(copy, model)
+        assert float(copy @ model) >= embed.QUERY_AGREEMENT
+
+
+@pytest.mark.usefixtures("real_model")
+def test_a_query_copy_altered_after_it_was_built_is_not_used(model_cache, tmp_path, monkeypatch):
+    built = embed.resolve().embedder
+    assert isinstance(built, embed.FastEmbedder) and built.query_dir is not None
+    cache = tmp_path / "cache"
+    shutil.copytree(built.query_dir, cache / "models" / built.query_dir.name)
+    with (cache / "models" / built.query_dir.name / embed.MODEL_FILE).open("ab") as handle:
+        handle.write(b"\0")
+    embedder = _fresh_resolution(monkeypatch, cache)
+    assert embedder.query_dir is None
+    # Queries fall back on the model itself.
+    assert embedder.embed_query("cache pages") == embedder.embed_documents(["cache pages"])[0]
+    embed._cached.cache_clear()
+
+
+@pytest.mark.usefixtures("real_model")
+def test_without_onnx_queries_use_the_model_and_recall_still_has_vectors(kernel, tmp_path, monkeypatch):
+    import importlib.util
+
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "onnx" else find_spec(name, *a)
+    )
+    embedder = _fresh_resolution(monkeypatch, tmp_path / "cache")
+    assert embedder.query_dir is None
+    assert list((tmp_path / "cache" / "models").glob("query-*")) == []
+    kernel.log("We cache rendered pages in Redis for five minutes.")
+    found = kernel.recall("where are rendered pages cached?", mode="vector")
+    assert found.vectors.state == "on" and found.evidence
+    embed._cached.cache_clear()
+
+
+@pytest.mark.usefixtures("real_model")
+def test_two_processes_building_the_query_copy_at_once_both_use_it(tmp_path):
+    import subprocess
+    import sys
+
+    cache = tmp_path / "cache"
+    script = (
+        "from ctx_kernel.kernel.recall import embeddings as e; "
+        "r = e.resolve(); print(r.embedder.query_dir); print(r.embedder.embed_query('x')[:4].hex())"
+    )
+    env = {**os.environ, "CTX_CACHE_DIR": str(cache)}
+    runs = [
+        subprocess.Popen([sys.executable, "-c", script], env=env, stdout=subprocess.PIPE, text=True)
+        for _ in range(2)
+    ]
+    outs = [run.communicate(timeout=120)[0].split() for run in runs]
+    assert all(run.returncode == 0 for run in runs)
+    assert outs[0] == outs[1] and outs[0][0] != "None"
+    assert Path(outs[0][0]).parent == cache / "models"
+    assert [p.name for p in (cache / "models").iterdir() if p.name.startswith(".")] == []

@@ -9,13 +9,20 @@ cannot reach the network retries for most of a minute, and recall must not hang.
 
 fastembed and onnxruntime take a second or more to import, so nothing here imports
 them until a vector is really needed.
+
+Queries of the default model are embedded by an int8 copy of it (see :func:`query_model_dir`):
+a query takes half the time, and a process that only recalls loads only that copy.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import json
+import logging
 import os
 import shutil
+import tempfile
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -42,6 +49,15 @@ PINNED_SHA256 = {
     "tokenizer_config.json": "acb92769e8195aabd29b7b2137a9e6d6e25c476a4f15aa4355c233426c61576b",
     "special_tokens_map.json": "303df45a03609e4ead04bc3dc1536d0ab19b5358db685b6f3da123d05ec200e3",
 }
+# How the query copy is made; a new recipe builds a new copy (its folder is named by both).
+QUERY_RECIPE = "int8-dynamic-per-channel-7bit-v1"
+# The copy's vectors of these texts must stay this close (cosine) to the model's, else it is not used.
+QUERY_PROBES = (
+    "how do we keep users signed in?",
+    "Use psycopg 3 for all PostgreSQL access",
+    "the retry helper backs off exponentially after a timeout",
+)
+QUERY_AGREEMENT = 0.97
 # About 256 word pieces, all-MiniLM-L6-v2's training length; longer chunks are truncated by the model.
 CHUNK_CHARS = 1000
 MAX_CHUNKS = 16
@@ -70,10 +86,21 @@ class Resolution:
 
 
 class FastEmbedder:
-    """An embedder backed by fastembed's ONNX runtime."""
+    """An embedder backed by fastembed's ONNX runtime.
 
-    def __init__(self, model_id: str, model_dir: Path | None, *, download: bool = False) -> None:
-        from fastembed import TextEmbedding  # noqa: PLC0415 - ~1-2 s import, only when embedding
+    Documents are embedded by the model as given; queries by its int8 copy when there is one
+    (:func:`query_model_dir`), else by the model too. The documents' model is loaded when a
+    document is first embedded: a process that only recalls never loads it.
+    """
+
+    def __init__(
+        self,
+        model_id: str,
+        model_dir: Path | None,
+        *,
+        download: bool = False,
+        query_dir: Path | None = None,
+    ) -> None:
         from loguru import logger  # noqa: PLC0415 - fastembed's logger
 
         # fastembed logs every failed download attempt as an ERROR; ctx reports failures itself.
@@ -84,18 +111,31 @@ class FastEmbedder:
         else:
             kwargs["cache_dir"] = str(model_cache_dir() / "fastembed")
             kwargs["local_files_only"] = not download
-        self._model = TextEmbedding(**kwargs)
+        self._kwargs = kwargs
+        self._lock = threading.Lock()
+        self._documents: Any = None
         self.model_id = model_id
-        self.dim = len(self._vectors(["dimension probe"])[0])
+        self.query_dir = query_dir
+        if query_dir is None:
+            self._queries = self._document_model()
+        else:
+            self._queries = _text_embedding(
+                model_name=model_id, specific_model_path=str(query_dir), threads=1
+            )
+        self.dim = len(self._vectors(self._queries, ["dimension probe"], query=True)[0])
 
-    def _vectors(self, texts: Sequence[str], *, query: bool = False) -> list[NDArray[np.float32]]:
+    def _document_model(self) -> Any:
+        with self._lock:
+            if self._documents is None:
+                self._documents = _text_embedding(**self._kwargs)
+            return self._documents
+
+    @staticmethod
+    def _vectors(model: Any, texts: Sequence[str], *, query: bool = False) -> list[NDArray[np.float32]]:
         import numpy as np  # noqa: PLC0415
 
         out = []
-        if query:
-            produced = self._model.query_embed(texts[0])
-        else:
-            produced = self._model.embed(list(texts), batch_size=32)
+        produced = model.query_embed(texts[0]) if query else model.embed(list(texts), batch_size=32)
         for vector in produced:
             array = np.asarray(vector, dtype=np.float32)
             norm = float(np.linalg.norm(array))
@@ -104,11 +144,108 @@ class FastEmbedder:
 
     def embed_documents(self, texts: Sequence[str]) -> list[bytes]:
         """One normalised vector per text."""
-        return [v.astype("<f4").tobytes() for v in self._vectors(texts)] if texts else []
+        if not texts:
+            return []
+        return [v.astype("<f4").tobytes() for v in self._vectors(self._document_model(), texts)]
 
     def embed_query(self, text: str) -> bytes:
         """The normalised vector of a query."""
-        return self._vectors([text], query=True)[0].astype("<f4").tobytes()
+        return self._vectors(self._queries, [text], query=True)[0].astype("<f4").tobytes()
+
+
+def _text_embedding(**kwargs: Any) -> Any:
+    from fastembed import TextEmbedding  # noqa: PLC0415 - ~1-2 s import, only when embedding
+
+    return TextEmbedding(**kwargs)
+
+
+def query_model_dir(source: Path) -> Path | None:
+    """A folder with an int8 copy of ``source``'s model for embedding queries, built once per
+    model file (by its sha256) in the cache; None when it cannot be built (``onnx`` missing).
+
+    The default model ships int8 weights that onnxruntime widens to float32 when it loads them,
+    so a short query costs about 3.4 ms of float32 arithmetic. The copy keeps the weights int8
+    (per output channel, 7 bits: no overflow on CPUs without VNNI) and quantises activations as
+    it runs: 1.6 ms. Documents keep the model's own vectors, so stores need no re-embedding;
+    measured on LoCoMo, int8 queries against them rank as well as float32 ones (vector R@10
+    0.552 vs 0.559, hybrid 0.780 vs 0.779), while int8 on both sides lost 0.02-0.03.
+    """
+    digest = file_digests(source).get(MODEL_FILE)
+    if digest is None:
+        return None
+    target = model_cache_dir() / "models" / f"query-{QUERY_RECIPE}-{digest[:16]}"
+    record = target / "built.json"
+    if record.is_file():
+        try:
+            built = json.loads(record.read_text(encoding="utf-8")).get("sha256")
+        except (OSError, ValueError):
+            built = None
+        if built is not None and file_digests(target).get(MODEL_FILE) == built:
+            return target
+        return None  # a copy altered after it was built is not used (nor silently replaced)
+    if importlib.util.find_spec("onnx") is None or importlib.util.find_spec("fastembed") is None:
+        return None
+    try:
+        _build_query_model(source, target)
+    except Exception:  # any failure leaves queries on the model itself
+        return None
+    return target if record.is_file() else None
+
+
+def _build_query_model(source: Path, target: Path) -> None:
+    import onnxruntime as ort  # noqa: PLC0415
+    from onnxruntime.quantization import QuantType, quantize_dynamic  # noqa: PLC0415
+
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target.parent, prefix=".building-") as work:
+        folder = Path(work) / "model"
+        folder.mkdir()
+        # The weights as onnxruntime computes with them (float32, constants folded), then int8.
+        folded = Path(work) / "folded.onnx"
+        options = ort.SessionOptions()
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+        options.optimized_model_filepath = str(folded)
+        ort.InferenceSession(str(source / MODEL_FILE), options, providers=["CPUExecutionProvider"])
+        previous = logging.root.manager.disable
+        logging.disable(logging.WARNING)  # the quantiser advises pre-processing on the root logger
+        try:
+            quantize_dynamic(
+                folded,
+                folder / MODEL_FILE,
+                weight_type=QuantType.QInt8,
+                per_channel=True,
+                reduce_range=True,
+            )
+        finally:
+            logging.disable(previous)
+        folded.unlink()
+        for name in TOKENIZER_FILES:
+            shutil.copyfile(source / name, folder / name)
+        _check_agreement(source, folder)
+        digest = _sha256(folder / MODEL_FILE)
+        (folder / "built.json").write_text(
+            json.dumps({"recipe": QUERY_RECIPE, "sha256": digest}), encoding="utf-8"
+        )
+        try:
+            folder.rename(target)  # whole or not at all; another process may have been first
+        except OSError:
+            if not (target / "built.json").is_file():
+                raise
+
+
+def _check_agreement(source: Path, copy: Path) -> None:
+    """Raise unless the copy's vectors of :data:`QUERY_PROBES` are close to the model's."""
+    import numpy as np  # noqa: PLC0415
+
+    from_model = _text_embedding(model_name=DEFAULT_MODEL, specific_model_path=str(source), threads=1)
+    from_copy = _text_embedding(model_name=DEFAULT_MODEL, specific_model_path=str(copy), threads=1)
+    for text in QUERY_PROBES:
+        a, b = (
+            np.asarray(next(iter(m.query_embed(text))), dtype=np.float64) for m in (from_model, from_copy)
+        )
+        cosine = float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b)))
+        if not cosine >= QUERY_AGREEMENT:
+            raise ValueError(f"the int8 copy strays from the model ({cosine:.3f} on {text!r})")
 
 
 def chunks(text: str) -> list[str]:
@@ -170,24 +307,23 @@ def packaged_model_dir() -> Path | None:
         for name, src in sources.items()
     ):
         return target
-    # fastembed reads the model and its tokenizer from one folder; link (or copy) both packages' files.
+    # fastembed reads the model and its tokenizer from one folder; link (or copy) both packages'
+    # files, each made under a name of its own and renamed over the old one: another process may be
+    # doing the same at this moment.
     target.mkdir(parents=True, exist_ok=True)
     for name, source in sources.items():
-        link = target / name
-        if link.exists() or link.is_symlink():
-            link.unlink()
+        fresh = target / f".{name}.{os.getpid()}.{threading.get_ident()}"
+        fresh.unlink(missing_ok=True)
         try:
-            link.symlink_to(source)
+            fresh.symlink_to(source)
         except OSError:
-            shutil.copyfile(source, link)
+            shutil.copyfile(source, fresh)
+        fresh.replace(target / name)
     return target
 
 
 def file_digests(folder: Path) -> dict[str, str]:
     """The sha256 of each model file in ``folder``, cached by path, size and modification time."""
-    import hashlib  # noqa: PLC0415
-    import json  # noqa: PLC0415
-
     ledger = model_cache_dir() / "digests.json"
     try:
         known = json.loads(ledger.read_text(encoding="utf-8"))
@@ -201,11 +337,7 @@ def file_digests(folder: Path) -> dict[str, str]:
         stat = path.stat()
         key = f"{path}|{stat.st_size}|{stat.st_mtime_ns}"
         if key not in known:
-            digest = hashlib.sha256()
-            with path.open("rb") as handle:
-                for block in iter(lambda: handle.read(1 << 20), b""):
-                    digest.update(block)
-            known[key], changed = digest.hexdigest(), True
+            known[key], changed = _sha256(path), True
         out[name] = known[key]
     if changed:
         try:
@@ -214,6 +346,16 @@ def file_digests(folder: Path) -> dict[str, str]:
         except OSError:
             pass  # a read-only cache checks again next time
     return out
+
+
+def _sha256(path: Path) -> str:
+    import hashlib  # noqa: PLC0415
+
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def pinned_mismatch(folder: Path) -> str | None:
@@ -254,7 +396,9 @@ def resolve(*, download: bool = False) -> Resolution:
 
 @lru_cache(maxsize=4)
 def _cached(model: str, folder: str | None, download: bool) -> FastEmbedder:
-    return FastEmbedder(model, Path(folder) if folder else None, download=download)
+    place = Path(folder) if folder else None
+    queries = query_model_dir(place) if place is not None and model == DEFAULT_MODEL else None
+    return FastEmbedder(model, place, download=download, query_dir=queries)
 
 
 def _load(model: str, folder: Path | None, origin: str, *, download: bool) -> Resolution:
