@@ -255,3 +255,25 @@ def test_two_processes_building_the_query_copy_at_once_both_use_it(tmp_path):
     assert outs[0] == outs[1] and outs[0][0] != "None"
     assert Path(outs[0][0]).parent == cache / "models"
     assert [p.name for p in (cache / "models").iterdir() if p.name.startswith(".")] == []
+
+
+@pytest.mark.usefixtures("real_model")
+def test_a_failed_query_copy_build_is_recorded_and_not_tried_by_every_process(tmp_path, monkeypatch):
+    agreement, builder = embed.QUERY_AGREEMENT, embed._build_query_model
+    monkeypatch.setattr(embed, "QUERY_AGREEMENT", 1.5)  # no copy can agree this well
+    embedder = _fresh_resolution(monkeypatch, tmp_path / "cache")
+    assert embedder.query_dir is None
+    (marker,) = (tmp_path / "cache" / "models").glob("query-*.failed")
+    assert "strays from the model" in marker.read_text(encoding="utf-8")
+    assert [p.name for p in (tmp_path / "cache" / "models").iterdir() if p.name.startswith(".")] == []
+
+    def build(*_):
+        raise AssertionError("built again")
+
+    monkeypatch.setattr(embed, "_build_query_model", build)
+    assert _fresh_resolution(monkeypatch, tmp_path / "cache").query_dir is None
+    monkeypatch.setattr(embed, "QUERY_AGREEMENT", agreement)
+    monkeypatch.setattr(embed, "_build_query_model", builder)
+    marker.unlink()  # deleting the marker builds the copy again
+    assert _fresh_resolution(monkeypatch, tmp_path / "cache").query_dir is not None
+    embed._cached.cache_clear()

@@ -16,6 +16,7 @@ a query takes half the time, and a process that only recalls loads only that cop
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import logging
@@ -185,9 +186,16 @@ def query_model_dir(source: Path) -> Path | None:
         return None  # a copy altered after it was built is not used (nor silently replaced)
     if importlib.util.find_spec("onnx") is None or importlib.util.find_spec("fastembed") is None:
         return None
+    # A build that failed is not tried again by every process (it takes seconds): delete the
+    # marker to try again.
+    failed = target.with_name(f"{target.name}.failed")
+    if failed.is_file():
+        return None
     try:
         _build_query_model(source, target)
-    except Exception:  # any failure leaves queries on the model itself
+    except Exception as exc:  # any failure leaves queries on the model itself
+        with contextlib.suppress(OSError):
+            failed.write_text(f"{type(exc).__name__}: {exc}\n", encoding="utf-8")
         return None
     return target if record.is_file() else None
 
