@@ -127,7 +127,11 @@ def doctor(kernel: OpenStore | None, store_problem: str | None) -> DoctorReport:
                 False: "; not the pinned files (your own model folder)",
                 None: "; files not checked (fastembed's cache)",
             }[place.verified]
-            checks.append(Check("model", True, f"{place.model} from {place.source}{where} loads{proof}"))
+            copy = getattr(resolution.embedder, "query_dir", None)
+            queries = f"; queries by its int8 copy in {copy}" if copy else "; queries by the model itself"
+            checks.append(
+                Check("model", True, f"{place.model} from {place.source}{where} loads{proof}{queries}")
+            )
     if kernel is None:
         checks.append(
             Check("store", False, store_problem or "no store", "run `ctx init` in the project folder")

@@ -145,6 +145,7 @@ def test_the_packaged_model_files_are_checked_against_their_pinned_digests(cli, 
     good = json.loads(cli("doctor", "--json", db=False).out)
     model = next(c for c in good["checks"] if c["name"] == "model")
     assert model["ok"] and "match the pinned sha256" in model["detail"]
+    assert "; queries by its int8 copy in " in model["detail"]
     monkeypatch.setitem(embed.PINNED_SHA256, "tokenizer.json", "0" * 64)
     embed._cached.cache_clear()
     bad = json.loads(cli("doctor", "--json", db=False).out)
