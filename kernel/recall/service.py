@@ -278,7 +278,10 @@ class RecallService:
 
         embedder = self.embedding().embedder
         if embedder is not None:
-            embedder.embed_query("warm up")  # the first inference allocates onnxruntime's buffers
+            # The first inference allocates onnxruntime's buffers. Queries may have a model of
+            # their own (an int8 copy); documents logged later are embedded by the model itself.
+            embedder.embed_query("warm up")
+            embedder.embed_documents(["warm up"])
         # A first recall would read every name (about 0.2 s per 40,000; a second at a million
         # texts); one that cannot be read now is read by that recall.
         with contextlib.suppress(StoreError):
