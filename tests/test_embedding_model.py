@@ -242,6 +242,11 @@ def test_two_processes_building_the_query_copy_at_once_both_use_it(tmp_path):
     import sys
 
     cache = tmp_path / "cache"
+    # Builds cut short long ago are cleared; one under way (recent) is left alone.
+    old, recent = cache / "models" / ".building-old", cache / "models" / ".building-recent"
+    for folder in (old, recent):
+        (folder / "model").mkdir(parents=True)
+    os.utime(old, (0, 0))
     script = (
         "from ctx_kernel.kernel.recall import embeddings as e; "
         "r = e.resolve(); print(r.embedder.query_dir); print(r.embedder.embed_query('x')[:4].hex())"
@@ -255,7 +260,7 @@ def test_two_processes_building_the_query_copy_at_once_both_use_it(tmp_path):
     assert all(run.returncode == 0 for run in runs)
     assert outs[0] == outs[1] and outs[0][0] != "None"
     assert Path(outs[0][0]).parent == cache / "models"
-    assert [p.name for p in (cache / "models").iterdir() if p.name.startswith(".")] == []
+    assert [p.name for p in (cache / "models").iterdir() if p.name.startswith(".")] == [recent.name]
 
 
 @pytest.mark.usefixtures("real_model")

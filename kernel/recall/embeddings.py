@@ -24,6 +24,7 @@ import os
 import shutil
 import tempfile
 import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -59,6 +60,7 @@ QUERY_PROBES = (
     "the retry helper backs off exponentially after a timeout",
 )
 QUERY_AGREEMENT = 0.97
+STALE_BUILD_SECONDS = 3600
 # About 256 word pieces, all-MiniLM-L6-v2's training length; longer chunks are truncated by the model.
 CHUNK_CHARS = 1000
 MAX_CHUNKS = 16
@@ -205,6 +207,11 @@ def _build_query_model(source: Path, target: Path) -> None:
     from onnxruntime.quantization import QuantType, quantize_dynamic  # noqa: PLC0415
 
     target.parent.mkdir(parents=True, exist_ok=True)
+    # A build cut short (the process killed) leaves about 110 MB behind; an hour on, it is no one's.
+    for stale in target.parent.glob(".building-*"):
+        with contextlib.suppress(OSError):
+            if time.time() - stale.stat().st_mtime > STALE_BUILD_SECONDS:
+                shutil.rmtree(stale)
     with tempfile.TemporaryDirectory(dir=target.parent, prefix=".building-") as work:
         folder = Path(work) / "model"
         folder.mkdir()
