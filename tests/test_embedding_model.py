@@ -283,3 +283,27 @@ def test_a_failed_query_copy_build_is_recorded_and_not_tried_by_every_process(tm
     marker.unlink()  # deleting the marker builds the copy again
     assert _fresh_resolution(monkeypatch, tmp_path / "cache").query_dir is not None
     embed._cached.cache_clear()
+
+
+@pytest.mark.usefixtures("real_model")
+def test_a_model_folder_with_other_tokenizer_files_gets_a_query_copy_of_its_own(tmp_path):
+    import subprocess
+    import sys
+
+    packaged = embed.resolve().embedder
+    assert isinstance(packaged, embed.FastEmbedder) and packaged.query_dir is not None
+    own = tmp_path / "org-model"
+    shutil.copytree(embed.packaged_model_dir(), own)
+    (own / "tokenizer_config.json").write_text((own / "tokenizer_config.json").read_text() + "\n")
+    # In a process of its own: pytest gives the root logger handlers of its own.
+    script = (
+        "import logging; from ctx_kernel.kernel.recall import embeddings as e; "
+        "print(e.resolve().embedder.query_dir); print(len(logging.root.handlers))"
+    )
+    env = {**os.environ, "CTX_CACHE_DIR": str(tmp_path / "cache"), "CTX_MODEL_DIR": str(own)}
+    run = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
+    folder, handlers = run.stdout.split()
+    assert folder != "None" and Path(folder).name != packaged.query_dir.name
+    assert (Path(folder) / "tokenizer_config.json").read_text() == (own / "tokenizer_config.json").read_text()
+    # The quantiser's advice was not printed, and no handler was left on the root logger by it.
+    assert handlers == "0" and "pre-processing" not in run.stderr

@@ -17,6 +17,7 @@ a query takes half the time, and a process that only recalls loads only that cop
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import importlib.util
 import json
 import logging
@@ -173,10 +174,12 @@ def query_model_dir(source: Path) -> Path | None:
     measured on LoCoMo, int8 queries against them rank as well as float32 ones (vector R@10
     0.552 vs 0.559, hybrid 0.780 vs 0.779), while int8 on both sides lost 0.02-0.03.
     """
-    digest = file_digests(source).get(MODEL_FILE)
-    if digest is None:
+    digests = file_digests(source)
+    if MODEL_FILE not in digests:
         return None
-    target = model_cache_dir() / "models" / f"query-{QUERY_RECIPE}-{digest[:16]}"
+    # Named by every file it is made from: the copy holds the tokenizer files of its build.
+    made_from = hashlib.sha256(json.dumps(digests, sort_keys=True).encode()).hexdigest()
+    target = model_cache_dir() / "models" / f"query-{QUERY_RECIPE}-{made_from[:16]}"
     record = target / "built.json"
     if record.is_file():
         try:
@@ -221,8 +224,11 @@ def _build_query_model(source: Path, target: Path) -> None:
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
         options.optimized_model_filepath = str(folded)
         ort.InferenceSession(str(source / MODEL_FILE), options, providers=["CPUExecutionProvider"])
-        previous = logging.root.manager.disable
-        logging.disable(logging.WARNING)  # the quantiser advises pre-processing on the root logger
+        # The quantiser advises pre-processing through logging.warning(), which would also give
+        # the root logger a handler on stderr for good: a handler of no output stands in meanwhile.
+        previous, quiet = logging.root.manager.disable, logging.NullHandler()
+        logging.root.addHandler(quiet)
+        logging.disable(logging.WARNING)
         try:
             quantize_dynamic(
                 folded,
@@ -233,6 +239,7 @@ def _build_query_model(source: Path, target: Path) -> None:
             )
         finally:
             logging.disable(previous)
+            logging.root.removeHandler(quiet)
         folded.unlink()
         for name in TOKENIZER_FILES:
             shutil.copyfile(source / name, folder / name)
@@ -364,8 +371,6 @@ def file_digests(folder: Path) -> dict[str, str]:
 
 
 def _sha256(path: Path) -> str:
-    import hashlib  # noqa: PLC0415
-
     digest = hashlib.sha256()
     with path.open("rb") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):
