@@ -593,17 +593,23 @@ class Recaller:
                 postings[(prefix, entity_id)] = (counts.get(entity_id, 0), newest.get(entity_id, []))
         total = max(self._size(store, kind), 1)
         scores: dict[str, float] = {}
-        names: dict[str, list[str]] = {}
+        weighed: list[tuple[str, list[str]]] = []
         for entity_id, name, ratio in matched:
             df, items = postings[(prefix, entity_id)]
             if not df:
                 continue
+            weighed.append((name, items))
             # Rare names say more than common ones (idf), and exact names more than near ones.
             weight = (ratio / 100.0) ** 2 * math.log(1.0 + total / df)
             for item in items:
                 scores[item] = scores.get(item, 0.0) + weight
-                names.setdefault(item, []).append(name)
-        order = sorted(scores, key=lambda i: (-scores[i], i))[:fetch]
+        order = [i for _, i in sorted([(-score, i) for i, score in scores.items()])[:fetch]]
+        # The names that matched, for the items kept only (a common name reaches hundreds).
+        names: dict[str, list[str]] = {i: [] for i in order}
+        for name, items in weighed:
+            for item in items:
+                if item in names:
+                    names[item].append(name)
         return [(i, scores[i], ", ".join(sorted(set(names[i]))[:5])) for i in order]
 
     def _size(self, store: Store, kind: str) -> int:
