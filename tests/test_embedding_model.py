@@ -175,12 +175,19 @@ def test_an_organisations_own_model_folder_is_used_and_reported_as_not_pinned(
     assert model["ok"] and "not the pinned files" in model["detail"]
 
 
-def _fresh_resolution(monkeypatch: pytest.MonkeyPatch, cache: Path) -> embed.FastEmbedder:
-    monkeypatch.setenv("CTX_CACHE_DIR", str(cache))
+@pytest.fixture
+def resolve_in(monkeypatch: pytest.MonkeyPatch):
+    """Resolve the model afresh with another cache folder; later tests get the session's again."""
+
+    def resolve(cache: Path) -> embed.FastEmbedder:
+        monkeypatch.setenv("CTX_CACHE_DIR", str(cache))
+        embed._cached.cache_clear()
+        embedder = embed.resolve().embedder
+        assert isinstance(embedder, embed.FastEmbedder)
+        return embedder
+
+    yield resolve
     embed._cached.cache_clear()
-    embedder = embed.resolve().embedder
-    assert isinstance(embedder, embed.FastEmbedder)
-    return embedder
 
 
 @pytest.mark.usefixtures("real_model")
@@ -205,35 +212,35 @@ def test_queries_are_embedded_by_an_int8_copy_and_documents_by_the_model_itself(
 
 
 @pytest.mark.usefixtures("real_model")
-def test_a_query_copy_altered_after_it_was_built_is_not_used(model_cache, tmp_path, monkeypatch):
+def test_a_query_copy_altered_after_it_was_built_is_not_used(tmp_path, resolve_in):
     built = embed.resolve().embedder
     assert isinstance(built, embed.FastEmbedder) and built.query_dir is not None
     cache = tmp_path / "cache"
     shutil.copytree(built.query_dir, cache / "models" / built.query_dir.name)
     with (cache / "models" / built.query_dir.name / embed.MODEL_FILE).open("ab") as handle:
         handle.write(b"\0")
-    embedder = _fresh_resolution(monkeypatch, cache)
+    embedder = resolve_in(cache)
     assert embedder.query_dir is None
     # Queries fall back on the model itself.
     assert embedder.embed_query("cache pages") == embedder.embed_documents(["cache pages"])[0]
-    embed._cached.cache_clear()
 
 
 @pytest.mark.usefixtures("real_model")
-def test_without_onnx_queries_use_the_model_and_recall_still_has_vectors(kernel, tmp_path, monkeypatch):
+def test_without_onnx_queries_use_the_model_and_recall_still_has_vectors(
+    kernel, tmp_path, monkeypatch, resolve_in
+):
     import importlib.util
 
     find_spec = importlib.util.find_spec
     monkeypatch.setattr(
         importlib.util, "find_spec", lambda name, *a: None if name == "onnx" else find_spec(name, *a)
     )
-    embedder = _fresh_resolution(monkeypatch, tmp_path / "cache")
+    embedder = resolve_in(tmp_path / "cache")
     assert embedder.query_dir is None
     assert list((tmp_path / "cache" / "models").glob("query-*")) == []
     kernel.log("We cache rendered pages in Redis for five minutes.")
     found = kernel.recall("where are rendered pages cached?", mode="vector")
     assert found.vectors.state == "on" and found.evidence
-    embed._cached.cache_clear()
 
 
 @pytest.mark.usefixtures("real_model")
@@ -264,10 +271,12 @@ def test_two_processes_building_the_query_copy_at_once_both_use_it(tmp_path):
 
 
 @pytest.mark.usefixtures("real_model")
-def test_a_failed_query_copy_build_is_recorded_and_not_tried_by_every_process(tmp_path, monkeypatch):
+def test_a_failed_query_copy_build_is_recorded_and_not_tried_by_every_process(
+    tmp_path, monkeypatch, resolve_in
+):
     agreement, builder = embed.QUERY_AGREEMENT, embed._build_query_model
     monkeypatch.setattr(embed, "QUERY_AGREEMENT", 1.5)  # no copy can agree this well
-    embedder = _fresh_resolution(monkeypatch, tmp_path / "cache")
+    embedder = resolve_in(tmp_path / "cache")
     assert embedder.query_dir is None
     (marker,) = (tmp_path / "cache" / "models").glob("query-*.failed")
     assert "strays from the model" in marker.read_text(encoding="utf-8")
@@ -277,12 +286,11 @@ def test_a_failed_query_copy_build_is_recorded_and_not_tried_by_every_process(tm
         raise AssertionError("built again")
 
     monkeypatch.setattr(embed, "_build_query_model", build)
-    assert _fresh_resolution(monkeypatch, tmp_path / "cache").query_dir is None
+    assert resolve_in(tmp_path / "cache").query_dir is None
     monkeypatch.setattr(embed, "QUERY_AGREEMENT", agreement)
     monkeypatch.setattr(embed, "_build_query_model", builder)
     marker.unlink()  # deleting the marker builds the copy again
-    assert _fresh_resolution(monkeypatch, tmp_path / "cache").query_dir is not None
-    embed._cached.cache_clear()
+    assert resolve_in(tmp_path / "cache").query_dir is not None
 
 
 @pytest.mark.usefixtures("real_model")
