@@ -891,7 +891,11 @@ class Recaller:
         found = self._conflicts.pop(decision.id, None)
         if found is None:
             found = self.store.conflicts_at([decision.id], moment)[decision.id]
-        return _conflict_items(found)
+        # conflicts_at keeps only the others that hold at ``moment``, and reads what is shown of them.
+        return [
+            _conflict_related(other_id, subject, text, valid_from, valid_until, term, clause, other_clause)
+            for other_id, term, clause, other_clause, subject, text, valid_from, valid_until in found
+        ]
 
     # -- evidence -------------------------------------------------------------------------
 
@@ -918,7 +922,8 @@ class Recaller:
         else:
             fused = fuse(self.rank(store, query, "evidence", mode, fetch), rrf_k, WEIGHTS)[:k]
         records = store.evidence_by_ids([item for item, _, _ in fused])
-        terms = _terms(query)
+        wanted = TextQuery.from_text(query, drop_stopwords=True)
+        terms = wanted.terms if wanted else ()
         return [
             EvidenceHit(records[item], rank, score, scores, _snippet(records[item].text, terms))
             for rank, (item, score, scores) in enumerate(
@@ -1074,20 +1079,6 @@ def _closed_why(decision: Decision) -> str:
 
 def _clip(value: str, limit: int = 80) -> str:
     return clip(value, limit)
-
-
-def _conflict_items(rows: list[ConflictRow]) -> list[Related]:
-    """:meth:`Store.conflicts_at`'s rows (the others that hold at the moment asked about, and what
-    is shown of them) as conflict items."""
-    return [
-        _conflict_related(other_id, subject, text, valid_from, valid_until, term, clause, other_clause)
-        for other_id, term, clause, other_clause, subject, text, valid_from, valid_until in rows
-    ]
-
-
-def _terms(query: str) -> tuple[str, ...]:
-    wanted = TextQuery.from_text(query, drop_stopwords=True)
-    return wanted.terms if wanted else ()
 
 
 def _snippet(text: str, terms: Sequence[str]) -> str:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ctx_kernel.kernel.records import Evidence
 from ctx_kernel.kernel.store import driver
@@ -471,13 +471,7 @@ class IndexQueries:
         found = mirror.search(self._conn, query, candidates)
         if found is not None and found.similarities is not None and found.owners is not None:
             # The vectors and their records' ids are held: rescored in memory already.
-            best: dict[str, float] = {}
-            for owner, similarity in zip(found.owners, found.similarities, strict=True):
-                if owner not in best:
-                    best[owner] = similarity
-                    if len(best) == limit:
-                        break
-            return list(best.items())
+            return list(_best_per_owner(zip(found.owners, found.similarities, strict=True), limit).items())
         if found is None:
             # vec0's scan costs about chunks x k (k = 1,000 over a million chunks: 1.9 s, k = 100:
             # 0.13 s): a search without a copy in memory takes fewer candidates in a large store.
@@ -493,18 +487,29 @@ class IndexQueries:
                 WHERE chunk_id IN ({nearest}) ORDER BY similarity DESC, chunk_id""",
             params,
         )
-        by_owner: dict[int, float] = {}  # owner rowid -> its best chunk's similarity
-        for chunk_id, similarity in rows:
-            # A vector of zeros has no direction: its cosine is undefined (NULL), not a match.
-            if similarity is not None and chunk_id // CHUNK_SLOTS not in by_owner:
-                by_owner[chunk_id // CHUNK_SLOTS] = float(similarity)
-                if len(by_owner) == limit:
-                    break
+        # owner rowid -> its best chunk's similarity
+        by_owner = _best_per_owner(((chunk_id // CHUNK_SLOTS, sim) for chunk_id, sim in rows), limit)
         # Only the owners kept are looked up: a join per candidate reads a page of the large
         # table for each (4.6 ms for 200 candidates at 100k evidence texts, against 0.7 ms).
         owners = list(by_owner)
         ids = dict(self._q(f"SELECT rowid, id FROM {table} WHERE rowid IN ({_marks(owners)})", owners))
         return [(ids[owner], similarity) for owner, similarity in by_owner.items() if owner in ids]
+
+
+_Owner = TypeVar("_Owner", int, str)
+
+
+def _best_per_owner(found: Iterable[tuple[_Owner, float | None]], limit: int) -> dict[_Owner, float]:
+    """The first similarity of each owner of chunks ``found`` most similar first (its best chunk's),
+    for the first ``limit`` owners."""
+    best: dict[_Owner, float] = {}
+    for owner, similarity in found:
+        # A vector of zeros has no direction: its cosine is undefined (NULL), not a match.
+        if similarity is not None and owner not in best:
+            best[owner] = float(similarity)
+            if len(best) == limit:
+                break
+    return best
 
 
 def _table(kind: str) -> str:
