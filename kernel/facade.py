@@ -29,7 +29,7 @@ from ctx_kernel.kernel.decisions.review import (
     short_age,
     word_diff,
 )
-from ctx_kernel.kernel.errors import CtxError, StalePlanError, StoreError, UsageError
+from ctx_kernel.kernel.errors import CtxError, RefusedError, StalePlanError, StoreError, UsageError
 from ctx_kernel.kernel.limits import (
     AUTO,
     COPY_BATCH,
@@ -227,6 +227,25 @@ class Ctx:
 
         return store_status(self.store)
 
+    @property
+    def login(self) -> str | None:
+        """The server login every act is bound to; None for a file store."""
+        return self.store.login
+
+    def actor(self, claimed: str | None, fallback: str, what: str) -> str:
+        """The name an act is recorded under: on a server its login (a claimed other name is
+        refused, as the database would), on a file the name given, else ``fallback``."""
+        login = self.store.login
+        claimed = claimed.strip() if claimed is not None and claimed.strip() else None
+        if login is None:
+            return claimed or fallback
+        if claimed is not None and claimed != login:
+            raise RefusedError(
+                f"on {self.location} you act as your login {visible(login)!r}, not as the {what} "
+                f"{visible(claimed)!r}: leave the name out, or connect as that login"
+            )
+        return login
+
     # -- evidence -------------------------------------------------------------------------
     def log(
         self,
@@ -301,18 +320,20 @@ class Ctx:
         rationale: str | None = None,
         evidence: Sequence[str] = (),
         supersedes: Sequence[str] = (),
-        proposer: str = "agent",
+        proposer: str | None = None,
         session: str | None = None,
         title: str | None = None,
     ) -> Proposal:
-        """Queue a proposal for a person to ratify; records what it would supersede and near-duplicates."""
+        """Queue a proposal for a person to ratify; records what it would supersede and near-duplicates.
+
+        The proposer defaults to ``agent``; on a server it is the login (another name is refused)."""
         return self._queue.propose(
             subject,
             decision,
             rationale=rationale,
             evidence=evidence,
             supersedes=supersedes,
-            proposer=proposer,
+            proposer=self.actor(proposer, "agent", "proposer"),
             session=session,
             title=title,
         )

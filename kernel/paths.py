@@ -131,8 +131,111 @@ class Located:
     location: Location
     # "--db", "CTX_DB", the project config file that named it, or the store file found walking up.
     origin: str
-    # A password in the committed project config: said once, on standard error, by the host.
+    # Kept for hosts that say a note once on standard error; nothing sets it today.
     warning: str | None = None
+
+
+class UnapprovedStoreError(StoreError):
+    """A project's files name a store this user has not approved, so ctx neither connects nor opens it."""
+
+
+# Connection parameters a committed project config may not set: who connects and with what
+# credentials are the person's own (PGUSER, PGPASSWORD, ~/.pgpass, pg_service.conf).
+_CREDENTIAL_PARAMS = {"user", "password", "passfile", "sslpassword", "sslkey", "sslcert"}
+APPROVALS_FILE = "approved-stores.json"
+
+
+@dataclass(frozen=True)
+class Naming:
+    """A project file that names a store other than its own ``.ctx/ctx.db``: what a person approves."""
+
+    # The project config, or the symbolic link standing for the project's store file.
+    source: Path
+    location: Location
+    # What the approval covers: the config's bytes, or the link's target.
+    digest: str
+    # The project folder whose ``.ctx`` holds the naming file.
+    project: Path
+
+    @property
+    def shown(self) -> str:
+        """The location as a person checks it: a file's real path, a URL without its password."""
+        location = self.location.resolve() if isinstance(self.location, Path) else self.location
+        return display_location(location)
+
+    def refusal(self) -> UnapprovedStoreError:
+        """The one-line error a command gives until a person approves this naming."""
+        return UnapprovedStoreError(
+            f"{self.source} names the store {self.shown}, which you have not "
+            f"approved: nothing was opened or contacted; check it, then run `ctx allow {self.project}`"
+        )
+
+
+def approvals_path() -> Path:
+    """The user's record of approved project stores (config file -> digest), in the config folder."""
+    return config_dir() / APPROVALS_FILE
+
+
+def _approvals() -> dict[str, dict[str, str]]:
+    path = approvals_path()
+    try:
+        loaded = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise UsageError(f"cannot read {path}: {exc}") from exc
+    return loaded if isinstance(loaded, dict) else {}
+
+
+def is_approved(naming: Naming) -> bool:
+    """Whether this user approved exactly this naming (a changed config needs a new approval)."""
+    entry = _approvals().get(str(naming.source))
+    return isinstance(entry, dict) and entry.get("digest") == naming.digest
+
+
+def _write_approvals(entries: dict[str, dict[str, str]]) -> None:
+    path = approvals_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f".{path.name}.{os.getpid()}")
+    partial.write_text(json.dumps(entries, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    os.replace(partial, path)
+
+
+def approve(naming: Naming) -> None:
+    """Record that this user approved ``naming`` as it reads now."""
+    entries = _approvals()
+    entries[str(naming.source)] = {
+        "digest": naming.digest,
+        "location": naming.shown,
+    }
+    _write_approvals(entries)
+
+
+def revoke(source: Path) -> bool:
+    """Forget the approval of the naming file ``source``; True when there was one."""
+    entries = _approvals()
+    if entries.pop(str(source), None) is None:
+        return False
+    _write_approvals(entries)
+    return True
+
+
+def own_store(folder: Path) -> Path:
+    """The store file a project folder holds by default: ``folder/.ctx/ctx.db``."""
+    return folder / STORE_DIR / STORE_FILE
+
+
+def _is_own_store(location: Location, store_dir: Path) -> bool:
+    """Whether ``location`` is the project's own ``.ctx/ctx.db``, reached through no symbolic link."""
+    if not isinstance(location, Path) or store_dir.is_symlink():
+        return False
+    own = store_dir / STORE_FILE
+    if location.is_symlink():
+        return False
+    try:
+        return location.resolve() == own.resolve() and location.resolve().parent == store_dir.resolve()
+    except OSError:
+        return False
 
 
 def read_project_config(path: Path) -> dict[str, Any]:
@@ -145,7 +248,7 @@ def read_project_config(path: Path) -> dict[str, Any]:
         raise UsageError(f"cannot read {path}: {exc.strerror}") from exc
 
 
-def configured_location(config: Path) -> Located | None:
+def _config_location(config: Path) -> Location | None:
     """The store a project config names with ``db = "..."``, or None when it names none."""
     value = read_project_config(config).get("db")
     if value is None:
@@ -155,18 +258,62 @@ def configured_location(config: Path) -> Located | None:
     scheme = url_scheme(value)
     if scheme is not None and not is_server_url(value):
         raise UsageError(f"{config}: unknown store scheme {scheme} in db ({_DB_FORMS})")
-    warning = None
-    if is_server_url(value) and has_password(value):
-        warning = (
-            f"{config} holds a database password, and a project config is committed: remove it "
-            f"and give the password with {CREDENTIALS_HINT}"
-        )
-    return Located(as_location(value, config.parent), str(config), warning)
+    if is_server_url(value):
+        parts = urlsplit(value)
+        named = {k.lower() for k, _ in parse_qsl(parts.query, keep_blank_values=True)} & _CREDENTIAL_PARAMS
+        if "@" in parts.netloc or named:
+            what = "a login or a password" if "@" in parts.netloc else ", ".join(sorted(named))
+            raise UsageError(
+                f"{config} sets {what} in db, and a committed project config may not choose who connects: "
+                f"remove it; ctx connects as you, with PGUSER and {CREDENTIALS_HINT}"
+            )
+    return as_location(value, config.parent)
+
+
+def configured_location(config: Path) -> Located | None:
+    """The store a project config names, or None when it names none.
+
+    Any store other than the project's own ``.ctx/ctx.db`` must have been approved by this user
+    (``ctx allow``) for the config as it reads now; until then :class:`UnapprovedStoreError`.
+    """
+    location = _config_location(config)
+    if location is None:
+        return None
+    if not _is_own_store(location, config.parent):
+        digest = hashlib.sha256(config.read_bytes()).hexdigest()
+        naming = Naming(config.resolve(), location, digest, config.parent.parent)
+        if not is_approved(naming):
+            raise naming.refusal()
+    return Located(location, str(config))
+
+
+def _linked_store(candidate: Path) -> Naming | None:
+    """A project store file reached through a symbolic link (of the file or of ``.ctx``), as a naming."""
+    link = (
+        candidate if candidate.is_symlink() else candidate.parent if candidate.parent.is_symlink() else None
+    )
+    if link is None:
+        return None
+    target = candidate.resolve()
+    digest = hashlib.sha256(str(target).encode("utf-8")).hexdigest()
+    return Naming(Path(os.path.abspath(link)), target, digest, candidate.parent.parent)
+
+
+def naming_in(folder: Path) -> Naming | None:
+    """What the project in ``folder`` names that needs this user's approval, if anything."""
+    folder = folder.resolve()
+    config = folder / STORE_DIR / PROJECT_CONFIG
+    if config.is_file() and (location := _config_location(config)) is not None:
+        if _is_own_store(location, config.parent):
+            return None
+        return Naming(config.resolve(), location, hashlib.sha256(config.read_bytes()).hexdigest(), folder)
+    return _linked_store(own_store(folder))
 
 
 def locate_store(explicit: str | None = None, start: Path | None = None) -> Located:
     """``--db``, then ``CTX_DB``, then the nearest project naming a store walking up from ``start``:
-    its ``.ctx/config.toml`` (``db = ...``) before its ``.ctx/ctx.db``."""
+    its ``.ctx/config.toml`` (``db = ...``) before its ``.ctx/ctx.db``. A store a project's files
+    name other than its own ``.ctx/ctx.db`` is used only once this user approved it (``ctx allow``)."""
     if explicit:
         return Located(as_location(explicit), "--db")
     if named := os.environ.get("CTX_DB"):
@@ -176,8 +323,11 @@ def locate_store(explicit: str | None = None, start: Path | None = None) -> Loca
         config = folder / STORE_DIR / PROJECT_CONFIG
         if config.is_file() and (located := configured_location(config)) is not None:
             return located
-        candidate = folder / STORE_DIR / STORE_FILE
+        candidate = own_store(folder)
         if candidate.is_file():
+            linked = _linked_store(candidate)
+            if linked is not None and not is_approved(linked):
+                raise linked.refusal()
             return Located(candidate, str(candidate))
     raise StoreError(f"no ctx store in {here} or any parent folder: run `ctx init` first")
 
@@ -231,7 +381,24 @@ def init_target(explicit: str | None = None, start: Path | None = None) -> Locat
     config = here / STORE_DIR / PROJECT_CONFIG
     if config.is_file() and (located := configured_location(config)) is not None:
         return located.location
-    return here / STORE_DIR / STORE_FILE
+    own = own_store(here)
+    linked = _linked_store(own)
+    if linked is not None and not is_approved(linked):
+        raise linked.refusal()
+    return own
+
+
+def find_naming(start: Path) -> tuple[Path, Naming | None]:
+    """The nearest project walking up from ``start`` that names a store, and what of it needs approval
+    (None when it uses its own ``.ctx/ctx.db``)."""
+    here = start.resolve()
+    for folder in (here, *here.parents):
+        config = folder / STORE_DIR / PROJECT_CONFIG
+        if (config.is_file() and _config_location(config) is not None) or own_store(folder).is_file():
+            return folder, naming_in(folder)
+        if own_store(folder).is_symlink() or (folder / STORE_DIR).is_symlink():
+            return folder, naming_in(folder)
+    raise StoreError(f"no project naming a ctx store in {here} or any parent folder")
 
 
 def write_project_config(folder: Path, url: str, *, check_only: bool = False) -> Path | None:

@@ -57,6 +57,8 @@ class Health:
     pid_file: Path | None = None
     offset: int = 0
     cause: str | None = None
+    # Whether a test has failed naming the cause (the later ones are skipped with it).
+    reported: bool = False
 
     def check(self) -> str | None:
         """The first crash seen so far (a log line, or the server gone), reading the log's new lines."""
@@ -97,7 +99,10 @@ def _uses_server(item: pytest.Item) -> bool:
 def pytest_runtest_setup(item: pytest.Item) -> None:
     """After the server crashed, the tests that need it are skipped with the cause."""
     if _uses_server(item) and (cause := _STATE.health.check()):
-        pytest.skip(f"{cause} (reported by the test during which it happened)")
+        if _STATE.health.reported:
+            pytest.skip(f"{cause} (reported by the test during which it happened)")
+        _STATE.health.reported = True
+        pytest.fail(f"{cause} (the later tests that need the server are skipped)", pytrace=False)
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -106,7 +111,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     outcome = yield
     report = outcome.get_result()
     uses = _uses_server(item) or "pg_server" in getattr(item, "fixturenames", ())
-    if not uses or report.skipped or _STATE.health.cause is not None:
+    if not uses or report.skipped or _STATE.health.reported:
         return
     cause = _STATE.health.check()
     if cause is None and report.failed and report.when == "call":
@@ -116,6 +121,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
             time.sleep(0.05)
             cause = _STATE.health.check()
     if cause is not None:
+        _STATE.health.reported = True
         report.outcome = "failed"
         original = f"\n\n{report.longreprtext}" if report.longreprtext else ""
         report.longrepr = f"{cause}\n(the later tests that need the server are skipped){original}"
@@ -210,7 +216,11 @@ def _server_uri() -> Iterator[tuple[str, Path | None]]:
         data = Path(base) / "data"
         with pg_tryout.started(data) as server:
             _STATE.health.log, _STATE.health.pid_file = server.log, data / "postmaster.pid"
-            yield server.uri, data
+            try:
+                yield server.uri, data
+            finally:
+                _STATE.health.check()
+                _STATE.health.pid_file = None  # stopped on purpose next
 
 
 def _one_line(error: BaseException) -> str:

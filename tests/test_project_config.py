@@ -43,6 +43,7 @@ def test_a_sqlite_store_named_in_the_config_is_relative_to_the_config_folder(
     write_config(project, 'db = "sqlite:team.db"\n')
     store = project / ".ctx" / "team.db"
     monkeypatch.chdir(project)  # a teammate's first `ctx init` in the project creates the named store
+    assert cli("allow", "--yes", db=False).code == 0
     created = cli("init", db=False)
     assert created.code == 0 and created.out.strip() == f"created {store}", created
     monkeypatch.chdir(project / "src" / "pkg")
@@ -57,6 +58,7 @@ def test_the_config_outranks_the_folders_ctx_db_and_yields_to_ctx_db_env_and_the
 ) -> None:
     assert cli("--db", str(project / ".ctx" / "ctx.db"), "init", db=False).code == 0
     write_config(project, 'db = "other.db"\n')
+    assert cli("allow", "--yes", db=False).code == 0
     assert cli("path", db=False).out.strip() == str(project / ".ctx" / "other.db")
     monkeypatch.setenv("CTX_DB", str(tmp_path / "env.db"))
     assert cli("path", db=False).out.strip() == str(tmp_path / "env.db")
@@ -100,18 +102,18 @@ def test_a_bad_config_is_one_line_naming_the_file(
         assert expected in err and str(config) in err and SECRET not in err
 
 
-def test_a_password_in_the_config_is_warned_about_and_never_shown(cli, project: Path) -> None:
-    write_config(project, f'db = "postgresql://ctx:{SECRET}@db.example:5432/team?sslmode=require"\n')
-    shown = cli("path", db=False)
-    assert shown.code == 0 and shown.out.strip() == "postgresql://db.example:5432/team?sslmode=require"
-    warning = shown.err.strip()
-    assert warning.count("\n") == 0 and warning.startswith("ctx: warning: ")
-    assert "password" in warning and "PGPASSWORD" in warning and "~/.pgpass" in warning
-    assert "PGSERVICE" in warning and SECRET not in warning
-    for command in (("queue",), ("status",), ("admin", "grant-agent", "bob", "--run")):
-        result = cli(*command, db=False)
-        assert result.code != 0 and SECRET not in result.out + result.err, (command, result)
-        assert result.err.count("ctx: warning: ") == 1
+def test_a_password_in_the_config_is_refused_and_never_shown(cli, project: Path) -> None:
+    config = write_config(project, f'db = "postgresql://ctx:{SECRET}@db.example:5432/team?sslmode=require"\n')
+    for command in (
+        ("path",),
+        ("queue",),
+        ("status",),
+        ("allow", "--yes"),
+        ("admin", "grant-agent", "bob", "--run"),
+    ):
+        err = one_line_error(cli(*command, db=False))
+        assert str(config) in err and "may not choose who connects" in err, (command, err)
+        assert "PGPASSWORD" in err and "~/.pgpass" in err and "PGSERVICE" in err and SECRET not in err
 
 
 def test_the_hook_and_mcp_never_show_a_password_of_the_location(tmp_path: Path) -> None:

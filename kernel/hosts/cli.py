@@ -156,9 +156,15 @@ def _proposal_line(proposal: Proposal) -> str:
     )
 
 
-def _reviewer(given: str | None, yes: bool, action: str) -> str:
-    """A person's name for a ratification or rejection; refuse without a terminal unless explicit."""
+def _reviewer(kernel: Ctx, given: str | None, yes: bool, action: str) -> str:
+    """A person's name for a ratification or rejection; refuse without a terminal unless explicit.
+
+    On a server store the name is the login, which the database binds every act to."""
     interactive = sys.stdin.isatty()
+    if kernel.login is not None:
+        if not (interactive or yes):
+            raise UsageError(f"{action} is a person's act: without a terminal pass --yes")
+        return kernel.actor(given, kernel.login, "reviewer")
     if not interactive:
         if not (yes and given):
             raise UsageError(f"{action} is a person's act: without a terminal pass --yes and --reviewer NAME")
@@ -266,6 +272,41 @@ def init(ctx: click.Context, encrypt: bool, key_file: Path | None, db_here: str 
             raise UsageError("--key-file goes with --encrypt")
 
 
+@cli.command()
+@click.argument("folder", required=False, type=click.Path(file_okay=False, path_type=Path))
+@click.option("--revoke", is_flag=True, help="Withdraw the approval instead.")
+@click.option("--yes", is_flag=True, help="Approve without asking (for scripts).")
+def allow(folder: Path | None, revoke: bool, yes: bool) -> None:
+    """Approve the store a project's .ctx/config.toml names, for your commands, hooks and ctx mcp.
+
+    A cloned repository's config could name any server or file. Until you approve it here, ctx
+    neither connects to it nor opens it, and every command says so. The approval covers the config
+    as it reads now: a changed config needs a new one. A project's own .ctx/ctx.db needs none.
+    """
+    project, naming = paths.find_naming(folder or Path.cwd())
+    if naming is None:
+        _say(f"{paths.own_store(project)} is the project's own store: nothing to approve")
+        return
+    if revoke:
+        done = paths.revoke(naming.source)
+        _say(f"{'approval withdrawn' if done else 'was not approved'}: {naming.source}")
+        return
+    shown = naming.shown
+    if paths.is_approved(naming):
+        _say(f"already approved: commands run in {project} use {shown}")
+        return
+    if not yes and not sys.stdin.isatty():
+        raise UsageError("approving a store is a person's act: without a terminal pass --yes")
+    who = os.environ.get("PGUSER") or getpass.getuser()
+    how = (
+        f"a server: ctx connects as {who}, with your credentials" if paths.is_server_url(shown) else "a file"
+    )
+    _say(f"{naming.source} names the store\n  {shown}\n  ({how})", err=True)
+    _confirm(f"Use it for commands run in {project}?", yes)
+    paths.approve(naming)
+    _say(f"approved: commands run in {project} use {shown}")
+
+
 def _name_shared_store(project: Path, url: str, from_option: bool) -> None:
     """Write the project's config naming a server store (``ctx init --db URL``), password-free."""
     if paths.has_password(url):
@@ -277,6 +318,9 @@ def _name_shared_store(project: Path, url: str, from_option: bool) -> None:
     if not from_option:
         return
     written = paths.write_project_config(project, url)
+    # The person named this store on the command line: their config needs no second approval.
+    if (naming := paths.naming_in(project)) is not None:
+        paths.approve(naming)
     if written is not None:
         paths.keep_out_of_git(written)
         _say(
@@ -367,6 +411,8 @@ def log(
     at a time; a bad line is reported by number and skipped (the good lines are stored, and
     the exit status is 1), and running the same file again adds nothing.
     """
+    if kernel.login is not None:
+        agent = kernel.actor(agent, kernel.login, "agent")
     if jsonl is not None:
         if body is not None:
             raise UsageError("give either TEXT or --jsonl FILE, not both")
@@ -517,7 +563,7 @@ def propose(
     for key in ("subject", "decision", "rationale", "title"):
         if fields.get(key) is not None:
             _check_utf8(fields[key], key)
-    fields["proposer"] = fields.get("proposer") or f"cli:{getpass.getuser()}"
+    fields["proposer"] = kernel.actor(fields.get("proposer"), f"cli:{getpass.getuser()}", "proposer")
     proposal = kernel.propose(**fields)
     if as_json:
         _emit_json(proposal.to_dict())
@@ -590,7 +636,7 @@ def ratify(
     refuses if another reviewer changed the subject in the meantime.
     """
     plan = kernel.plan_ratification(proposal_id, decision=decision, settle=None if settle else [])
-    name = _reviewer(reviewer, yes, "ratifying")
+    name = _reviewer(kernel, reviewer, yes, "ratifying")
     if not yes:
         _say(f"Ratifying {plan.proposal.id} by {plan.proposal.proposer}:", err=True)
         for line in plan.lines():
@@ -621,7 +667,7 @@ def reject(
 ) -> None:
     """Reject a pending proposal with a reason."""
     proposal = kernel.pending(proposal_id)
-    name = _reviewer(reviewer, yes, "rejecting")
+    name = _reviewer(kernel, reviewer, yes, "rejecting")
     if not yes:
         _say(f"{proposal.id} on {proposal.subject} by {proposal.proposer}:\n  {proposal.decision}", err=True)
     _confirm(f"Reject {proposal.id} ({proposal.subject}) as {name}?", yes)
@@ -648,7 +694,9 @@ def reject(
 @_with_store
 def withdraw(kernel: Ctx, proposal_id: str, reason: str | None, actor: str | None, as_json: bool) -> None:
     """Withdraw a pending proposal."""
-    withdrawn = kernel.withdraw(proposal_id, actor=actor or f"cli:{getpass.getuser()}", reason=reason)
+    withdrawn = kernel.withdraw(
+        proposal_id, actor=kernel.actor(actor, f"cli:{getpass.getuser()}", "agent"), reason=reason
+    )
     if as_json:
         _emit_json(withdrawn.to_dict())
         return
@@ -666,7 +714,7 @@ def withdraw(kernel: Ctx, proposal_id: str, reason: str | None, actor: str | Non
 @_with_store
 def retire(kernel: Ctx, subject: str, reason: str, reviewer: str | None, yes: bool, as_json: bool) -> None:
     """Close the current decision on SUBJECT with no successor."""
-    name = _reviewer(reviewer, yes, "retiring")
+    name = _reviewer(kernel, reviewer, yes, "retiring")
     if not yes:
         for current in kernel.decisions(subject):
             if current.subject == text.normalise_subject(subject):
@@ -1595,7 +1643,7 @@ def import_adr(
     if dry_run:
         name = reviewer or paths.configured_reviewer() or getpass.getuser()
     else:
-        name = _reviewer(reviewer, yes, "importing decisions")
+        name = _reviewer(kernel, reviewer, yes, "importing decisions")
         _confirm(f"Import the ADRs in {folder} as decisions ratified by {name}?", yes)
     report = kernel.import_adrs(Path(folder), reviewer=name, dry_run=dry_run)
     if as_json:
@@ -1809,6 +1857,9 @@ def _serve_store(kernel: Ctx, agent: str | None, session: str | None) -> None:
 def _run_review(kernel: Ctx, reviewer: str | None) -> None:
     from ctx_kernel.tui.app import make_app  # noqa: PLC0415 - Textual loads only for the app
 
+    if kernel.login is not None:  # the database binds every act to the login
+        make_app(kernel, kernel.actor(reviewer, kernel.login, "reviewer"), reviewer_confirmed=True).run()
+        return
     name = reviewer or paths.configured_reviewer()
     make_app(kernel, name or getpass.getuser(), reviewer_confirmed=name is not None).run()
 

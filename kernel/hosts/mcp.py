@@ -99,11 +99,15 @@ class Host:
         self.kernel = kernel
         self.agent = agent
         self.session = session
+        # Read once here: on a server a query, which the tool threads then need not make.
+        self.login = kernel.login
         self._warm_thread: threading.Thread | None = None
 
     def caller(self, client_name: str | None) -> Caller:
         """The default name: ``--agent`` / ``CTX_AGENT``, else ``mcp:`` and the client's own name."""
         name = self.agent or (f"mcp:{client_name}" if client_name else "mcp")
+        if self.login is not None:  # on a server every act is the login's (the database checks)
+            name = self.kernel.actor(self.agent, self.login, "agent")
         return Caller(name[: text.MAX_NAME_CHARS], self.session)
 
     def start_warming(self) -> None:
@@ -643,6 +647,9 @@ def serve(
         for folder in folders:
             try:
                 found = Ctx.open(paths.find_store(None, folder))
+            except paths.UnapprovedStoreError as exc:
+                print(f"ctx mcp: {exc.message}", file=sys.stderr)
+                continue
             except StoreError:
                 continue
             print(f"ctx mcp: serving {found.location}, found in the client's root {folder}", file=sys.stderr)

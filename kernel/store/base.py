@@ -80,6 +80,10 @@ class Store(Protocol):
     # the reads are this process's own work (an embedded file), which more threads only share out.
     parallel_reads: bool
 
+    @property
+    def login(self) -> str | None:
+        """The login every act on a server store is bound to (the database checks it); None for a file."""
+
     def close(self) -> None:
         """Release the connection (and the reader's)."""
 

@@ -39,6 +39,8 @@ class SQLiteStore(IndexQueries, SQLiteCopy):
     dialect = "sqlite"
     parallel_reads = False
     owner_sets_vectors = False
+    # A file has no logins: the names a host gives are recorded as given.
+    login = None
 
     def __init__(self, path: Path, conn: Any) -> None:
         self.path = path

@@ -134,9 +134,9 @@ class VaultService:
         }
         if prepared.redacted:
             details["redacted"] = prepared.redacted
-        self.store.append_audit(
-            evidence.created_at, prepared.agent or "unknown", EVIDENCE_LOGGED, evidence.id, None, details
-        )
+        # On a server the actor is the login (the database refuses another); the agent is in details.
+        actor = self.store.login or prepared.agent or "unknown"
+        self.store.append_audit(evidence.created_at, actor, EVIDENCE_LOGGED, evidence.id, None, details)
         return LogResult(evidence.id, duplicate=False, redacted=prepared.redacted)
 
     def evidence(self, evidence_id: str) -> Evidence:

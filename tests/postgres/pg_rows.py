@@ -24,11 +24,18 @@ def evidence(conn: psycopg.Connection, eid: str, text: str = "we chose postgres"
     )
 
 
-def proposal(conn: psycopg.Connection, pid: str, subject: str = "db.engine", status: str = "pending") -> None:
+def proposal(
+    conn: psycopg.Connection,
+    pid: str,
+    subject: str = "db.engine",
+    status: str = "pending",
+    proposer: str | None = None,
+) -> None:
+    """A proposal; its proposer is the connection's login unless given (the database binds it so)."""
     conn.execute(
         "INSERT INTO proposal (id, subject, decision, proposer, created_at, status) "
-        "VALUES (%s, %s, 'use postgres', 'agent-1', %s, %s)",
-        (pid, subject, T0, status),
+        "VALUES (%s, %s, 'use postgres', %s, %s, %s)",
+        (pid, subject, proposer or conn.info.user, T0, status),
     )
 
 
@@ -39,11 +46,22 @@ def decision(
     valid_from: str = T0,
     valid_until: str | None = None,
     proposal_id: str | None = None,
+    ratified_by: str | None = None,
 ) -> None:
+    """A decision; ratified by the connection's login unless given (the database binds it so)."""
     conn.execute(
         "INSERT INTO decision (id, subject, decision, valid_from, valid_until, closed_by, ratified_by, "
-        "ratified_at, proposal_id) VALUES (%s, %s, 'use postgres', %s, %s, %s, 'alice', %s, %s)",
-        (did, subject, valid_from, valid_until, valid_until and "superseded", T0, proposal_id),
+        "ratified_at, proposal_id) VALUES (%s, %s, 'use postgres', %s, %s, %s, %s, %s, %s)",
+        (
+            did,
+            subject,
+            valid_from,
+            valid_until,
+            valid_until and "superseded",
+            ratified_by or conn.info.user,
+            T0,
+            proposal_id,
+        ),
     )
 
 
@@ -63,7 +81,7 @@ def append_audit(
     row = {
         "seq": seq,
         "at": T0,
-        "actor": "agent-1",
+        "actor": conn.info.user,
         "action": action,
         "target": target,
         "before": None,

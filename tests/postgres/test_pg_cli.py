@@ -37,16 +37,18 @@ def test_init_log_propose_ratify_reject_history_and_verify(store_url: str, cli, 
             "propose", "--subject", "db.engine", "--decision", "Use PostgreSQL", "--evidence", cited, "--json"
         )
     )
-    ratified = json.loads(ctx("ratify", first["id"], "--reviewer", "alice", "--yes", "--json"))
+    ratified = json.loads(ctx("ratify", first["id"], "--yes", "--json"))
+    # On a server every act is the login's: the administrator's here.
+    assert ratified["decision"]["ratified_by"] == "postgres"
     old_id = ratified["decision"]["id"]
     rejected = json.loads(ctx("propose", "--subject", "db.engine", "--decision", "Use SQLite", "--json"))
-    ctx("reject", rejected["id"], "--reason", "one file cannot be shared", "--reviewer", "bob", "--yes")
+    ctx("reject", rejected["id"], "--reason", "one file cannot be shared", "--reviewer", "postgres", "--yes")
     # CTX_DB names the store as well as --db does.
     monkeypatch.setenv("CTX_DB", store_url)
     newer = json.loads(
         cli("propose", "--subject", "db.engine", "--decision", "Use PostgreSQL 18", "--json", db=False).out
     )
-    assert cli("ratify", newer["id"], "--reviewer", "carol", "--yes", db=False).code == 0
+    assert cli("ratify", newer["id"], "--yes", db=False).code == 0
 
     current = json.loads(ctx("decisions", "--json"))["decisions"]
     assert [(d["subject"], d["decision"]) for d in current] == [("db.engine", "Use PostgreSQL 18")]
@@ -99,12 +101,12 @@ def test_an_agent_login_proposes_but_the_database_refuses_its_ratification(pg, c
     )
     assert queued.code == 0, queued.err
     proposal_id = json.loads(queued.out)["id"]
-    refused = cli("--db", agent, "ratify", proposal_id, "--reviewer", "mallory", "--yes", db=False)
+    refused = cli("--db", agent, "ratify", proposal_id, "--yes", db=False)
     assert refused.code == 1 and refused.out == ""
     assert refused.err.count("\n") == 1 and "may not do that" in refused.err
     assert pg.cluster.logins[roles.AGENT][1] not in refused.err
     reviewer = pg.url(roles.REVIEWER)
-    assert cli("--db", reviewer, "ratify", proposal_id, "--reviewer", "alice", "--yes", db=False).code == 0
+    assert cli("--db", reviewer, "ratify", proposal_id, "--yes", db=False).code == 0
     assert cli("--db", agent, "audit", "verify", db=False).code == 0
 
 
@@ -166,3 +168,57 @@ def test_an_adr_import_builds_the_same_kernel_as_on_sqlite(
                 )
             )
     assert views[0] == views[1]
+
+
+def test_on_a_server_every_act_is_the_logins_and_another_name_is_refused(pg, cli) -> None:
+    """A reviewer cannot ratify in another's name, nor an agent propose, log or withdraw as another."""
+    Ctx.init(pg.url(), embedder=None)[0].close()
+    agent, reviewer = pg.url(roles.AGENT), pg.url(roles.REVIEWER)
+    agent_login, reviewer_login = pg.cluster.logins[roles.AGENT][0], pg.cluster.logins[roles.REVIEWER][0]
+
+    def one_line_refusal(*args: str, db: str) -> str:
+        done = cli("--db", db, *args, db=False)
+        assert done.code == 1 and done.out == "" and done.err.count("\n") == 1, done
+        assert "Traceback" not in done.err
+        return done.err
+
+    for args in (
+        ("propose", "--subject", "db.engine", "--decision", "Use PostgreSQL", "--agent", reviewer_login),
+        ("log", "a note in another's name", "--agent", "alice"),
+    ):
+        assert f"you act as your login '{agent_login}'" in one_line_refusal(*args, db=agent)
+    queued = cli(
+        "--db", agent, "propose", "--subject", "db.engine", "--decision", "Use PostgreSQL", "--json", db=False
+    )
+    mine = json.loads(queued.out)
+    assert mine["proposer"] == agent_login
+    err = one_line_refusal("ratify", mine["id"], "--yes", "--reviewer", "bob", db=reviewer)
+    assert f"you act as your login '{reviewer_login}', not as the reviewer 'bob'" in err
+    theirs = json.loads(
+        cli(
+            "--db",
+            reviewer,
+            "propose",
+            "--subject",
+            "ci.cache",
+            "--decision",
+            "Cache pip",
+            "--json",
+            db=False,
+        ).out
+    )
+    assert theirs["proposer"] == reviewer_login
+    one_line_refusal("withdraw", theirs["id"], db=agent)
+    ratified = json.loads(cli("--db", reviewer, "ratify", mine["id"], "--yes", "--json", db=False).out)
+    assert ratified["decision"]["ratified_by"] == reviewer_login
+    withdrawn = cli("--db", reviewer, "withdraw", theirs["id"], "--json", db=False)
+    assert json.loads(withdrawn.out)["resolved_by"] == reviewer_login
+    with pg.connect() as owner:
+        actors = owner.execute("SELECT action, actor FROM audit ORDER BY seq").fetchall()
+    assert actors == [
+        ("proposal.created", agent_login),
+        ("proposal.created", reviewer_login),
+        ("proposal.ratified", reviewer_login),
+        ("proposal.withdrawn", reviewer_login),
+    ]
+    assert cli("--db", agent, "audit", "verify", db=False).code == 0

@@ -52,12 +52,12 @@ def _load(ctx) -> dict[str, str]:  # type: ignore[no-untyped-def]
     for subject, text, rationale in DECISIONS:
         extra = ["--rationale", rationale] if rationale else []
         made = json.loads(ctx("propose", "--subject", subject, "--decision", text, *extra, "--json"))
-        ctx("ratify", made["id"], "--reviewer", "alice", "--yes")
+        ctx("ratify", made["id"], "--reviewer", "postgres", "--yes")
     subject, text, rationale = SUPERSEDING
     made = json.loads(
         ctx("propose", "--subject", subject, "--decision", text, "--rationale", rationale, "--json")
     )
-    ctx("ratify", made["id"], "--reviewer", "alice", "--yes")
+    ctx("ratify", made["id"], "--reviewer", "postgres", "--yes")
     ctx("reindex")
     return texts
 

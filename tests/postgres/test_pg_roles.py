@@ -25,8 +25,10 @@ def seeded(pg):
     return pg
 
 
-def append(conn, action: str, target: str = "pr_0") -> None:
-    conn.execute("SELECT ctx_audit_append(%s, 'someone', %s, %s, NULL, NULL)", (T0, action, target))
+def append(conn, action: str, target: str = "pr_0", actor: str | None = None) -> None:
+    conn.execute(
+        "SELECT ctx_audit_append(%s, %s, %s, %s, NULL, NULL)", (T0, actor or conn.info.user, action, target)
+    )
 
 
 def test_an_agent_logs_proposes_and_withdraws(seeded):
@@ -36,7 +38,9 @@ def test_an_agent_logs_proposes_and_withdraws(seeded):
         agent.execute("INSERT INTO proposal_evidence VALUES ('pr_1', 'ev_1')")
         append(agent, "evidence.logged", "ev_1")
         append(agent, "proposal.created", "pr_1")
-        agent.execute("UPDATE proposal SET status = 'withdrawn', resolved_by = 'agent-1' WHERE id = 'pr_1'")
+        agent.execute(
+            "UPDATE proposal SET status = 'withdrawn', resolved_by = session_user WHERE id = 'pr_1'"
+        )
         append(agent, "proposal.withdrawn", "pr_1")
         agent.execute("INSERT INTO entity (name) VALUES ('postgres')")
         assert agent.execute("SELECT count(*) FROM audit").fetchone() == (3,)
@@ -44,10 +48,20 @@ def test_an_agent_logs_proposes_and_withdraws(seeded):
 
 def test_an_agent_cannot_ratify_with_raw_sql(seeded):
     with seeded.connect(roles.AGENT, autocommit=True) as agent:
+        proposal(agent, "pr_mine")
         with pytest.raises(DENIED, match="row-level security"):
-            agent.execute("UPDATE proposal SET status = 'ratified', resolved_by = 'a' WHERE id = 'pr_0'")
+            agent.execute(
+                "UPDATE proposal SET status = 'ratified', resolved_by = session_user WHERE id = 'pr_mine'"
+            )
         with pytest.raises(DENIED, match="row-level security"):
-            agent.execute("UPDATE proposal SET status = 'rejected' WHERE id = 'pr_0'")
+            agent.execute(
+                "UPDATE proposal SET status = 'rejected', resolved_by = session_user WHERE id = 'pr_mine'"
+            )
+        # Another's proposal is not even there for an agent's update.
+        touched = agent.execute(
+            "UPDATE proposal SET status = 'ratified', resolved_by = session_user WHERE id = 'pr_0'"
+        )
+        assert touched.rowcount == 0
         with pytest.raises(DENIED, match="permission denied"):
             agent.execute("UPDATE proposal SET decision_id = 'dc_0' WHERE id = 'pr_0'")
         with pytest.raises(DENIED, match="row-level security"):
@@ -71,7 +85,7 @@ def test_a_reviewer_ratifies(seeded):
         decision(reviewer, "dc_1", subject="db.engine", proposal_id="pr_0")
         reviewer.execute("INSERT INTO decision_evidence VALUES ('dc_1', 'ev_0')")
         reviewer.execute(
-            "UPDATE proposal SET status = 'ratified', resolved_by = 'alice', resolved_at = %s, "
+            "UPDATE proposal SET status = 'ratified', resolved_by = session_user, resolved_at = %s, "
             "decision_id = 'dc_1' WHERE id = 'pr_0'",
             (T0,),
         )
@@ -95,7 +109,9 @@ def test_a_reviewer_still_cannot_break_an_invariant(seeded):
             reviewer.execute("UPDATE decision SET decision = 'something else'")
         with pytest.raises(DENIED, match="permission denied"):
             reviewer.execute("DELETE FROM audit")
-        reviewer.execute("UPDATE proposal SET status = 'rejected' WHERE id = 'pr_0'")
+        reviewer.execute(
+            "UPDATE proposal SET status = 'rejected', resolved_by = session_user WHERE id = 'pr_0'"
+        )
         with pytest.raises(psycopg.IntegrityError, match="resolved once"):
             reviewer.execute("UPDATE proposal SET status = 'ratified' WHERE id = 'pr_0'")
         reviewer.execute("UPDATE decision SET valid_until = '2026-02-01Z', closed_by = 'retired'")
@@ -148,13 +164,13 @@ def test_a_temporary_table_cannot_stand_in_for_the_audit_chain(seeded):
         # A forged chain end in the session's own schema, which unqualified names would find first.
         agent.execute("CREATE TEMP TABLE audit (seq bigint, hash text)")
         agent.execute("INSERT INTO audit VALUES (1, %s)", ("f" * 64,))
-        forged = {"seq": 2, "at": T0, "actor": "a", "action": "evidence.logged", "target": "ev_0"}
+        forged = {"seq": 2, "at": T0, "actor": agent.info.user, "action": "evidence.logged", "target": "ev_0"}
         forged |= {"before": None, "after": None}
         with pytest.raises(psycopg.IntegrityError, match="does not link"):
             agent.execute(
                 "INSERT INTO public.audit (seq, at, actor, action, target, prev_hash, hash) "
-                "VALUES (2, %s, 'a', 'evidence.logged', 'ev_0', %s, %s)",
-                (T0, "f" * 64, row_hash("f" * 64, forged)),
+                "VALUES (2, %s, %s, 'evidence.logged', 'ev_0', %s, %s)",
+                (T0, agent.info.user, "f" * 64, row_hash("f" * 64, forged)),
             )
         assert agent.execute("SELECT count(*) FROM public.audit").fetchone() == (1,)
 
@@ -213,3 +229,74 @@ def test_a_reviewer_updates_a_conflicts_text_but_never_deletes_one(seeded):
             login.execute("UPDATE decision_conflict SET clause = 'x'")
     with seeded.connect(autocommit=True) as owner:
         assert owner.execute("SELECT clause FROM decision_conflict").fetchall() == [("c",)]
+
+
+def test_every_act_is_bound_to_the_login_by_the_database(seeded):
+    """An agent or a reviewer login cannot write another's name as proposer, resolver, ratifier or actor."""
+    reviewer_login = seeded.cluster.logins[roles.REVIEWER][0]
+    with seeded.connect(roles.AGENT, autocommit=True) as agent:
+        for forged in (
+            lambda: proposal(agent, "pr_forged", proposer=reviewer_login),
+            lambda: proposal(agent, "pr_forged", proposer="alice"),
+            lambda: append(agent, "evidence.logged", "ev_0", actor=reviewer_login),
+            lambda: agent.execute(
+                "INSERT INTO evidence (id, content_hash, text, kind, agent, created_at) "
+                "VALUES ('ev_x', 'h-x', 'x', 'note', %s, %s)",
+                (reviewer_login, T0),
+            ),
+        ):
+            with pytest.raises(DENIED, match="acts as itself"):
+                forged()
+        # A label that is no login's (a transcript's format name) is kept as the text's source.
+        agent.execute(
+            "INSERT INTO evidence (id, content_hash, text, kind, agent, created_at) "
+            "VALUES ('ev_y', 'h-y', 'y', 'note', 'claude-code', %s)",
+            (T0,),
+        )
+        proposal(agent, "pr_mine")
+        with pytest.raises(DENIED, match="acts as itself"):
+            agent.execute(
+                "UPDATE proposal SET status = 'withdrawn', resolved_by = 'alice' WHERE id = 'pr_mine'"
+            )
+    with seeded.connect(roles.REVIEWER, autocommit=True) as reviewer:
+        with pytest.raises(DENIED, match="acts as itself"):
+            decision(reviewer, "dc_forged", subject="db.other", ratified_by="bob")
+        with pytest.raises(DENIED, match="acts as itself"):
+            reviewer.execute("UPDATE proposal SET status = 'rejected', resolved_by = 'bob' WHERE id = 'pr_0'")
+        with pytest.raises(DENIED, match="acts as itself"):
+            append(reviewer, "proposal.rejected", actor="bob")
+    with seeded.connect(autocommit=True) as owner:
+        assert owner.execute("SELECT status FROM proposal WHERE id = 'pr_0'").fetchone() == ("pending",)
+
+
+def test_an_agent_withdraws_only_its_own_proposals(seeded):
+    """A second agent's login, or any agent's, cannot withdraw another's (a reviewer's included)."""
+    other = f"agent_two_{seeded.name[-6:]}"
+    with seeded.connect(autocommit=True) as owner:
+        owner.execute(sql.SQL("CREATE ROLE {} LOGIN PASSWORD 'pw-two'").format(sql.Identifier(other)))
+        for statement in roles.grant_agent(other):
+            owner.execute(statement)
+    try:
+        with seeded.connect(roles.REVIEWER, autocommit=True) as reviewer:
+            proposal(reviewer, "pr_reviewers")
+        with seeded.connect(roles.AGENT, autocommit=True) as agent:
+            proposal(agent, "pr_agents")
+        with psycopg.connect(seeded.uri(), user=other, password="pw-two", autocommit=True) as second:
+            for pid in ("pr_reviewers", "pr_agents", "pr_0"):
+                done = second.execute(
+                    "UPDATE proposal SET status = 'withdrawn', resolved_by = session_user WHERE id = %s",
+                    (pid,),
+                )
+                assert done.rowcount == 0
+        with seeded.connect(roles.AGENT, autocommit=True) as agent:
+            done = agent.execute(
+                "UPDATE proposal SET status = 'withdrawn', resolved_by = session_user WHERE id = 'pr_agents'"
+            )
+            assert done.rowcount == 1
+        with seeded.connect(autocommit=True) as owner:
+            statuses = dict(owner.execute("SELECT id, status FROM proposal").fetchall())
+        assert statuses == {"pr_0": "pending", "pr_reviewers": "pending", "pr_agents": "withdrawn"}
+    finally:
+        with seeded.connect(autocommit=True) as owner:
+            owner.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(other)))
+            owner.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(other)))

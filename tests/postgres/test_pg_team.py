@@ -109,24 +109,18 @@ def test_an_agent_login_proposes_but_cannot_ratify_through_ctx(pg, tmp_path: Pat
         "db.engine",
         "--decision",
         "Use PostgreSQL",
-        "--agent",
-        "codex",
         env=env,
         cwd=tmp_path,
     )
     assert proposed.returncode == 0, proposed.stderr.decode()
     proposal_id = proposed.stdout.decode().strip()
-    ratify = run_ctx_process(
-        "--db", agent, "ratify", proposal_id, "--yes", "--reviewer", "mallory", env=env, cwd=tmp_path
-    )
+    ratify = run_ctx_process("--db", agent, "ratify", proposal_id, "--yes", env=env, cwd=tmp_path)
     err = ratify.stderr.decode()
     assert ratify.returncode == 1 and ratify.stdout == b""
     assert err.count("\n") == 1 and err.startswith("ctx: error: ") and "Traceback" not in err
     assert "may not do that" in err and password not in err
     for act in (("reject", proposal_id, "--reason", "no"), ("retire", "db.engine", "--reason", "no")):
-        refused = run_ctx_process(
-            "--db", agent, *act, "--yes", "--reviewer", "mallory", env=env, cwd=tmp_path
-        )
+        refused = run_ctx_process("--db", agent, *act, "--yes", env=env, cwd=tmp_path)
         assert refused.returncode != 0 and refused.stderr.decode().count("\n") == 1
     shown = run_ctx_process("--db", owner, "show", proposal_id, "--json", cwd=tmp_path)
     assert json.loads(shown.stdout)["record"]["status"] == "pending"
@@ -152,7 +146,7 @@ def test_a_login_created_with_a_password_connects_with_it_and_the_server_keeps_a
         with Ctx.open(
             url.replace(f"{login}@", f"{login}:correct%20horse%20battery@", 1), embedder=None
         ) as alice:
-            alice.ratify(alice.propose("db.engine", "Use PostgreSQL").id, reviewer="alice")
+            alice.ratify(alice.propose("db.engine", "Use PostgreSQL").id, reviewer=login)
     finally:
         with pg.connect(autocommit=True) as owner:
             owner.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(login)))

@@ -18,8 +18,8 @@ from ctx_kernel.kernel.errors import StoreError, UsageError
 from ctx_kernel.kernel.store.postgres import roles, schema
 
 # The Alembic revision at head (kernel/store/postgres/migrations/versions) and its number.
-HEAD_REVISION = "p003_window_rule"
-HEAD_VERSION = 3
+HEAD_REVISION = "p004_login_binding"
+HEAD_VERSION = 4
 _REVISION = re.compile(r"^p(\d{3})_\w+$")
 # How long connecting may take before ctx gives up (libpq waits forever by default).
 CONNECT_TIMEOUT = 10
@@ -160,7 +160,7 @@ def _defined(kind: str) -> dict[str, str]:
     """Name -> statement of every function or trigger the schema defines, at head."""
     pattern = re.compile(rf"CREATE {kind} (\w+)")
     found: dict[str, str] = {}
-    for statement in [*schema.STATEMENTS, *schema.P003_STATEMENTS]:
+    for statement in [*schema.STATEMENTS, *schema.P003_STATEMENTS, *schema.P004_STATEMENTS]:
         for name in pattern.findall(statement):
             found[name] = statement
     return found

@@ -594,3 +594,69 @@ def knn_order(dim: int) -> str:
     """The ORDER BY expression the KNN index of :func:`vector_statements` answers; ``%s`` is the
     query vector in pgvector's text form."""
     return f"emb::halfvec({int(dim)}) <=> %s::halfvec({int(dim)})"
+
+
+# Revision p004: every act is bound to the login that does it. For any login other than the
+# tables' owner (or a superuser), the database itself refuses a proposal whose proposer, a
+# resolution whose resolver, a decision whose ratifier, or an audit row whose actor is not
+# ``session_user``, and evidence whose agent names another login; an agent withdraws only its own
+# proposals. ``session_user`` is the login the connection authenticated as: neither ``SET ROLE``
+# nor a SECURITY DEFINER function changes it. A client that gives another name is refused, so no
+# name a client claims is ever kept as the actor.
+_NOT_ACTOR = "USING ERRCODE = 'insufficient_privilege'"
+P004_STATEMENTS = [
+    """CREATE FUNCTION ctx_is_owner() RETURNS boolean LANGUAGE sql STABLE AS $$
+       SELECT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = session_user AND rolsuper)
+           OR pg_has_role(session_user, (SELECT relowner FROM pg_class WHERE oid = 'proposal'::regclass),
+                          'MEMBER')
+       $$""",
+    f"""CREATE FUNCTION ctx_acts_as(claimed text, what text) RETURNS void LANGUAGE plpgsql AS $$
+       BEGIN
+         IF claimed IS DISTINCT FROM session_user::text AND NOT ctx_is_owner() THEN
+           RAISE EXCEPTION 'login % acts as itself, not as the % %', session_user, what,
+             quote_literal(coalesce(claimed, '')) {_NOT_ACTOR};
+         END IF;
+       END $$""",
+    """CREATE FUNCTION ctx_proposal_acted() RETURNS trigger LANGUAGE plpgsql AS $$
+       BEGIN
+         IF TG_OP = 'INSERT' THEN
+           PERFORM ctx_acts_as(NEW.proposer, 'proposer');
+         ELSIF NEW.status IS DISTINCT FROM OLD.status THEN
+           PERFORM ctx_acts_as(NEW.resolved_by, 'resolver');
+         END IF;
+         RETURN NEW;
+       END $$""",
+    """CREATE TRIGGER proposal_acted BEFORE INSERT OR UPDATE ON proposal
+       FOR EACH ROW EXECUTE FUNCTION ctx_proposal_acted()""",
+    """CREATE FUNCTION ctx_decision_acted() RETURNS trigger LANGUAGE plpgsql AS $$
+       BEGIN
+         PERFORM ctx_acts_as(NEW.ratified_by, 'ratifier');
+         RETURN NEW;
+       END $$""",
+    """CREATE TRIGGER decision_acted BEFORE INSERT ON decision
+       FOR EACH ROW EXECUTE FUNCTION ctx_decision_acted()""",
+    """CREATE FUNCTION ctx_audit_acted() RETURNS trigger LANGUAGE plpgsql AS $$
+       BEGIN
+         PERFORM ctx_acts_as(NEW.actor, 'actor');
+         RETURN NEW;
+       END $$""",
+    """CREATE TRIGGER audit_acted BEFORE INSERT ON audit
+       FOR EACH ROW EXECUTE FUNCTION ctx_audit_acted()""",
+    # Evidence's agent labels where a text came from ("claude-code" for a transcript's turns); it
+    # may be any name but another login's.
+    f"""CREATE FUNCTION ctx_evidence_acted() RETURNS trigger LANGUAGE plpgsql AS $$
+       BEGIN
+         IF NEW.agent IS DISTINCT FROM session_user::text AND NOT ctx_is_owner()
+            AND EXISTS (SELECT 1 FROM pg_roles WHERE rolname = NEW.agent) THEN
+           RAISE EXCEPTION 'login % acts as itself, and % is another login', session_user,
+             quote_literal(NEW.agent) {_NOT_ACTOR};
+         END IF;
+         RETURN NEW;
+       END $$""",
+    """CREATE TRIGGER evidence_acted BEFORE INSERT ON evidence
+       FOR EACH ROW EXECUTE FUNCTION ctx_evidence_acted()""",
+    "DROP POLICY proposal_agent_withdraws ON proposal",
+    """CREATE POLICY proposal_agent_withdraws ON proposal FOR UPDATE TO ctx_agent
+       USING (status = 'pending' AND proposer = session_user) WITH CHECK (status = 'withdrawn')""",
+    PIN_SEARCH_PATH,
+]

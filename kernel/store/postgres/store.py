@@ -137,6 +137,7 @@ class PostgresStore(TeamMixin, PostgresIndex, PostgresCopy):
         self._in_snapshot = False
         self._changes = 0
         self._reader: PostgresStore | None = None
+        self._session_user: str | None = None
 
     @classmethod
     def create(cls, url: str) -> PostgresStore:
@@ -163,6 +164,15 @@ class PostgresStore(TeamMixin, PostgresIndex, PostgresCopy):
         conn.adapters.register_loader("timestamptz", _Stamp)
         conn.adapters.register_loader("jsonb", _JsonText)
         return conn
+
+    @property
+    def login(self) -> str:
+        """The login this connection authenticated as (``session_user``): the actor of every act."""
+        if self._session_user is None:
+            row = self._one("SELECT session_user::text")
+            assert row is not None
+            self._session_user = str(row[0])
+        return self._session_user
 
     def close(self) -> None:
         """Release the connection (and the reader's)."""
@@ -587,7 +597,13 @@ class PostgresStore(TeamMixin, PostgresIndex, PostgresCopy):
         if decision_id is not None:
             resolution += ", decision_id = %s"
             params.append(decision_id)
-        self._run(f"UPDATE proposal SET {resolution} WHERE id = %s", [*params, proposal_id])
+        done = self._run(f"UPDATE proposal SET {resolution} WHERE id = %s", [*params, proposal_id])
+        if done.rowcount != 1:
+            # Row-level security hides the row from this login (an agent's is its own proposals).
+            raise RefusedError(
+                f"store {self.location}: this login may not do that (an agent's login withdraws only "
+                f"its own proposals, and {proposal_id} is another's)"
+            )
 
     def find_source(self, source: str) -> str | None:
         """The id of the decision or proposal imported from ``source``, if any."""
