@@ -236,7 +236,9 @@ class Ctx:
         """The name an act is recorded under: on a server its login (a claimed other name is
         refused, as the database would), on a file the name given, else ``fallback``."""
         login = self.store.login
-        claimed = claimed.strip() if claimed is not None and claimed.strip() else None
+        if claimed is not None and not claimed.strip():
+            raise UsageError(f"{what} is blank: give a name, or leave it out")
+        claimed = claimed.strip() if claimed is not None else None
         if login is None:
             return claimed or fallback
         if claimed is not None and claimed != login:
@@ -326,14 +328,15 @@ class Ctx:
     ) -> Proposal:
         """Queue a proposal for a person to ratify; records what it would supersede and near-duplicates.
 
-        The proposer defaults to ``agent``; on a server it is the login (another name is refused)."""
+        The proposer defaults to ``agent``, on a server to the login (the database refuses another
+        name for every login but the tables' owner)."""
         return self._queue.propose(
             subject,
             decision,
             rationale=rationale,
             evidence=evidence,
             supersedes=supersedes,
-            proposer=self.actor(proposer, "agent", "proposer"),
+            proposer=proposer or self.actor(None, "agent", "proposer"),
             session=session,
             title=title,
         )

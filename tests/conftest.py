@@ -19,6 +19,39 @@ REPO = Path(__file__).resolve().parent.parent
 pytest_plugins = ["pg_server", "pytester"]
 
 
+# Whole modules left out of the quick run (`pytest -m "not slow"`), by what makes them slow: the
+# review app driven through Pilot and snapshots, `ctx mcp` in subprocesses, the real model's quality
+# and builds, real ADR corpora round-tripped, the type check, the README's walk-throughs and an
+# installed wheel. Every test that needs the PostgreSQL server is left out too (pg_server.py).
+SLOW_MODULES = frozenset(
+    {
+        "test_review_app",
+        "test_review_fit",
+        "test_review_kernel",
+        "test_review_snapshots",
+        "test_review_terminal",
+        "test_reviewer_safety",
+        "test_live_review",
+        "test_mcp",
+        "test_recall_quality",
+        "test_recall_locomo",
+        "test_embedding_model",
+        "test_adr_fidelity",
+        "test_types",
+        "test_docs",
+        "test_installed_wheel",
+        "test_store_copy_properties",
+    }
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark the slow modules' tests (see SLOW_MODULES) as slow, so the quick run leaves them out."""
+    for item in items:
+        if item.path.stem in SLOW_MODULES:
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture(scope="session")
 def model_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One cache folder per test run, so the embedding model is assembled and loaded once."""

@@ -41,12 +41,14 @@ def server_available() -> bool:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Skip the tests that need a server when none can be had, marked so the summary folds the reason."""
-    if server_available():
-        return
+    """Mark the tests that need a server slow (the quick run leaves them out), and skip them when
+    none can be had, marked so the summary folds the reason."""
+    available = server_available()
     for item in items:
         if (SERVER_FIXTURES | {"pg_server"}) & set(getattr(item, "fixturenames", ())):
-            item.add_marker(pytest.mark.skip(reason=SKIP_REASON))
+            item.add_marker(pytest.mark.slow)
+            if not available:
+                item.add_marker(pytest.mark.skip(reason=SKIP_REASON))
 
 
 @dataclass

@@ -110,6 +110,7 @@ def test_export_then_import_reproduces_the_kernel(kernel: Ctx, tmp_path: Path, c
     other.close()
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not SHARED.is_dir(), reason="shared ADR corpus not present")
 def test_real_adr_folders_import_cleanly(tmp_path: Path):
     for folder in sorted(p for p in SHARED.iterdir() if p.is_dir()):

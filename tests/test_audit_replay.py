@@ -236,6 +236,7 @@ TAMPERS["edit-when-a-proposal-was-resolved"] = (
 )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(TAMPERS))
 def test_one_statement_changing_what_agents_are_told_is_named(cli, store_path, world, name):
     statement, bypass, *expected = TAMPERS[name]
@@ -298,6 +299,7 @@ INVARIANTS = sorted(
 )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("kind", "name"), INVARIANTS)
 def test_a_dropped_trigger_or_index_is_named(cli, store_path, world, kind, name):
     conn = driver.connect(store_path, load_vec=False)

@@ -730,6 +730,7 @@ PROCESS_CASES = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("args", "stdin", "code"), PROCESS_CASES)
 def test_bad_input_in_a_real_process(process_store, store_path, args, stdin, code):
     argv = [arg.replace(b"{pending}", process_store["pending"].encode()) for arg in args]

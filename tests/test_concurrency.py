@@ -134,6 +134,7 @@ def _check_windows(decisions: list) -> None:
             assert (d.valid_until is None) == (d.closed_by is None)
 
 
+@pytest.mark.slow
 def test_concurrent_writers_and_reviewer(tmp_path: Path) -> None:
     db = tmp_path / "shared" / ".ctx" / "ctx.db"
     Ctx.init(db)[0].close()
@@ -308,6 +309,7 @@ def _take(path: Path, *, wait: bool) -> int | None:
     return fd
 
 
+@pytest.mark.slow
 @posix_only
 def test_writers_queue_on_the_lock_file_and_readers_do_not(kernel, store_path):
     kernel.log("a first note about the heron")

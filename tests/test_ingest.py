@@ -251,6 +251,7 @@ def _wait_for_rows(store: Path, process, minimum: int = 1) -> None:
         time.sleep(0.05)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL])
 def test_a_real_process_stopped_mid_run_loses_nothing_committed(tmp_path, store_path, sig):
     import subprocess

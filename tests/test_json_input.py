@@ -369,6 +369,7 @@ def _initialize() -> bytes:
     ).encode()
 
 
+@pytest.mark.slow
 def test_mcp_answers_messages_the_sdk_cannot_parse(kernel, store_path):
     """Each unreadable line gets a JSON-RPC error, with the request's id when it can be read."""
     call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call"}

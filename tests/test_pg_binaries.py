@@ -182,7 +182,14 @@ def test_the_bundled_server_builds_a_halfvec_index_on_a_cpu_without_avx512(tmp_p
         while not (folder / ".s.PGSQL.5432").exists() and time.monotonic() < deadline:
             assert process.poll() is None, (folder / "log").read_text()
             time.sleep(0.2)
-        with psycopg.connect(host=str(folder), user="postgres", dbname="postgres", autocommit=True) as conn:
+        while True:  # the socket appears before the emulated server accepts connections
+            try:
+                conn = psycopg.connect(host=str(folder), user="postgres", dbname="postgres", autocommit=True)
+                break
+            except psycopg.OperationalError:
+                assert time.monotonic() < deadline and process.poll() is None, (folder / "log").read_text()
+                time.sleep(0.3)
+        with conn:
             conn.execute("CREATE EXTENSION vector")
             conn.execute("CREATE TABLE chunk (id int PRIMARY KEY, emb vector(384))")
             conn.execute(

@@ -417,6 +417,7 @@ class KernelMachine(RuleBasedStateMachine):
         assert count == len(self.evidence_ids)
 
 
+@pytest.mark.slow
 def test_kernel_state_machine() -> None:
     with tempfile.TemporaryDirectory(prefix="ctx-props-template-") as folder:
         template = Path(folder) / "ctx.db"

@@ -112,6 +112,7 @@ def _migrate_command(store: Path, target: Path) -> list[str]:
     return [str(Path(sys.executable).parent / "ctx"), "--db", str(store), "migrate", "--to", str(target)]
 
 
+@pytest.mark.slow
 def test_a_killed_process_resumes_and_no_row_is_written_twice(source, store_path, tmp_path):
     source.log_many([Item(i, EvidenceInput(f"row {i} of the long copy")) for i in range(1500)])
     target = tmp_path / "copy.db"

@@ -257,6 +257,7 @@ def test_a_given_key_file_is_used_and_kept(cli, store_path, tmp_path, monkeypatc
     assert not (Path(os.environ["CTX_CONFIG_DIR"]) / "vault").exists(), "no second key was made"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rows", [52, LARGE])
 def test_encrypt_leaves_no_planted_word_in_the_store_files(cli, kernel, store_path, rows):
     words = plant(kernel, rows)
@@ -280,6 +281,7 @@ def test_an_interrupted_encrypt_resumes_and_leaves_no_planted_word(cli, kernel, 
     assert "[dugongish]" in cli("search", "dugongish").out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("interrupted", [False, True], ids=["completed", "interrupted"])
 def test_rekey_leaves_nothing_the_old_key_opens(cli, kernel, store_path, interrupted):
     words = plant(kernel, LARGE)

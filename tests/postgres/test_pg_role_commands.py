@@ -77,7 +77,8 @@ COMMANDS: dict[str, Command] = {
     "propose": Command(
         lambda w, _: ["propose", "--subject", "db.engine", "--decision", "Use PostgreSQL"], WRITERS
     ),
-    "withdraw": Command(lambda w, _: ["withdraw", w.pending["withdraw"]], WRITERS),
+    # The owner's proposal: an agent's login withdraws only its own (test_pg_cli withdraws one).
+    "withdraw": Command(lambda w, _: ["withdraw", w.pending["withdraw"]], frozenset({REVIEWER})),
     "queue": Command(lambda w, _: ["queue"], EVERYONE),
     "recall": Command(lambda w, _: ["recall", "redis cache"], EVERYONE),
     "search": Command(lambda w, _: ["search", "redis"], EVERYONE),
