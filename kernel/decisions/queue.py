@@ -55,6 +55,12 @@ class QueueService:
         session = text.optional_shown(session, "session", text.MAX_NAME_CHARS)
         evidence_ids = list(dict.fromkeys(self.vault.resolve_id(e, "evidence") for e in evidence))
         explicit = list(dict.fromkeys(self.vault.resolve_id(d, "decision") for d in supersedes))
+        # What needs no lock is done before taking it, so other writers never wait on an import: the
+        # near-duplicate match (a badge for the reviewer, read from committed proposals) and the
+        # confusable tables the subject check below may need.
+        duplicate_of, score = self._near_duplicate(subject, decision)
+        if not subject.isascii() or not all(s.isascii() for s in self.store.known_subjects()):
+            text.skeleton("\u0430")  # loads the TR39 tables
         with self.store.transaction():
             missing = self.store.missing_evidence(evidence_ids)
             if missing:
@@ -66,7 +72,6 @@ class QueueService:
             if current is None:
                 self.check_new_subject(subject)
             would_supersede = review.supersede_targets(explicit, current)
-            duplicate_of, score = self._near_duplicate(subject, decision)
             proposal = Proposal(
                 id=clock.new_id("pr"),
                 subject=subject,
