@@ -68,6 +68,12 @@ class RatificationPlan:
     settles: list[Proposal]
     contradicts: list[Related] = field(default_factory=list)
 
+    def closes_unseen(self) -> list[Decision]:
+        """The current decisions this plan closes that its proposal was not made against (ratified
+        since): what a ratification that shows nothing (``--yes``) must not close unasked."""
+        known = set(self.proposal.supersedes)
+        return [c.decision for c in self.closes if c.decision.id not in known]
+
     def key(self) -> tuple[object, ...]:
         """What must still hold when the plan is carried out (contradictions are advice, not state)."""
         return (

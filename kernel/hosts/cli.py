@@ -29,7 +29,7 @@ from ctx_kernel.kernel.capture.ingest import (
     read_jsonl,
 )
 from ctx_kernel.kernel.capture.json_input import JSONInputError, read_json
-from ctx_kernel.kernel.errors import CtxError, StoreError, UsageError
+from ctx_kernel.kernel.errors import CtxError, StalePlanError, StoreError, UsageError
 from ctx_kernel.kernel.facade import Ctx, age, plain_diff, short_age
 from ctx_kernel.kernel.hosts import bulk
 from ctx_kernel.kernel.limits import (
@@ -619,6 +619,13 @@ def queue(kernel: Ctx, subject: str | None, proposer: str | None, as_json: bool)
     help="Close the other proposals of its review group as settled by this one, as ctx review does.",
 )
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation (needed without a terminal).")
+@click.option(
+    "--closes",
+    "approved_closes",
+    multiple=True,
+    metavar="ID",
+    help="With --yes: also close this current decision, ratified after the proposal was made.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (schemas/ratification.schema.json).")
 @_with_store
 def ratify(
@@ -628,15 +635,28 @@ def ratify(
     reviewer: str | None,
     settle: bool,
     yes: bool,
+    approved_closes: tuple[str, ...],
     as_json: bool,
 ) -> None:
     """Ratify a pending proposal: it becomes the current decision on its subject.
 
     It shows exactly what changes (the plan ctx review shows) and carries out that plan, or
-    refuses if another reviewer changed the subject in the meantime.
+    refuses if another reviewer changed the subject in the meantime. With --yes nothing is shown,
+    so it approves what the proposal was made against: a current decision ratified since then is
+    closed only when named with --closes.
     """
     plan = kernel.plan_ratification(proposal_id, decision=decision, settle=None if settle else [])
     name = _reviewer(kernel, reviewer, yes, "ratifying")
+    if yes:
+        approved = {kernel.resolve_id(d, "decision") for d in approved_closes}
+        for unseen in plan.closes_unseen():
+            if unseen.id not in approved:
+                raise StalePlanError(
+                    f"not ratified: {unseen.subject} now has current decision {unseen.id}, ratified by "
+                    f"{text.visible(unseen.ratified_by)} at {unseen.ratified_at[:19]}, after "
+                    f"{plan.proposal.id} was proposed; run `ctx ratify {plan.proposal.id}` to see the "
+                    f"plan, or add --closes {unseen.id}"
+                )
     if not yes:
         _say(f"Ratifying {plan.proposal.id} by {plan.proposal.proposer}:", err=True)
         for line in plan.lines():
