@@ -546,6 +546,24 @@ def test_a_checkpoint_of_another_store_is_named(cli, tmp_path, world, signing_ke
     assert "is for store" in one_line_error(result, 1)
 
 
+def test_a_checkpoint_of_another_store_in_the_shared_folder_is_said_and_skipped(
+    cli, tmp_path, world, signing_key
+):
+    """The checkpoints folder is committed: another store's file landing in it stops nobody."""
+    document = checkpoint(cli)
+    elsewhere = tmp_path / "elsewhere" / ".ctx" / "ctx.db"
+    Ctx.init(elsewhere)[0].close()
+    folder = elsewhere.parent / "checkpoints"
+    folder.mkdir(exist_ok=True)
+    (folder / "from-another-store.json").write_text(json.dumps(document), encoding="utf-8")
+    assert cli("--db", str(elsewhere), "log", "a note of its own", db=False).code == 0
+    verified = cli("--db", str(elsewhere), "audit", "verify", db=False)
+    assert verified.code == 0, verified.err
+    assert "from-another-store.json is for another store" in verified.out + verified.err
+    exported = cli("--db", str(elsewhere), "audit", "export", "--out", str(tmp_path / "a.jsonl"), db=False)
+    assert exported.code == 0, exported.err
+
+
 def test_checkpointing_a_store_that_does_not_verify_is_refused(cli, store_path, world, signing_key):
     tamper(store_path, TAMPERS["link-a-current-decision-as-superseded"][0].format(**world))
     line = one_line_error(cli("audit", "checkpoint"), 1)

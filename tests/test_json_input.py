@@ -380,6 +380,8 @@ def test_mcp_answers_messages_the_sdk_cannot_parse(kernel, store_path):
         deep_field({**call, "id": 3, "params": {"name": "recall"}}, "arguments"),
         json.dumps({"id": 4, "hello": "world"}),
         "garbage",
+        # An id past Python's integer digit limit once killed the server (ValueError, not JSON's).
+        '{"jsonrpc": "2.0", "id": ' + "9" * 5000 + ', "method": "tools/list"}',
         json.dumps({"jsonrpc": "2.0", "id": 5, "method": "tools/list"}),
     ]
     with subprocess.Popen(
@@ -391,13 +393,13 @@ def test_mcp_answers_messages_the_sdk_cannot_parse(kernel, store_path):
         assert server.stdin is not None and server.stdout is not None
         server.stdin.write(_initialize() + ("\n".join(lines) + "\n").encode())
         server.stdin.flush()
-        replies = read_replies(server.stdout, 7)
+        replies = read_replies(server.stdout, 8)
         _, err = server.communicate(timeout=60)
     assert b"Traceback" not in err
-    assert [r["id"] for r in replies] == [1, 2, None, None, 4, None, 5]
-    errors = [r["error"] for r in replies[1:6]]
-    assert [e["code"] for e in errors] == [-32700, -32700, -32700, -32600, -32700]
+    assert [r["id"] for r in replies] == [1, 2, None, None, 4, None, None, 5]
+    errors = [r["error"] for r in replies[1:7]]
+    assert [e["code"] for e in errors] == [-32700, -32700, -32700, -32600, -32700, -32700]
     assert "surrogate" in errors[0]["message"]
     assert "recursion limit" in errors[1]["message"]
-    assert "tools" in replies[6]["result"]
+    assert "tools" in replies[7]["result"]
     assert kernel.recent_evidence(5) == []

@@ -58,6 +58,8 @@ class HeadCheck:
     problems: list[str]
     checked: int
     latest: SignedHead | None
+    # Checkpoints of other stores found in the shared folder: said, and left out of the check.
+    skipped: tuple[str, ...] = ()
 
 
 def sign_head(
@@ -147,21 +149,31 @@ def load(path: Path) -> SignedHead:
     return parse(document, str(path))
 
 
-def gather(folder: Path, stored: str | None, named: Iterable[Path]) -> tuple[list[SignedHead], list[str]]:
-    """Signed heads from the checkpoints folder, the store's copy and the files named; and unreadable ones."""
-    heads, problems = [], []
+def gather(
+    folder: Path, stored: str | None, named: Iterable[Path], store_id: str | None = None
+) -> tuple[list[SignedHead], list[str], list[str]]:
+    """Signed heads from the checkpoints folder, the store's copy and the files named; unreadable
+    ones; and the folder's checkpoints of other stores (the folder is committed and shared, so
+    another store's file may land in it: it says nothing about this store, so it is skipped)."""
+    heads, problems, skipped = [], [], []
+    named = list(named)
     files = [*named, *(sorted(folder.glob("*.json")) if folder.is_dir() else [])]
     for path in dict.fromkeys(files):
         try:
-            heads.append(load(path))
+            head = load(path)
         except RefusedError as exc:
             problems.append(exc.message)
+            continue
+        if store_id is not None and head.store_id != store_id and path not in named:
+            skipped.append(f"checkpoint {head.source} is for another store ({head.store_id}): skipped")
+        else:
+            heads.append(head)
     if stored is not None:
         try:
             heads.append(parse(read_json(stored), STORE_COPY))
         except (JSONInputError, RefusedError):
             problems.append(f"{STORE_COPY} of the latest checkpoint is not a signed head")
-    return heads, problems
+    return heads, problems, skipped
 
 
 def check_heads(

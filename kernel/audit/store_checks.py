@@ -59,13 +59,15 @@ def check_signed_heads(
     """The verified chain ``rows`` against every checkpoint and export manifest found or named."""
     trusted = _trusted(pubkey) if pubkey is not None else None  # a bad key file is refused even unused
     folder = paths.checkpoints_dir(store.location)
-    heads, problems = audit_checkpoint.gather(folder, store.get_meta(audit_checkpoint.META_KEY), named)
+    store_id = store.get_meta("store_id")
+    stored = store.get_meta(audit_checkpoint.META_KEY)
+    heads, problems, skipped = audit_checkpoint.gather(folder, stored, named, store_id)
     if not heads:
-        return audit_checkpoint.HeadCheck(problems, 0, None)
+        return audit_checkpoint.HeadCheck(problems, 0, None, tuple(skipped))
     result = audit_checkpoint.check_heads(
-        heads, [r["hash"] for r in rows], store.get_meta("store_id"), trusted or _trusted(None)
+        heads, [r["hash"] for r in rows], store_id, trusted or _trusted(None)
     )
-    return replace(result, problems=problems + result.problems)
+    return replace(result, problems=problems + result.problems, skipped=tuple(skipped))
 
 
 def verify_store(
@@ -83,7 +85,7 @@ def verify_store(
     state = replay_state(store, rows)
     ordered = sorted(state.problems, key=lambda p: (p.seq is None, p.seq or 0))
     problems += [(p.seq, f"the tables differ from the audit log: {p.problem}") for p in ordered]
-    notes = list(state.notes)
+    notes = [*heads.skipped, *state.notes]
     if heads.latest is None:
         notes.insert(0, NO_CHECKPOINT)
     return replace(

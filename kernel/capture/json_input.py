@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from collections.abc import Iterator
 from typing import IO, Any
 
@@ -36,7 +37,7 @@ class JSONInputError(UsageError):
 
     def __init__(self, message: str, kind: str) -> None:
         super().__init__(message)
-        self.kind = kind  # malformed, size, encoding, depth, duplicate-key or constant
+        self.kind = kind  # malformed, size, encoding, depth, duplicate-key, constant or number
 
 
 def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -77,6 +78,9 @@ def read_json(data: bytes | str, *, max_bytes: int | None = None, max_depth: int
         raise JSONInputError(f"malformed JSON: {exc.msg} at {where}", "malformed") from None
     except RecursionError:  # unbalanced brackets, which the depth check leaves to the parser
         raise JSONInputError(f"JSON nested deeper than {max_depth} levels", "depth") from None
+    except ValueError:  # an integer past Python's digit limit (sys.get_int_max_str_digits)
+        limit = sys.get_int_max_str_digits()
+        raise JSONInputError(f"JSON holds a number of more than {limit} digits", "number") from None
 
 
 def _size_over(data: bytes | str, limit: int) -> bool:

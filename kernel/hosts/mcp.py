@@ -603,7 +603,14 @@ class _AnswerUnreadable:
             item: SessionMessage | Exception = await self._inner.receive()
             if not isinstance(item, Exception):
                 return item
-            await self._write.send(SessionMessage(unreadable_reply(item)))
+            try:
+                reply = unreadable_reply(item)
+            except Exception as exc:  # whatever the line held, it gets an answer and the server goes on
+                message = f"Parse error: {type(exc).__name__}".splitlines()[0]
+                reply = types.JSONRPCError(
+                    jsonrpc="2.0", id=None, error=types.ErrorData(code=types.PARSE_ERROR, message=message)
+                )
+            await self._write.send(SessionMessage(reply))
 
     async def aclose(self) -> None:
         """Close the underlying stream."""
