@@ -367,3 +367,24 @@ def test_export_refuses_a_folder_in_place_of_a_file(cli, kernel: Ctx, tmp_path: 
         result = cli("export", "adr", str(out), *extra)
         assert result.code == 1 and "is not a regular file" in result.err
     assert (out / name).is_dir()
+
+
+def test_a_ring_of_supersessions_is_refused_naming_the_files(cli, kernel: Ctx, tmp_path: Path):
+    """21 superseded by 22, 22 by 23, 23 by 21: no windows can hold it, so nothing is imported."""
+    folder = tmp_path / "adr"
+    folder.mkdir()
+    ring = {21: 22, 22: 23, 23: 21}
+    for number, successor in ring.items():
+        text = f"# {number}. Decision {number}\n\nDate: 2024-01-{number - 10:02d}\n\n## Status\n\n"
+        text += (
+            f"Superseded by [{successor}. Decision {successor}]({successor:04d}-decision-{successor}.md)\n\n"
+        )
+        text += f"## Decision\n\nDo thing {number}.\n"
+        (folder / f"{number:04d}-decision-{number}.md").write_text(text, encoding="utf-8")
+    kernel.close()
+    result = _import(cli, folder)
+    assert result.code == 1 and result.out == "" and result.err.count("\n") == 1, result
+    for number in ring:
+        assert f"{number:04d}-decision-{number}.md" in result.err
+    assert "ring" in result.err and "nothing imported" in result.err
+    assert json.loads(cli("decisions", "--all", "--json").out)["decisions"] == []

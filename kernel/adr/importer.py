@@ -179,6 +179,33 @@ def _check_starts(
                 )
 
 
+def _check_cycles(records: list[adr.AdrRecord], folder: Path, successors: Any) -> None:
+    """Refuse files that supersede each other in a ring (21 by 22, 22 by 23, 23 by 21): no order of
+    windows can hold them, and closing each at its successor's start would leave all three empty."""
+    state: dict[str, int] = {}  # 1 on the current path, 2 finished
+    path: list[adr.AdrRecord] = []
+
+    def visit(record: adr.AdrRecord) -> None:
+        state[record.path] = 1
+        path.append(record)
+        for nxt in successors(record):
+            if state.get(nxt.path) == 1:
+                ring = [*path[path.index(nxt) :], nxt]
+                names = " -> ".join(r.path for r in ring)
+                raise RefusedError(
+                    f"{folder}: these ADRs supersede each other in a ring ({names}); fix their status "
+                    "lines; nothing imported"
+                )
+            if state.get(nxt.path) is None:
+                visit(nxt)
+        path.pop()
+        state[record.path] = 2
+
+    for record in records:
+        if state.get(record.path) is None:
+            visit(record)
+
+
 def import_adrs(
     kernel: DecisionService, vault: VaultService, folder: Path, reviewer: str, *, dry_run: bool = False
 ) -> ImportReport:
@@ -250,6 +277,7 @@ def _windows(
             raise RefusedError(
                 f"{folder / record.path}: {KEY_UNTIL} is earlier than its start; nothing imported"
             )
+    _check_cycles(records, folder, successors)
     _check_starts(records, start, stated, folder, successors)
     for _ in range(len(records)):  # relax: an undated predecessor starts now, and so must what replaces it
         changed = False
