@@ -498,12 +498,22 @@ class Ctx:
         return self._recall.reindex(download=download, progress=progress)
 
     def migrate(
-        self, to: str, *, batch_size: int = COPY_BATCH, progress: Progress | None = None
+        self, to: str, *, batch_size: int = COPY_BATCH, progress: Progress | None = None, force: bool = False
     ) -> MigrateReport:
-        """Copy this store to ``to`` (a file, sqlite:PATH or a server URL); run again, it resumes."""
+        """Copy this store to ``to`` (a file, sqlite:PATH or a server URL); run again, it resumes.
+
+        A source that does not verify is refused (a copy would launder what was changed under the
+        audit log), and so is a target that is a symbolic link to nothing; ``force`` copies anyway."""
         from ctx_kernel.kernel.store import copy  # noqa: PLC0415 - only ctx migrate copies
 
-        with Ctx(copy.open_target(self.store, to), embedder=None) as target:
+        if not force:
+            verified = self.verify_audit(state=True)
+            if not verified.ok:
+                raise RefusedError(
+                    f"this store does not verify ({verified.problem}): nothing copied; find out why with "
+                    "`ctx audit verify`, or pass --force to copy it as it is"
+                )
+        with Ctx(copy.open_target(self.store, to, follow_dangling=force), embedder=None) as target:
             derive, store = target._recall.rebuild_derived, target.store
             return copy.copy_store(self.store, store, derive=derive, batch_size=batch_size, progress=progress)
 

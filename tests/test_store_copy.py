@@ -385,3 +385,35 @@ def test_the_signed_checkpoint_comes_along_and_the_copy_matches_it(cli, source, 
     verify = cli("--db", str(target), "audit", "verify", db=False)
     assert verify.code == 0, verify.err
     assert "matches 1 signed checkpoints" in verify.out
+
+
+def test_a_source_that_does_not_verify_is_not_copied_unless_forced(cli, source, store_path, tmp_path):
+    conn = sqlite3.connect(store_path)
+    conn.execute("PRAGMA foreign_keys = OFF")
+    definition = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'decision_close_once'").fetchone()
+    if definition is not None:
+        conn.execute("DROP TRIGGER decision_close_once")
+    conn.execute("UPDATE decision SET decision = 'rewritten behind the audit log' WHERE rowid = 1")
+    if definition is not None:
+        conn.execute(definition[0])
+    conn.commit()
+    conn.close()
+    target = tmp_path / "copy.db"
+    refused = cli("migrate", "--to", str(target))
+    assert refused.code == 1 and refused.err.count("\n") == 1 and "does not verify" in refused.err, refused
+    assert "--force" in refused.err and not target.exists()
+    forced = cli("migrate", "--to", str(target), "--force")
+    assert forced.code == 0, forced.err and target.exists()
+
+
+def test_a_target_that_is_a_symbolic_link_to_nothing_is_refused_unless_forced(cli, source, tmp_path):
+    pointed = tmp_path / "elsewhere" / "planted.db"
+    pointed.parent.mkdir()
+    link = tmp_path / "copy.db"
+    link.symlink_to(pointed)
+    refused = cli("migrate", "--to", str(link))
+    assert refused.code == 1 and refused.err.count("\n") == 1, refused
+    assert "symbolic link" in refused.err and str(pointed) in refused.err
+    assert not pointed.exists()
+    assert cli("migrate", "--to", str(link), "--force").code == 0
+    assert pointed.is_file()

@@ -1045,9 +1045,14 @@ _MIGRATE_STAGES = {
     show_default=True,
     help="Rows per transaction on the target.",
 )
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Copy even a store that does not verify, or through a symbolic link to nothing.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (schemas/migrate.schema.json).")
 @_with_store
-def migrate_command(kernel: Ctx, to: str, batch_size: int, as_json: bool) -> None:
+def migrate_command(kernel: Ctx, to: str, batch_size: int, force: bool, as_json: bool) -> None:
     """Copy this store to another file or server: evidence, proposals, decisions, the audit chain.
 
     Stopped at any point, the same command carries on where it stopped: rows the target holds are
@@ -1056,9 +1061,9 @@ def migrate_command(kernel: Ctx, to: str, batch_size: int, as_json: bool) -> Non
     vectors are copied when the target uses the same model.
     """
     if as_json or not sys.stderr.isatty():
-        report = kernel.migrate(to, batch_size=batch_size)
+        report = kernel.migrate(to, batch_size=batch_size, force=force)
     else:
-        report = _migrate_with_bars(kernel, to, batch_size)
+        report = _migrate_with_bars(kernel, to, batch_size, force)
     if as_json:
         _emit_json(report.to_dict())
         return
@@ -1071,7 +1076,7 @@ def migrate_command(kernel: Ctx, to: str, batch_size: int, as_json: bool) -> Non
     )
 
 
-def _migrate_with_bars(kernel: Ctx, to: str, batch_size: int) -> Any:
+def _migrate_with_bars(kernel: Ctx, to: str, batch_size: int, force: bool) -> Any:
     """``Ctx.migrate`` with a progress bar per table on the terminal (standard error)."""
     from rich.console import Console  # noqa: PLC0415 - only ctx migrate draws bars
     from rich.progress import (  # noqa: PLC0415
@@ -1097,7 +1102,7 @@ def _migrate_with_bars(kernel: Ctx, to: str, batch_size: int) -> Any:
         bars.update(tasks[stage], completed=done, total=total)
 
     with bars:
-        return kernel.migrate(to, batch_size=batch_size, progress=progress)
+        return kernel.migrate(to, batch_size=batch_size, progress=progress, force=force)
 
 
 @cli.group()

@@ -21,6 +21,7 @@ closes windows, and the next run does the same on the target.
 
 from __future__ import annotations
 
+import os
 import secrets
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -49,8 +50,10 @@ _CLOSING = ("valid_until", "closed_by", "close_reason")
 Progress = Callable[[str, int, int | None], None]
 
 
-def open_target(source: Store, location: str) -> Store:
-    """The store to copy ``source`` into, created when missing; refuses the source itself."""
+def open_target(source: Store, location: str, *, follow_dangling: bool = False) -> Store:
+    """The store to copy ``source`` into, created when missing; refuses the source itself, and a
+    file that is a symbolic link to nothing (unless ``follow_dangling``: it would create a store
+    wherever the link points)."""
     if not location.strip():
         raise UsageError("--to names no location")
     if source.is_sealed():
@@ -64,6 +67,11 @@ def open_target(source: Store, location: str) -> Store:
         path = None  # a server's URL, or a scheme create_store refuses with its own message
     if path is not None and path.is_dir():
         raise UsageError(f"{path} is a folder: name the store's file")
+    if path is not None and path.is_symlink() and not path.exists() and not follow_dangling:
+        raise RefusedError(
+            f"{path} is a symbolic link to {os.readlink(path)}, which does not exist: ctx migrate "
+            "will not create a store where it points (pass --force if that is where it belongs)"
+        )
     if same_location(source.location, location):
         raise RefusedError("the target is this store itself: name another file or server")
     try:
