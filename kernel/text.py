@@ -90,6 +90,18 @@ def visible(text: str) -> str:
     return "".join(out)
 
 
+def visible_document(text: str) -> str:
+    """A document's text as :func:`visible` shows it, keeping its line breaks as written (CRLF,
+    line and paragraph separators): what a file a person reviews may hold."""
+    if _SUSPECT.search(text) is None:
+        return text
+    out: list[str] = []
+    for index, char in enumerate(text):
+        line_break = char in "\u2028\u2029" or (char == "\r" and text[index + 1 : index + 2] == "\n")
+        out.append(escape_char(char) if not line_break and hidden_at(text, index) else char)
+    return "".join(out)
+
+
 def json_visible(document: str) -> str:
     """A JSON document with hidden characters written as ``\\uXXXX`` escapes: the same value
     when parsed, and nothing that acts on a terminal when printed (:func:`json.dumps` escapes

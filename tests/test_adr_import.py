@@ -388,3 +388,29 @@ def test_a_ring_of_supersessions_is_refused_naming_the_files(cli, kernel: Ctx, t
         assert f"{number:04d}-decision-{number}.md" in result.err
     assert "ring" in result.err and "nothing imported" in result.err
     assert json.loads(cli("decisions", "--all", "--json").out)["decisions"] == []
+
+
+def test_export_spells_out_hidden_characters_that_got_past_the_input_rules(
+    cli, kernel: Ctx, store_path: Path, tmp_path: Path
+):
+    """A row written round the facade (raw SQL) with terminal escapes and a bidi override."""
+    decided = kernel.ratify(kernel.propose("ops.deploy", "Deploy on Tuesdays").id, reviewer="alice")
+    kernel.close()
+    hostile = "Deploy on Tuesdays\x1b[2J\x1b]0;owned\x07 \u202eeno siht daer\r"
+    conn = driver.connect(store_path, load_vec=False)
+    trigger = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'decision_close_once'").fetchone()[0]
+    conn.execute("DROP TRIGGER decision_close_once")
+    conn.execute("UPDATE decision SET decision = ? WHERE id = ?", (hostile, decided.decision.id))
+    conn.execute(trigger)
+    conn.commit()
+    conn.close()
+    out = tmp_path / "adr"
+    assert cli("export", "adr", str(out)).code == 0
+    written = "".join(p.read_text(encoding="utf-8") for p in out.glob("*.md"))
+    assert "Deploy on Tuesdays" in written
+    for raw in ("\x1b", "\x07", "\u202e", "\r"):
+        assert raw not in written
+    assert "\\x1b[2J" in written and "\\u202e" in written
+    before = {p.name: p.stat().st_mtime_ns for p in out.glob("*.md")}
+    assert cli("export", "adr", str(out)).code == 0
+    assert {p.name: p.stat().st_mtime_ns for p in out.glob("*.md")} == before  # nothing rewritten

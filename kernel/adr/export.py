@@ -25,6 +25,7 @@ from ctx_kernel.kernel.adr import files as adr
 from ctx_kernel.kernel.adr.importer import ADR_TAG, KEY_BY, KEY_FROM, KEY_ID, KEY_UNTIL, rationale_of
 from ctx_kernel.kernel.errors import RefusedError, UsageError
 from ctx_kernel.kernel.records import Record
+from ctx_kernel.kernel.text import visible_document
 
 if TYPE_CHECKING:
     from ctx_kernel.kernel.store.base import Store
@@ -481,6 +482,10 @@ def _refusal(path: Path, item: _Item, force: bool, inside: Path) -> str | None:
 
 
 def _write_if_changed(path: Path, content: str, report: AdrExport) -> None:
+    # Hidden characters (terminal controls, bidi overrides, zero-width) that reached the store by a
+    # way round the input rules are written spelled out (``\x1b``), never raw: a file a person
+    # reviews shows what it holds.
+    content = visible_document(content)
     try:
         if not path.is_symlink() and path.is_file() and path.read_bytes() == content.encode("utf-8"):
             report.unchanged.append(path)
@@ -562,7 +567,7 @@ def _write_index(
     names = {item.name.lower() for item in items}
     records, _, _ = adr.read_adr_folder(folder)
     others = [r for r in records if Path(r.path).name.lower() not in names]
-    content = render_index(items, by_id, others)
+    content = visible_document(render_index(items, by_id, others))
     try:
         if path.is_symlink() or not path.is_file() or path.read_bytes() != content.encode("utf-8"):
             _write_atomic(path, content)
