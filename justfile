@@ -72,7 +72,8 @@ bench: bench-cli quality bench-recall bench-review bench-mcp bench-ingest bench-
 bench-ingest lines="50000":
     {{venv}}python bench/ingest_bench.py --lines {{lines}}
 
-# Many processes writing one store: lock waits and command times, before (busy handler) and after (OS lock).
+# Many processes writing one store: lock waits and command times, before (busy handler) and after (OS lock),
+# then whole ctx processes with a ctx log --jsonl import beside them (lock waits and holds).
 bench-writers proposers="8" each="200":
     {{venv}}python bench/writers_bench.py --proposers {{proposers}} --each {{each}}
 

@@ -201,19 +201,118 @@ def run(mode: str, proposers: int, loggers: int, each: int, url: str | None = No
     }
 
 
+PROBE = Path(__file__).resolve().parent / "cli_probe.py"
+
+
+def _cli_worker(role: str, index: int, each: int, db: str, out: str, lines: str | None) -> list[float]:
+    """Run whole ``ctx`` processes (through cli_probe.py) one after another; each one's wall time."""
+    import subprocess
+
+    rng = random.Random(index)
+    walls: list[float] = []
+
+    def ctx(*args: str) -> subprocess.CompletedProcess[str]:
+        began = time.perf_counter()
+        done = subprocess.run(
+            [sys.executable, str(PROBE), out, "--db", db, *args], capture_output=True, text=True, check=False
+        )
+        walls.append(time.perf_counter() - began)
+        return done
+
+    if role == "proposer":
+        for k in range(each):
+            ctx(
+                "propose",
+                "--subject",
+                f"team{index}.area{k % 20}",
+                "--decision",
+                f"writer {index} option {k}: use component {rng.randrange(10**6)}",
+                "--agent",
+                f"agent-{index}",
+            )
+    elif role == "logger":
+        for k in range(each):
+            ctx("log", f"logger {index} note {k}: latency {rng.random():.6f} ms")
+    elif role == "importer" and lines is not None:
+        ctx("log", "--jsonl", lines)
+    else:  # the ratifier: until the proposers are done (their output file stops growing)
+        for _ in range(each):
+            listed = ctx("queue", "--json")
+            pending = json.loads(listed.stdout or '{"proposals": []}')["proposals"]
+            for proposal in pending[:3]:
+                ctx("ratify", proposal["id"], "--yes", "--no-settle", "--reviewer", "bench")
+    return walls
+
+
+def run_cli(proposers: int, loggers: int, each: int, import_lines: int) -> dict:
+    """Whole ``ctx`` processes writing one fresh store at once: proposers, loggers, a ratifier and
+    one ``ctx log --jsonl`` import; every write's lock wait and hold, and every command's wall time."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from ctx_kernel.kernel import Ctx
+
+    with tempfile.TemporaryDirectory() as folder:
+        db = Path(folder) / ".ctx" / "ctx.db"
+        Ctx.init(db)[0].close()
+        out = Path(folder) / "locks.jsonl"
+        lines = Path(folder) / "import.jsonl"
+        rng = random.Random(7)
+        with lines.open("w", encoding="utf-8") as handle:
+            for k in range(import_lines):
+                words = " ".join(rng.choice(_WORDS) for _ in range(70))
+                handle.write(json.dumps({"text": f"imported record {k}: {words}"}) + "\n")
+        roles = [("proposer", i) for i in range(proposers)] + [("logger", 100 + i) for i in range(loggers)]
+        roles += [("importer", 500), ("ratifier", 999)]
+        began = time.perf_counter()
+        with ThreadPoolExecutor(len(roles)) as pool:
+            futures = [
+                pool.submit(
+                    _cli_worker, role, i, each, str(db), str(out), str(lines) if role == "importer" else None
+                )
+                for role, i in roles
+            ]
+            walls = [t for f in futures for t in f.result()]
+        wall = time.perf_counter() - began
+        records = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    return {
+        "wall": wall,
+        "commands": walls,
+        "waits": [w for r in records for w in r["waits"]],
+        "holds": [(h, r["command"]) for r in records for h in r["holds"]],
+        "errors": [r for r in records if r["code"] not in (0, 1)],
+    }
+
+
+_WORDS = (
+    "the deploy cache flushed after release token refresh failed on upload session expired while "
+    "agent retried migration index rebuilt queue drained reviewer approved benchmark showed latency"
+).split()
+
+
 def main() -> None:
     """Print p50/p99/max lock wait and command time, errors and lost writes per mode."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--proposers", type=int, default=8)
     parser.add_argument("--loggers", type=int, default=2)
     parser.add_argument("--each", type=int, default=200, help="commands per proposer and per logger")
-    parser.add_argument("--modes", default="busy,lock", help="busy (before), lock (after), or both")
+    parser.add_argument(
+        "--modes",
+        default="busy,lock",
+        help="busy (before), lock (after), cli (whole ctx processes), or several",
+    )
+    parser.add_argument("--cli-each", type=int, default=15, help="cli mode: commands per proposer and logger")
+    parser.add_argument(
+        "--import-lines", type=int, default=5000, help="cli mode: lines of the --jsonl import"
+    )
     args = parser.parse_args()
     print(
         f"{args.proposers} proposers and {args.loggers} loggers x {args.each} commands, 1 ratifier; "
         "facade calls in separate processes; the machine may be shared and noisy"
     )
     for mode in args.modes.split(","):
+        if mode == "cli":
+            _print_cli(run_cli(args.proposers, args.loggers, args.cli_each, args.import_lines), args)
+            continue
         result = run(mode, args.proposers, args.loggers, args.each)
         waits, commands = result["waits"], result["commands"]
         label = {"busy": "before (busy handler)", "lock": "after (OS writer lock)"}.get(mode, mode)
@@ -228,6 +327,27 @@ def main() -> None:
         print(f"  errors {len(result['errors'])}   lost writes {result['lost']}")
         for error in result["errors"][:3]:
             print("   ", error.strip().splitlines()[-1])
+
+
+def _print_cli(result: dict, args: argparse.Namespace) -> None:
+    waits, commands, holds = result["waits"], result["commands"], result["holds"]
+    print(
+        f"\nwhole ctx processes: {args.proposers} proposers and {args.loggers} loggers x {args.cli_each}, "
+        f"a ratifier, one ctx log --jsonl of {args.import_lines} lines: {len(commands)} commands, "
+        f"{len(waits)} transactions in {result['wall']:.1f} s"
+    )
+    for name, values in (
+        ("lock wait", waits),
+        ("lock hold", [h for h, _ in holds]),
+        ("command time", commands),
+    ):
+        print(
+            f"  {name:13s} p50 {_percentile(values, 0.5) * 1000:7.1f} ms   "
+            f"p99 {_percentile(values, 0.99) * 1000:7.1f} ms   max {max(values, default=0) * 1000:7.1f} ms"
+        )
+    longest = sorted(holds, reverse=True)[:3]
+    print("  longest holds: " + ", ".join(f"{command} {h * 1000:.0f} ms" for h, command in longest))
+    print(f"  crashed commands {len(result['errors'])}")
 
 
 if __name__ == "__main__":

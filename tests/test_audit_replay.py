@@ -564,6 +564,16 @@ def test_a_checkpoint_of_another_store_in_the_shared_folder_is_said_and_skipped(
     assert exported.code == 0, exported.err
 
 
+def test_a_changed_store_id_is_not_taken_for_another_stores_checkpoints(
+    cli, store_path, world, signing_key
+):
+    """Skipping other stores' files must not let a store change its own id past its checkpoints."""
+    checkpoint(cli)
+    tamper(store_path, "UPDATE meta SET value = 'st_forged' WHERE key = 'store_id'")
+    line, _ = verify_fails(cli)
+    assert "not this store (st_forged)" in line
+
+
 def test_checkpointing_a_store_that_does_not_verify_is_refused(cli, store_path, world, signing_key):
     tamper(store_path, TAMPERS["link-a-current-decision-as-superseded"][0].format(**world))
     line = one_line_error(cli("audit", "checkpoint"), 1)

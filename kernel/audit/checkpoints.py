@@ -156,6 +156,15 @@ def gather(
     ones; and the folder's checkpoints of other stores (the folder is committed and shared, so
     another store's file may land in it: it says nothing about this store, so it is skipped)."""
     heads, problems, skipped = [], [], []
+    own: SignedHead | None = None
+    if stored is not None:
+        try:
+            own = parse(read_json(stored), STORE_COPY)
+        except (JSONInputError, RefusedError):
+            problems.append(f"{STORE_COPY} of the latest checkpoint is not a signed head")
+    # When the store's own signed head names another store, its id was changed: nothing is skipped,
+    # so every checkpoint says so.
+    skip_foreign = store_id is not None and (own is None or own.store_id == store_id)
     named = list(named)
     files = [*named, *(sorted(folder.glob("*.json")) if folder.is_dir() else [])]
     for path in dict.fromkeys(files):
@@ -164,15 +173,12 @@ def gather(
         except RefusedError as exc:
             problems.append(exc.message)
             continue
-        if store_id is not None and head.store_id != store_id and path not in named:
+        if skip_foreign and head.store_id != store_id and path not in named:
             skipped.append(f"checkpoint {head.source} is for another store ({head.store_id}): skipped")
         else:
             heads.append(head)
-    if stored is not None:
-        try:
-            heads.append(parse(read_json(stored), STORE_COPY))
-        except (JSONInputError, RefusedError):
-            problems.append(f"{STORE_COPY} of the latest checkpoint is not a signed head")
+    if own is not None:
+        heads.append(own)
     return heads, problems, skipped
 
 
