@@ -70,6 +70,15 @@ def hidden_at(text: str, index: int) -> bool:
     return (0xFE00 <= code <= 0xFE0F and char not in _PRESENTATION_SELECTORS) or 0xE0100 <= code <= 0xE01EF
 
 
+def lookalike_key(subject: str) -> str:
+    """What a subject looks like: its TR39 skeleton with combining marks taken off, so that a
+    subject differing from another only by an accent (``auth.tokens`` + U+0301) looks like it."""
+    if subject.isascii():
+        return subject
+    bare = unicodedata.normalize("NFD", skeleton(subject))
+    return unicodedata.normalize("NFC", "".join(c for c in bare if unicodedata.category(c) != "Mn"))
+
+
 def escape_char(char: str) -> str:
     """``\\x1b``, ``\\u202e`` or ``\\U000e0041``: a character spelled out as a Python escape."""
     code = ord(char)

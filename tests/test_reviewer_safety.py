@@ -251,6 +251,18 @@ def test_a_subject_that_looks_like_an_existing_one_is_refused(kernel: Ctx, cli) 
         kernel.propose("db.dr\u0456ver", "Use asyncpg")
 
 
+def test_a_subject_that_differs_only_by_a_combining_mark_is_refused(kernel: Ctx, cli) -> None:
+    """auth.tokens + U+0301 folds to auth.tokenś, which looks like auth.tokens: refused."""
+    kernel.propose("auth.tokens", "Use JWT")
+    for lookalike in ("auth.tokens\u0301", "auth.t\u00f6kens", "a\u0300uth.tokens"):
+        with pytest.raises(RefusedError, match=r"looks like the existing subject auth\.tokens"):
+            kernel.propose(lookalike, "Use opaque ids")
+    result = cli("propose", "--subject", "auth.tokens\u0301", "--decision", "Use opaque ids")
+    assert result.code == 1 and "auth.tokens" in result.err and result.err.count("\n") == 1
+    blank = cli("propose", "--subject", "ops.cache", "--decision", "x", "--agent", "   ")
+    assert blank.code == 2 and "blank" in blank.err
+
+
 def test_non_latin_subjects_are_allowed_and_compared_by_their_skeleton(kernel: Ctx) -> None:
     kernel.propose("сервис.кэш", "Используем Redis")
     assert kernel.propose("сервис.кэш", "Используем Memcached").subject == "сервис.кэш"

@@ -108,11 +108,11 @@ class QueueService:
         known = self.store.known_subjects()
         if subject in known:
             return
-        mine = text.skeleton(subject)
+        mine = text.lookalike_key(subject)
         for other in known:
             if subject.isascii() and other.isascii():
                 continue  # an ASCII subject is its own skeleton
-            if text.skeleton(other) == mine:
+            if text.lookalike_key(other) == mine:
                 odd = next(
                     (i for i, (a, b) in enumerate(zip(subject, other, strict=False)) if a != b),
                     min(len(subject), len(other)),

@@ -6,6 +6,7 @@ import json
 
 import psycopg
 
+from ctx_kernel.kernel import clock
 from ctx_kernel.kernel.audit.chain import GENESIS_HASH, row_hash
 from ctx_kernel.kernel.store.postgres.schema import AUDIT_LOCK
 
@@ -20,7 +21,7 @@ def at(day: int) -> str:
 def evidence(conn: psycopg.Connection, eid: str, text: str = "we chose postgres") -> None:
     conn.execute(
         "INSERT INTO evidence (id, content_hash, text, kind, created_at) VALUES (%s, %s, %s, 'note', %s)",
-        (eid, f"hash-of-{eid}", text, T0),
+        (eid, f"hash-of-{eid}", text, clock.now()),
     )
 
 
@@ -35,7 +36,7 @@ def proposal(
     conn.execute(
         "INSERT INTO proposal (id, subject, decision, proposer, created_at, status) "
         "VALUES (%s, %s, 'use postgres', %s, %s, %s)",
-        (pid, subject, proposer or conn.info.user, T0, status),
+        (pid, subject, proposer or conn.info.user, clock.now(), status),
     )
 
 
@@ -59,7 +60,7 @@ def decision(
             valid_until,
             valid_until and "superseded",
             ratified_by or conn.info.user,
-            T0,
+            clock.now(),  # the database holds a login's writes to its own clock
             proposal_id,
         ),
     )

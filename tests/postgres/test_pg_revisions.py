@@ -1,6 +1,6 @@
 """Shipped PostgreSQL revisions never change: a schema change is a new revision.
 
-p001 to p004 run statement lists kept in :mod:`ctx_kernel.kernel.store.postgres.schema` and
+p001 to p005 run statement lists kept in :mod:`ctx_kernel.kernel.store.postgres.schema` and
 :mod:`~ctx_kernel.kernel.store.postgres.roles`. A server created by an earlier ctx has run them
 as they were then; editing them in place would give new servers a schema that existing ones never
 get. These digests hold the lists as they shipped.
@@ -17,6 +17,7 @@ SHIPPED = {
     "p002_role_grants": "d555cf36c7c0c6d0e2a4a371cd8cba923fc5573298481a6bc9222afb939ca90c",
     "p003_window_rule": "fa65e8acf922f42371ddae86db2bc708f6e3d936a81f1610844821e178dec5a3",
     "p004_login_binding": "cf5dc1c2737ff8a77c42588b2cbb8c8191c708efded85abf3be3f49908f7e819",
+    "p005_input_rules": "db9f850231575ff0808375c0b4e52b12b5ce1ae2b2641704ab1277adbd7a7a2a",
 }
 HOW = (
     "{name} has shipped and its statements changed: restore them (copy the old list into the "
@@ -34,6 +35,7 @@ def test_shipped_revisions_run_the_statements_they_shipped_with() -> None:
         "p002_role_grants": roles.P002_STATEMENTS,
         "p003_window_rule": schema.P003_STATEMENTS,
         "p004_login_binding": schema.P004_STATEMENTS,
+        "p005_input_rules": schema.P005_STATEMENTS,
     }
     for name, statements in runs.items():
         assert _digest(statements) == SHIPPED[name], HOW.format(name=name)

@@ -241,8 +241,8 @@ def test_every_act_is_bound_to_the_login_by_the_database(seeded):
             lambda: append(agent, "evidence.logged", "ev_0", actor=reviewer_login),
             lambda: agent.execute(
                 "INSERT INTO evidence (id, content_hash, text, kind, agent, created_at) "
-                "VALUES ('ev_x', 'h-x', 'x', 'note', %s, %s)",
-                (reviewer_login, T0),
+                "VALUES ('ev_x', 'h-x', 'x', 'note', %s, now())",
+                (reviewer_login,),
             ),
         ):
             with pytest.raises(DENIED, match="acts as itself"):
@@ -250,8 +250,7 @@ def test_every_act_is_bound_to_the_login_by_the_database(seeded):
         # A label that is no login's (a transcript's format name) is kept as the text's source.
         agent.execute(
             "INSERT INTO evidence (id, content_hash, text, kind, agent, created_at) "
-            "VALUES ('ev_y', 'h-y', 'y', 'note', 'claude-code', %s)",
-            (T0,),
+            "VALUES ('ev_y', 'h-y', 'y', 'note', 'claude-code', now())"
         )
         proposal(agent, "pr_mine")
         with pytest.raises(DENIED, match="acts as itself"):
@@ -300,3 +299,52 @@ def test_an_agent_withdraws_only_its_own_proposals(seeded):
         with seeded.connect(autocommit=True) as owner:
             owner.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(other)))
             owner.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(other)))
+
+
+def _raw_proposal(
+    conn, pid: str, subject: str, text: str = "use postgres", created_at: str | None = None
+) -> None:
+    conn.execute(
+        "INSERT INTO proposal (id, subject, decision, proposer, created_at) "
+        "VALUES (%s, %s, %s, session_user, coalesce(%s::timestamptz, now()))",
+        (pid, subject, text, created_at),
+    )
+
+
+def test_the_input_rules_hold_in_the_database_for_raw_sql(seeded):
+    """What the facade refuses, an agent's or a reviewer's raw SQL cannot queue or ratify either."""
+    with seeded.connect(autocommit=True) as owner:
+        proposal(owner, "pr_mfa", subject="auth.mfa")
+    refused = {
+        "auth.mf\u0430": "looks like the existing subject",  # Cyrillic a
+        "auth.mf\u00e1": "looks like the existing subject",  # an accent
+        "auth.mfa\u0301": "normal form",  # the same accent, not composed (NFKC composes it)
+        "Auth.MFA": "normal form",
+        "auth mfa": "normal form",
+        "auth..mfa": "normal form",
+        "auth.\u202emfa": "hidden",
+        "x" * 201: "longer than 200",
+    }
+    with seeded.connect(roles.AGENT, autocommit=True) as agent:
+        for n, (subject, why) in enumerate(refused.items()):
+            with pytest.raises(psycopg.IntegrityError, match=why):
+                _raw_proposal(agent, f"pr_bad_{n}", subject)
+        for n, text in enumerate(("use\x1b[2J postgres", "use \u202eserg", "line\rover", "   ")):
+            with pytest.raises(psycopg.IntegrityError, match=r"hidden|blank"):
+                _raw_proposal(agent, f"pr_text_{n}", "db.engine", text)
+        with pytest.raises(psycopg.IntegrityError, match="time of writing"):
+            _raw_proposal(agent, "pr_old", "db.engine", created_at="2020-01-01T00:00:00Z")
+        # What the facade accepts, raw SQL may write too: a new subject in another script, a join.
+        _raw_proposal(agent, "pr_ok_1", "сервис.кэш", "Используем Redis")
+        _raw_proposal(agent, "pr_ok_2", "db.engine", "Use PostgreSQL 18 \U0001f468\u200d\U0001f4bb")
+    with (
+        seeded.connect(roles.REVIEWER, autocommit=True) as reviewer,
+        pytest.raises(psycopg.IntegrityError, match="hidden"),
+    ):
+        reviewer.execute(
+            "INSERT INTO decision (id, subject, decision, valid_from, ratified_by, ratified_at) "
+            "VALUES ('dc_bad', 'db.other', E'use \\u202e this', now(), session_user, now())"
+        )
+    with seeded.connect(autocommit=True) as owner:
+        ids = {r[0] for r in owner.execute("SELECT id FROM proposal").fetchall()}
+    assert ids == {"pr_0", "pr_mfa", "pr_ok_1", "pr_ok_2"}

@@ -18,8 +18,8 @@ from ctx_kernel.kernel.errors import StoreError, UsageError
 from ctx_kernel.kernel.store.postgres import roles, schema
 
 # The Alembic revision at head (kernel/store/postgres/migrations/versions) and its number.
-HEAD_REVISION = "p004_login_binding"
-HEAD_VERSION = 4
+HEAD_REVISION = "p005_input_rules"
+HEAD_VERSION = 5
 _REVISION = re.compile(r"^p(\d{3})_\w+$")
 # How long connecting may take before ctx gives up (libpq waits forever by default).
 CONNECT_TIMEOUT = 10
@@ -160,7 +160,8 @@ def _defined(kind: str) -> dict[str, str]:
     """Name -> statement of every function or trigger the schema defines, at head."""
     pattern = re.compile(rf"CREATE {kind} (\w+)")
     found: dict[str, str] = {}
-    for statement in [*schema.STATEMENTS, *schema.P003_STATEMENTS, *schema.P004_STATEMENTS]:
+    revisions = (schema.STATEMENTS, schema.P003_STATEMENTS, schema.P004_STATEMENTS, schema.P005_STATEMENTS)
+    for statement in [s for statements in revisions for s in statements]:
         for name in pattern.findall(statement):
             found[name] = statement
     return found

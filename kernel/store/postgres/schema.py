@@ -660,3 +660,133 @@ P004_STATEMENTS = [
        USING (status = 'pending' AND proposer = session_user) WITH CHECK (status = 'withdrawn')""",
     PIN_SEARCH_PATH,
 ]
+
+
+# Revision p005: the input rules of what a person ratifies, held by the database for every login
+# but the tables' owner, so that raw SQL cannot queue what the facade would refuse. The facade's
+# rules (kernel/text.py) stay the reference; these are the same rules in SQL where SQL can state
+# them, and a strict stand-in where it cannot:
+# - hidden characters (controls, bidi and format characters, line separators, invisible letters,
+#   variation selectors but the emoji/text ones; a zero-width (non-)joiner beside ASCII or space);
+# - a subject in its normal form (NFKC, lower case, dotted segments, no ASCII punctuation but
+#   ``-`` and ``_``), of at most 200 characters, and not a look-alike of another subject: equal once
+#   accents are taken off and the Cyrillic and Greek letters that look Latin are read as Latin (the
+#   facade compares full TR39 skeletons);
+# - the facade's size limits, names that are not blank, and a creation time within ten minutes of
+#   the server's clock.
+_LOOKALIKES = {
+    "а": "a", "в": "b", "е": "e", "к": "k", "м": "m", "н": "h", "о": "o", "р": "p", "с": "c", "т": "t",
+    "у": "y", "х": "x", "і": "i", "ј": "j", "ѕ": "s", "ԁ": "d", "ӏ": "l", "ԛ": "q", "ԝ": "w", "ү": "y",
+    "α": "a", "β": "b", "ε": "e", "η": "n", "ι": "i", "κ": "k", "ν": "v", "ο": "o", "ρ": "p", "τ": "t",
+    "υ": "u", "χ": "x", "ɡ": "g", "ı": "i",
+}  # fmt: skip
+_LOOK_FROM = "".join(_LOOKALIKES)
+_LOOK_TO = "".join(_LOOKALIKES.values())
+_HIDDEN_CLASS = (
+    "[\\x01-\\x08\\x0b-\\x1f\\x7f-\\x9f\\u00ad\\u034f\\u061c\\u115f\\u1160\\u180e\\u200b\\u200e\\u200f"
+    "\\u2028-\\u202e\\u2060-\\u206f\\u3164\\ufe00-\\ufe0d\\ufeff\\uffa0\\ufff9-\\ufffb"
+    "\\U000e0000-\\U000e007f\\U000e0100-\\U000e01ef]"
+)
+_LONELY_JOINER = "(^|[\\x01-\\x7f[:space:]])[\\u200c\\u200d]|[\\u200c\\u200d]($|[\\x01-\\x7f[:space:]])"
+_ASCII_PUNCTUATION = "[\\x01-\\x2c\\x2f\\x3a-\\x40\\x5b-\\x5e\\x60\\x7b-\\x7f[:space:]]"
+P005_STATEMENTS = [
+    f"""CREATE FUNCTION ctx_hidden(value text) RETURNS boolean LANGUAGE sql IMMUTABLE AS $$
+       SELECT value ~ '{_HIDDEN_CLASS}' OR value ~ '{_LONELY_JOINER}'
+       $$""",
+    f"""CREATE FUNCTION ctx_lookalike(subject text) RETURNS text LANGUAGE sql IMMUTABLE AS $$
+       SELECT translate(regexp_replace(normalize(subject, NFD), '[\\u0300-\\u036f]', '', 'g'),
+                        '{_LOOK_FROM}', '{_LOOK_TO}')
+       $$""",
+    f"""CREATE FUNCTION ctx_check_text(value text, what text, most integer) RETURNS void
+       LANGUAGE plpgsql AS $$
+       BEGIN
+         IF value IS NULL THEN
+           RETURN;
+         END IF;
+         IF char_length(value) > most THEN
+           RAISE EXCEPTION '% is longer than % characters', what, most {_REFUSED};
+         END IF;
+         IF btrim(value) = '' THEN
+           RAISE EXCEPTION '% is blank', what {_REFUSED};
+         END IF;
+         IF ctx_hidden(value) THEN
+           RAISE EXCEPTION '% holds a hidden or terminal-control character', what {_REFUSED};
+         END IF;
+       END $$""",
+    f"""CREATE FUNCTION ctx_check_subject(subject text) RETURNS void LANGUAGE plpgsql AS $$
+       DECLARE
+         other text;
+       BEGIN
+         PERFORM ctx_check_text(subject, 'subject', 200);
+         IF subject <> lower(normalize(subject, NFKC)) OR subject ~ '{_ASCII_PUNCTUATION}'
+            OR subject !~ '^[^.]+([.][^.]+)*$' OR subject ~ '(^|[.])[-_]*([.]|$)' THEN
+           RAISE EXCEPTION 'subject % is not in its normal form (dotted words, lower case)',
+             quote_literal(subject) {_REFUSED};
+         END IF;
+         IF EXISTS (SELECT 1 FROM decision WHERE decision.subject = $1)
+            OR EXISTS (SELECT 1 FROM proposal WHERE proposal.subject = $1) THEN
+           RETURN;
+         END IF;
+         SELECT s INTO other FROM (SELECT decision.subject AS s FROM decision
+                                   UNION SELECT proposal.subject FROM proposal) known
+          WHERE ctx_lookalike(s) = ctx_lookalike($1) LIMIT 1;
+         IF other IS NOT NULL THEN
+           RAISE EXCEPTION 'subject % looks like the existing subject %', quote_literal(subject),
+             quote_literal(other) {_REFUSED};
+         END IF;
+       END $$""",
+    f"""CREATE FUNCTION ctx_check_now(at timestamptz, what text) RETURNS void LANGUAGE plpgsql AS $$
+       BEGIN
+         IF at IS NULL OR at < now() - interval '10 minutes' OR at > now() + interval '10 minutes' THEN
+           RAISE EXCEPTION '% must be the time of writing (within ten minutes of the server clock)',
+             what {_REFUSED};
+         END IF;
+       END $$""",
+    """CREATE FUNCTION ctx_proposal_checked() RETURNS trigger LANGUAGE plpgsql AS $$
+       BEGIN
+         IF ctx_is_owner() THEN
+           RETURN NEW;
+         END IF;
+         IF TG_OP = 'INSERT' THEN
+           PERFORM ctx_check_subject(NEW.subject);
+           PERFORM ctx_check_text(NEW.decision, 'decision', 8000);
+           PERFORM ctx_check_text(NEW.rationale, 'rationale', 32000);
+           PERFORM ctx_check_text(NEW.title, 'title', 500);
+           PERFORM ctx_check_text(NEW.proposer, 'proposer', 200);
+           PERFORM ctx_check_text(NEW.session, 'session', 200);
+           PERFORM ctx_check_now(NEW.created_at, 'created_at');
+         ELSE
+           PERFORM ctx_check_text(NEW.resolution_note, 'resolution note', 4000);
+         END IF;
+         RETURN NEW;
+       END $$""",
+    """CREATE TRIGGER proposal_checked BEFORE INSERT OR UPDATE ON proposal
+       FOR EACH ROW EXECUTE FUNCTION ctx_proposal_checked()""",
+    """CREATE FUNCTION ctx_decision_checked() RETURNS trigger LANGUAGE plpgsql AS $$
+       BEGIN
+         IF ctx_is_owner() THEN
+           RETURN NEW;
+         END IF;
+         PERFORM ctx_check_subject(NEW.subject);
+         PERFORM ctx_check_text(NEW.decision, 'decision', 8000);
+         PERFORM ctx_check_text(NEW.rationale, 'rationale', 32000);
+         PERFORM ctx_check_text(NEW.title, 'title', 500);
+         PERFORM ctx_check_now(NEW.ratified_at, 'ratified_at');
+         RETURN NEW;
+       END $$""",
+    """CREATE TRIGGER decision_checked BEFORE INSERT ON decision
+       FOR EACH ROW EXECUTE FUNCTION ctx_decision_checked()""",
+    """CREATE FUNCTION ctx_evidence_checked() RETURNS trigger LANGUAGE plpgsql AS $$
+       BEGIN
+         IF ctx_is_owner() THEN
+           RETURN NEW;
+         END IF;
+         PERFORM ctx_check_text(NEW.agent, 'agent', 200);
+         PERFORM ctx_check_text(NEW.session, 'session', 200);
+         PERFORM ctx_check_now(NEW.created_at, 'created_at');
+         RETURN NEW;
+       END $$""",
+    """CREATE TRIGGER evidence_checked BEFORE INSERT ON evidence
+       FOR EACH ROW EXECUTE FUNCTION ctx_evidence_checked()""",
+    PIN_SEARCH_PATH,
+]
