@@ -564,9 +564,7 @@ def test_a_checkpoint_of_another_store_in_the_shared_folder_is_said_and_skipped(
     assert exported.code == 0, exported.err
 
 
-def test_a_changed_store_id_is_not_taken_for_another_stores_checkpoints(
-    cli, store_path, world, signing_key
-):
+def test_a_changed_store_id_is_not_taken_for_another_stores_checkpoints(cli, store_path, world, signing_key):
     """Skipping other stores' files must not let a store change its own id past its checkpoints."""
     checkpoint(cli)
     tamper(store_path, "UPDATE meta SET value = 'st_forged' WHERE key = 'store_id'")

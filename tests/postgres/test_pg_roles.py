@@ -348,3 +348,27 @@ def test_the_input_rules_hold_in_the_database_for_raw_sql(seeded):
     with seeded.connect(autocommit=True) as owner:
         ids = {r[0] for r in owner.execute("SELECT id FROM proposal").fetchall()}
     assert ids == {"pr_0", "pr_mfa", "pr_ok_1", "pr_ok_2"}
+
+
+def test_an_agent_adds_entity_mentions_only_for_the_evidence_it_is_logging(seeded):
+    """Mentions steer recall's ranking: an agent cannot point them at a decision or older evidence."""
+    with seeded.connect(autocommit=True) as owner:
+        owner.execute(
+            "INSERT INTO evidence (id, content_hash, text, kind, created_at) "
+            "VALUES ('ev_old', 'h-old', 'an old note', 'note', '2026-01-01T00:00:00Z')"
+        )
+        owner.execute("INSERT INTO entity (name) VALUES ('postgres')")
+    with seeded.connect(roles.AGENT, autocommit=True) as agent:
+        for item in ("dc_0", "ev_old"):
+            with pytest.raises(DENIED, match="row-level security"):
+                agent.execute(
+                    "INSERT INTO entity_mention (entity_id, item) "
+                    "SELECT id, %s FROM entity WHERE name = 'postgres'",
+                    (item,),
+                )
+        evidence(agent, "ev_new")
+        agent.execute(
+            "INSERT INTO entity_mention (entity_id, item) "
+            "SELECT id, 'ev_new' FROM entity WHERE name = 'postgres'"
+        )
+        assert agent.execute("SELECT item FROM entity_mention ORDER BY item").fetchall() == [("ev_new",)]

@@ -788,5 +788,16 @@ P005_STATEMENTS = [
        END $$""",
     """CREATE TRIGGER evidence_checked BEFORE INSERT ON evidence
        FOR EACH ROW EXECUTE FUNCTION ctx_evidence_checked()""",
+    # Entity mentions steer recall's entity ranking. An agent's login adds them only for the
+    # evidence it is logging (an evidence row written in the last ten minutes), never for a decision
+    # or older evidence; a reviewer's ratification adds its decision's.
+    "ALTER TABLE entity_mention ENABLE ROW LEVEL SECURITY",
+    "CREATE POLICY entity_mention_read ON entity_mention FOR SELECT TO ctx_agent, ctx_reviewer, ctx_auditor "
+    "USING (true)",
+    """CREATE POLICY entity_mention_agent_adds ON entity_mention FOR INSERT TO ctx_agent
+       WITH CHECK (item LIKE 'ev\\_%' AND EXISTS (
+         SELECT 1 FROM evidence e WHERE e.id = item AND e.created_at > now() - interval '10 minutes'))""",
+    """CREATE POLICY entity_mention_reviewer_adds ON entity_mention FOR INSERT TO ctx_reviewer
+       WITH CHECK (true)""",
     PIN_SEARCH_PATH,
 ]
