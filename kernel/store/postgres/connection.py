@@ -186,11 +186,14 @@ def invariant_problems(conn: psycopg.Connection[Any]) -> list[str]:
             "WHERE c.relnamespace = current_schema()::regnamespace AND NOT t.tgisinternal"
         ).fetchall()
     )
-    for name in sorted(_defined("TRIGGER")):
+    defined_triggers = _defined("TRIGGER")
+    for name in sorted(defined_triggers):
         if name not in triggers:
             problems.append(f"trigger {name} is missing")
         elif triggers[name] not in ("O", "A"):
             problems.append(f"trigger {name} is disabled")
+    for name in sorted(set(triggers) - set(defined_triggers)):
+        problems.append(f"trigger {name} is not one of ctx's")
     bodies = dict(
         conn.execute(
             "SELECT proname, prosrc FROM pg_proc WHERE pronamespace = current_schema()::regnamespace "
@@ -207,10 +210,142 @@ def invariant_problems(conn: psycopg.Connection[Any]) -> list[str]:
         "AND NOT convalidated ORDER BY conname"
     ).fetchall():
         problems.append(f"constraint {name} is not validated")
+    problems += security_problems(conn)
     # p003's trigger checks new rows only: a store written before it may hold an empty window that
     # overlaps another by SQLite's rule, which a copy to SQLite would refuse.
     for subject, first, second in conn.execute(_OVERLAPPING_WINDOWS).fetchall():
         problems.append(f"decisions {first} and {second} on {subject} have overlapping windows")
+    return problems
+
+
+def _shipped() -> list[str]:
+    """Every statement of the schema at head, in order (the grants and policies of roles.py too)."""
+    return [
+        *schema.STATEMENTS,
+        *roles.STATEMENTS,
+        *roles.P002_STATEMENTS,
+        *schema.P003_STATEMENTS,
+        *schema.P004_STATEMENTS,
+        *schema.P005_STATEMENTS,
+    ]
+
+
+_POLICY = re.compile(r"CREATE POLICY (\w+) ON (\w+) FOR (\w+) TO ([\w, ]+?)\s+(?:USING|WITH)")
+_GRANT = re.compile(r"^GRANT ([A-Z, ]+?) (\([^)]*\) )?ON ([\w, ]+) TO ([\w, ]+)$")
+_PRIVILEGES = ("SELECT", "INSERT", "UPDATE", "DELETE", "TRUNCATE", "REFERENCES", "TRIGGER")
+_COMMANDS = {"r": "SELECT", "a": "INSERT", "w": "UPDATE", "d": "DELETE", "*": "ALL"}
+
+
+# A policy's expected expressions: (USING, WITH CHECK), each None when the statement has none.
+_Policy = tuple[str, frozenset[str], str | None, str | None]
+_EXPRESSION = re.compile(r"(USING|WITH CHECK) \((.*?)\)(?= WITH CHECK|$)")
+
+
+def _expected_security() -> tuple[set[str], dict[tuple[str, str], _Policy], set[tuple[str, str, str]]]:
+    """From the shipped statements: the tables with row-level security, each policy (table, name)
+    -> (command, roles, USING, WITH CHECK), and the privileges (group, table, privilege) granted on
+    whole tables or some of their columns."""
+    secured: set[str] = set()
+    policies: dict[tuple[str, str], _Policy] = {}
+    # p001 also lets every group read the revision (its own statement, after Alembic's table exists).
+    grants: set[tuple[str, str, str]] = {(group, "alembic_version", "SELECT") for group in roles.GROUPS}
+    for statement in _shipped():
+        flat = " ".join(statement.split())
+        if found := re.match(r"ALTER TABLE (\w+) ENABLE ROW LEVEL SECURITY", flat):
+            secured.add(found.group(1))
+        if found := _POLICY.search(flat):
+            name, table, command, to = found.groups()
+            parts = dict(_EXPRESSION.findall(flat[found.end() - 5 :]))
+            roles_named = frozenset(r.strip() for r in to.split(","))
+            policies[(table, name)] = (command, roles_named, parts.get("USING"), parts.get("WITH CHECK"))
+        if found := _GRANT.match(flat):
+            privileges, columns, tables, to = found.groups()
+            listed = [p.strip() for p in privileges.split(",")]
+            if columns:  # "INSERT, UPDATE (value)": the last privilege is on those columns only
+                listed[-1] += " (columns)"
+            for group in (g.strip() for g in to.split(",")):
+                for table in (t.strip() for t in tables.split(",")):
+                    grants.update((group, table, privilege) for privilege in listed)
+    return secured, policies, grants
+
+
+def _loosened(expected: str | None, live: str | None) -> bool:
+    """Whether a policy expression the schema makes restrictive now lets every row through."""
+    return expected is not None and expected.strip() != "true" and (live or "").strip("() ") == "true"
+
+
+def security_problems(conn: psycopg.Connection[Any]) -> list[str]:
+    """What the security model rests on, as the shipped schema makes it: row-level security on,
+    exactly ctx's policies (none loosened to ``true``), no privilege ctx never grants to a ctx
+    group, no trigger ctx did not make, each function's SECURITY DEFINER flag and pinned
+    search_path, and the unique index and exclusion constraint of the decision kernel."""
+    problems: list[str] = []
+    secured, policies, grants = _expected_security()
+    tables = {
+        name: rls
+        for name, rls in conn.execute(
+            "SELECT relname, relrowsecurity FROM pg_class "
+            "WHERE relnamespace = current_schema()::regnamespace AND relkind = 'r'"
+        ).fetchall()
+    }
+    for table in sorted(secured):
+        if not tables.get(table, False):
+            problems.append(f"row-level security is off on {table}")
+    live = {
+        (table, name): (_COMMANDS.get(cmd, cmd), frozenset(names), qual, check)
+        for table, name, cmd, names, qual, check in conn.execute(
+            "SELECT c.relname, p.polname, p.polcmd, "
+            "ARRAY(SELECT rolname::text FROM pg_roles WHERE oid = ANY(p.polroles)), "
+            "pg_get_expr(p.polqual, p.polrelid), pg_get_expr(p.polwithcheck, p.polrelid) "
+            "FROM pg_policy p JOIN pg_class c ON c.oid = p.polrelid "
+            "WHERE c.relnamespace = current_schema()::regnamespace"
+        ).fetchall()
+    }
+    for key in sorted(set(live) - set(policies)):
+        problems.append(f"policy {key[1]} on {key[0]} is not one of ctx's")
+    for key, (command, names, using, checked) in sorted(policies.items()):
+        if key not in live:
+            problems.append(f"policy {key[1]} on {key[0]} is missing")
+            continue
+        live_command, live_names, qual, check = live[key]
+        loosened = _loosened(using, qual) or _loosened(checked, check)
+        if live_command != command or live_names != names or loosened:
+            problems.append(f"policy {key[1]} on {key[0]} differs from its definition")
+    for group, table, privilege in conn.execute(
+        "SELECT g, c.relname, p FROM unnest(%s::text[]) g, pg_class c, unnest(%s::text[]) p "
+        "WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind = 'r' "
+        "AND has_table_privilege(g, c.oid, p) ORDER BY 1, 2, 3",
+        (list(roles.GROUPS), list(_PRIVILEGES)),
+    ).fetchall():
+        if (group, table, privilege) not in grants:
+            problems.append(f"{group} may {privilege} {table}, which ctx never grants")
+    defined = _defined("FUNCTION")
+    for name, definer, config in conn.execute(
+        "SELECT proname, prosecdef, proconfig FROM pg_proc "
+        "WHERE pronamespace = current_schema()::regnamespace AND proname LIKE 'ctx\\_%'"
+    ).fetchall():
+        if name not in defined:
+            continue
+        if definer != ("SECURITY DEFINER" in defined[name]):
+            problems.append(f"function {name} has its SECURITY DEFINER flag changed")
+        if not any(str(c).startswith("search_path=pg_catalog") for c in config or ()):
+            problems.append(f"function {name} has lost its pinned search_path")
+    if (
+        conn.execute(
+            "SELECT 1 FROM pg_indexes WHERE schemaname = current_schema() "
+            "AND indexname = 'ux_decision_current' AND indexdef LIKE 'CREATE UNIQUE INDEX%'"
+        ).fetchone()
+        is None
+    ):
+        problems.append("the unique index ux_decision_current (one current decision per subject) is missing")
+    if (
+        conn.execute(
+            "SELECT 1 FROM pg_constraint WHERE connamespace = current_schema()::regnamespace "
+            "AND conname = 'decision_no_overlap' AND contype = 'x'"
+        ).fetchone()
+        is None
+    ):
+        problems.append("the exclusion constraint decision_no_overlap (windows apart) is missing")
     return problems
 
 
