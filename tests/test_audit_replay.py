@@ -455,6 +455,11 @@ def rewrite_history(store_path: Path, world: dict[str, str]) -> None:
             bypass=trigger,
         )
     rewrite_log(store_path, soften_mfa)
+    # A careful attacker also rebuilds the keyword index, which verify checks against the rows.
+    conn = driver.connect(store_path, load_vec=False)
+    conn.execute("INSERT INTO decision_fts (decision_fts) VALUES ('rebuild')")
+    conn.commit()
+    conn.close()
 
 
 def test_a_rewritten_history_passes_alone_and_fails_against_a_checkpoint(
@@ -617,10 +622,22 @@ def test_reindex_rebuilds_a_planted_text_index_entry_and_lost_mentions(store_pat
         conn.execute("DELETE FROM entity_mention")
         conn.commit()
         conn.close()
-        assert kernel.verify_audit(state=True).ok  # derived data is not what verify checks
+        planted = kernel.verify_audit(state=True)  # the keyword index is checked against its rows
+        assert not planted.ok and "keyword index of decision does not match" in (planted.problem or "")
         assert [m.decision.id for m in kernel.search("sms").decisions] == [decision]
         kernel.reindex()
+        assert kernel.verify_audit(state=True).ok
         assert kernel.search("sms").decisions == []
         assert [m.decision.id for m in kernel.search("yubikey").decisions] == [decision]
         hit = kernel.recall("yubikey", mode="entity").decisions
         assert [h.decision.id for h in hit] == [decision]
+
+
+def test_a_planted_keyword_index_row_is_named(cli, store_path, world):
+    """A row put in the keyword index behind its triggers makes search find what no text says."""
+    conn = driver.connect(store_path, load_vec=False)
+    conn.execute("INSERT INTO evidence_fts (rowid, text) VALUES (999, 'planted words only here')")
+    conn.commit()
+    conn.close()
+    line, _ = verify_fails(cli)
+    assert "keyword index of evidence does not match" in line

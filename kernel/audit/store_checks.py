@@ -85,6 +85,8 @@ def verify_store(
     state = replay_state(store, rows)
     ordered = sorted(state.problems, key=lambda p: (p.seq is None, p.seq or 0))
     problems += [(p.seq, f"the tables differ from the audit log: {p.problem}") for p in ordered]
+    # After the rows: a changed row also leaves its keyword index behind, and the row says more.
+    problems += [(None, problem) for problem in store.keyword_index_problems()]
     notes = [*heads.skipped, *state.notes]
     if heads.latest is None:
         notes.insert(0, NO_CHECKPOINT)

@@ -131,6 +131,10 @@ class Store(Protocol):
     def integrity_check(self) -> str:
         """The database's own consistency check ('ok' when sound)."""
 
+    def keyword_index_problems(self) -> list[str]:
+        """Where the keyword index no longer matches the rows it indexes (a row planted, changed or
+        removed behind the triggers that keep it); empty when it matches."""
+
     def schema_objects(self) -> list[tuple[str, str, str, str | None]]:
         """``(type, name, table, definition)`` of every table, index and trigger, for audit checks."""
 

@@ -816,6 +816,33 @@ class SQLiteStore(IndexQueries, SQLiteCopy):
         """SQLite's own consistency check ('ok' when sound)."""
         return "; ".join(r[0] for r in self._q("PRAGMA integrity_check"))
 
+    def keyword_index_problems(self) -> list[str]:
+        """FTS5's own check of each index against its content table (``integrity-check`` with a
+        non-zero rank), which ``PRAGMA integrity_check`` leaves out. A sealed vault's evidence
+        index holds keyed tokens no text derives, so only the decisions' is checked there."""
+        tables = ["decision_fts"] if self.is_sealed() else ["decision_fts", "evidence_fts"]
+        problems = []
+        # An FTS5 command is an INSERT: it runs in a write transaction of a connection of its own,
+        # since a verify reads through this one in a snapshot.
+        checker = self.detached()
+        try:
+            with checker.transaction():
+                for table in tables:  # fixed names, never user text
+                    try:
+                        with checker.savepoint():
+                            checker._conn.execute(
+                                f"INSERT INTO {table} ({table}, rank) VALUES ('integrity-check', 1)"
+                            )
+                    except driver.dbapi.DatabaseError:
+                        kind = table.removesuffix("_fts")
+                        problems.append(
+                            f"the keyword index of {kind} does not match the {kind} rows "
+                            "(a row planted, changed or removed behind its triggers)"
+                        )
+        finally:
+            checker.close()
+        return problems
+
 
 _LINK_TABLES = {
     "supersession": "old_id, new_id, created_at",
