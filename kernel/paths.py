@@ -131,8 +131,6 @@ class Located:
     location: Location
     # "--db", "CTX_DB", the project config file that named it, or the store file found walking up.
     origin: str
-    # Kept for hosts that say a note once on standard error; nothing sets it today.
-    warning: str | None = None
 
 
 class UnapprovedStoreError(StoreError):
@@ -227,13 +225,11 @@ def own_store(folder: Path) -> Path:
 
 def _is_own_store(location: Location, store_dir: Path) -> bool:
     """Whether ``location`` is the project's own ``.ctx/ctx.db``, reached through no symbolic link."""
-    if not isinstance(location, Path) or store_dir.is_symlink():
-        return False
-    own = store_dir / STORE_FILE
-    if location.is_symlink():
+    if not isinstance(location, Path) or store_dir.is_symlink() or location.is_symlink():
         return False
     try:
-        return location.resolve() == own.resolve() and location.resolve().parent == store_dir.resolve()
+        resolved = location.resolve()
+        return resolved == (store_dir / STORE_FILE).resolve() and resolved.parent == store_dir.resolve()
     except OSError:
         return False
 
@@ -279,12 +275,19 @@ def configured_location(config: Path) -> Located | None:
     location = _config_location(config)
     if location is None:
         return None
-    if not _is_own_store(location, config.parent):
-        digest = hashlib.sha256(config.read_bytes()).hexdigest()
-        naming = Naming(config.resolve(), location, digest, config.parent.parent)
-        if not is_approved(naming):
-            raise naming.refusal()
+    naming = _config_naming(config, location)
+    if naming is not None and not is_approved(naming):
+        raise naming.refusal()
     return Located(location, str(config))
+
+
+def _config_naming(config: Path, location: Location) -> Naming | None:
+    """What a project config naming ``location`` asks this user to approve: None for the
+    project's own ``.ctx/ctx.db``, else the config as it reads now."""
+    if _is_own_store(location, config.parent):
+        return None
+    digest = hashlib.sha256(config.read_bytes()).hexdigest()
+    return Naming(config.resolve(), location, digest, config.parent.parent)
 
 
 def _linked_store(candidate: Path) -> Naming | None:
@@ -301,13 +304,10 @@ def _linked_store(candidate: Path) -> Naming | None:
 
 def naming_in(folder: Path) -> Naming | None:
     """What the project in ``folder`` names that needs this user's approval, if anything."""
-    folder = folder.resolve()
-    config = folder / STORE_DIR / PROJECT_CONFIG
+    config = folder.resolve() / STORE_DIR / PROJECT_CONFIG
     if config.is_file() and (location := _config_location(config)) is not None:
-        if _is_own_store(location, config.parent):
-            return None
-        return Naming(config.resolve(), location, hashlib.sha256(config.read_bytes()).hexdigest(), folder)
-    return _linked_store(own_store(folder))
+        return _config_naming(config, location)
+    return _linked_store(own_store(folder.resolve()))
 
 
 def locate_store(explicit: str | None = None, start: Path | None = None) -> Located:
@@ -394,9 +394,9 @@ def find_naming(start: Path) -> tuple[Path, Naming | None]:
     here = start.resolve()
     for folder in (here, *here.parents):
         config = folder / STORE_DIR / PROJECT_CONFIG
-        if (config.is_file() and _config_location(config) is not None) or own_store(folder).is_file():
-            return folder, naming_in(folder)
-        if own_store(folder).is_symlink() or (folder / STORE_DIR).is_symlink():
+        store = own_store(folder)
+        names_one = config.is_file() and _config_location(config) is not None
+        if names_one or store.is_file() or store.is_symlink() or store.parent.is_symlink():
             return folder, naming_in(folder)
     raise StoreError(f"no project naming a ctx store in {here} or any parent folder")
 

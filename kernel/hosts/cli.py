@@ -83,12 +83,8 @@ def _db_option(func: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _locate(explicit: str | None, start: Path | None = None) -> paths.Location:
-    """The store's location (``--db``, ``CTX_DB``, the project's config, ``.ctx/ctx.db``); a
-    password found in the committed project config is said on standard error."""
-    located = paths.locate_store(explicit, start)
-    if located.warning:
-        _say(f"ctx: warning: {located.warning}", err=True)
-    return located.location
+    """The store's location (``--db``, ``CTX_DB``, the project's config, ``.ctx/ctx.db``)."""
+    return paths.locate_store(explicit, start).location
 
 
 def _open(explicit: str | None, start: Path | None = None, **kwargs: Any) -> Ctx:
