@@ -9,6 +9,7 @@ password has it masked. Credentials come from the URL or from libpq's own source
 from __future__ import annotations
 
 import re
+from functools import cache
 from typing import Any
 
 import psycopg
@@ -156,12 +157,12 @@ def schema_version(conn: psycopg.Connection[Any]) -> int:
     return int(found[1:4]) if found and _REVISION.match(found) else 0
 
 
+@cache
 def _defined(kind: str) -> dict[str, str]:
     """Name -> statement of every function or trigger the schema defines, at head."""
     pattern = re.compile(rf"CREATE {kind} (\w+)")
     found: dict[str, str] = {}
-    revisions = (schema.STATEMENTS, schema.P003_STATEMENTS, schema.P004_STATEMENTS, schema.P005_STATEMENTS)
-    for statement in [s for statements in revisions for s in statements]:
+    for statement in _shipped():
         for name in pattern.findall(statement):
             found[name] = statement
     return found
@@ -241,6 +242,7 @@ _Policy = tuple[str, frozenset[str], str | None, str | None]
 _EXPRESSION = re.compile(r"(USING|WITH CHECK) \((.*?)\)(?= WITH CHECK|$)")
 
 
+@cache
 def _expected_security() -> tuple[set[str], dict[tuple[str, str], _Policy], set[tuple[str, str, str]]]:
     """From the shipped statements: the tables with row-level security, each policy (table, name)
     -> (command, roles, USING, WITH CHECK), and the privileges (group, table, privilege) granted on
