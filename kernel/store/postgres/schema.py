@@ -742,16 +742,22 @@ P005_STATEMENTS = [
              what {_REFUSED};
          END IF;
        END $$""",
+    # What a person reads before ratifying, in a proposal and in the decision made of it.
+    """CREATE FUNCTION ctx_check_ratified(subject text, decision text, rationale text, title text)
+       RETURNS void LANGUAGE plpgsql AS $$
+       BEGIN
+         PERFORM ctx_check_subject(subject);
+         PERFORM ctx_check_text(decision, 'decision', 8000);
+         PERFORM ctx_check_text(rationale, 'rationale', 32000);
+         PERFORM ctx_check_text(title, 'title', 500);
+       END $$""",
     """CREATE FUNCTION ctx_proposal_checked() RETURNS trigger LANGUAGE plpgsql AS $$
        BEGIN
          IF ctx_is_owner() THEN
            RETURN NEW;
          END IF;
          IF TG_OP = 'INSERT' THEN
-           PERFORM ctx_check_subject(NEW.subject);
-           PERFORM ctx_check_text(NEW.decision, 'decision', 8000);
-           PERFORM ctx_check_text(NEW.rationale, 'rationale', 32000);
-           PERFORM ctx_check_text(NEW.title, 'title', 500);
+           PERFORM ctx_check_ratified(NEW.subject, NEW.decision, NEW.rationale, NEW.title);
            PERFORM ctx_check_text(NEW.proposer, 'proposer', 200);
            PERFORM ctx_check_text(NEW.session, 'session', 200);
            PERFORM ctx_check_now(NEW.created_at, 'created_at');
@@ -767,10 +773,7 @@ P005_STATEMENTS = [
          IF ctx_is_owner() THEN
            RETURN NEW;
          END IF;
-         PERFORM ctx_check_subject(NEW.subject);
-         PERFORM ctx_check_text(NEW.decision, 'decision', 8000);
-         PERFORM ctx_check_text(NEW.rationale, 'rationale', 32000);
-         PERFORM ctx_check_text(NEW.title, 'title', 500);
+         PERFORM ctx_check_ratified(NEW.subject, NEW.decision, NEW.rationale, NEW.title);
          PERFORM ctx_check_now(NEW.ratified_at, 'ratified_at');
          RETURN NEW;
        END $$""",
