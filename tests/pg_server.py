@@ -230,42 +230,58 @@ def _one_line(error: BaseException) -> str:
     return f"{type(error).__name__}: {text[0] if text else ''}"
 
 
-@pytest.fixture(scope="session")
-def pg_server() -> Iterator[ServerState]:
-    """The session's server with the store's schema in a template database; never raises."""
-    if not server_available():
-        pytest.skip(SKIP_REASON)
+def _make_template(cluster: Cluster, data_dir: Path | None) -> None:
+    """The store's schema in the cluster's template database, and one login per group role."""
     import psycopg
     from psycopg import sql
 
     from ctx_kernel.kernel.store.postgres import migrate, roles
 
+    if data_dir is not None:
+        (data_dir / "pg_hba.conf").write_text(_HBA, encoding="utf-8")
+        cluster.admin("SELECT pg_reload_conf()")
+    cluster.admin(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(cluster.template)))
+    migrate.upgrade(cluster.uri(cluster.template))
+    grants = {
+        roles.AGENT: roles.grant_agent,
+        roles.REVIEWER: roles.grant_reviewer,
+        roles.AUDITOR: roles.grant_auditor,
+    }
+    with psycopg.connect(cluster.uri(cluster.template)) as conn:
+        for group, (login, password) in cluster.logins.items():
+            conn.execute(
+                sql.SQL("CREATE ROLE {} LOGIN PASSWORD {}").format(
+                    sql.Identifier(login), sql.Literal(password)
+                )
+            )
+            for statement in grants[group](login):
+                conn.execute(statement)
+
+
+def _drop_template(cluster: Cluster) -> None:
+    from psycopg import sql
+
+    cluster.admin(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(cluster.template)))
+    for login, _ in cluster.logins.values():
+        cluster.admin(sql.SQL("DROP ROLE {}").format(sql.Identifier(login)))
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[ServerState]:
+    """The session's server with the store's schema in a template database; never raises."""
+    if not server_available():
+        pytest.skip(SKIP_REASON)
+    from ctx_kernel.kernel.store.postgres import roles
+
     try:
         with _server_uri() as (admin_uri, data_dir):
             suffix = secrets.token_hex(4)
-            template = f"ctx_template_{suffix}"
             logins = {group: (f"{group}_{suffix}", secrets.token_hex(16)) for group in roles.GROUPS}
-            cluster = Cluster(admin_uri, template, logins, checks_passwords=data_dir is not None)
+            cluster = Cluster(
+                admin_uri, f"ctx_template_{suffix}", logins, checks_passwords=data_dir is not None
+            )
             try:
-                if data_dir is not None:
-                    (data_dir / "pg_hba.conf").write_text(_HBA, encoding="utf-8")
-                    cluster.admin("SELECT pg_reload_conf()")
-                cluster.admin(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(template)))
-                migrate.upgrade(cluster.uri(template))
-                grants = {
-                    roles.AGENT: roles.grant_agent,
-                    roles.REVIEWER: roles.grant_reviewer,
-                    roles.AUDITOR: roles.grant_auditor,
-                }
-                with psycopg.connect(cluster.uri(template)) as conn:
-                    for group, (login, password) in logins.items():
-                        conn.execute(
-                            sql.SQL("CREATE ROLE {} LOGIN PASSWORD {}").format(
-                                sql.Identifier(login), sql.Literal(password)
-                            )
-                        )
-                        for statement in grants[group](login):
-                            conn.execute(statement)
+                _make_template(cluster, data_dir)
                 _STATE.cluster = cluster
             except Exception as error:
                 _STATE.error = _STATE.health.check() or _one_line(error)
@@ -273,10 +289,8 @@ def pg_server() -> Iterator[ServerState]:
                 yield _STATE
             finally:
                 if _STATE.cluster is not None and _STATE.health.check() is None:
-                    cluster.admin(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(template)))
-                    for login, _ in logins.values():
-                        cluster.admin(sql.SQL("DROP ROLE {}").format(sql.Identifier(login)))
-    except Exception as error:
+                    _drop_template(cluster)
+    except Exception as error:  # the server did not start: the state says why
         if _STATE.error is not None or _STATE.cluster is not None:
             raise
         _STATE.error = _one_line(error)

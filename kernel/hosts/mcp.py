@@ -606,10 +606,8 @@ class _AnswerUnreadable:
             try:
                 reply = unreadable_reply(item)
             except Exception as exc:  # whatever the line held, it gets an answer and the server goes on
-                message = f"Parse error: {type(exc).__name__}".splitlines()[0]
-                reply = types.JSONRPCError(
-                    jsonrpc="2.0", id=None, error=types.ErrorData(code=types.PARSE_ERROR, message=message)
-                )
+                error = types.ErrorData(code=types.PARSE_ERROR, message=f"Parse error: {type(exc).__name__}")
+                reply = types.JSONRPCError(jsonrpc="2.0", id=None, error=error)
             await self._write.send(SessionMessage(reply))
 
     async def aclose(self) -> None:
