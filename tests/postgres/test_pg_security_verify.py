@@ -18,6 +18,15 @@ TAMPERS = {
         "CREATE POLICY proposal_agent_withdraws ON proposal FOR UPDATE TO ctx_agent USING (true)",
         "policy proposal_agent_withdraws on proposal differs",
     ),
+    # Restrictive still, but not ctx's rule: any pending proposal, not only the agent's own.
+    "policy-narrowed-away": (
+        "ALTER POLICY proposal_agent_withdraws ON proposal USING (status = 'pending')",
+        "policy proposal_agent_withdraws on proposal differs",
+    ),
+    "policy-check-changed": (
+        "ALTER POLICY audit_agent_appends ON audit WITH CHECK (action LIKE '%.%')",
+        "policy audit_agent_appends on audit differs",
+    ),
     "extra-policy": (
         "CREATE POLICY let_in ON proposal FOR UPDATE TO ctx_agent USING (true)",
         "policy let_in on proposal is not one of ctx's",

@@ -9,10 +9,12 @@ password has it masked. Credentials come from the URL or from libpq's own source
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from functools import cache
 from typing import Any
 
 import psycopg
+from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 
 from ctx_kernel.kernel.errors import StoreError, UsageError
@@ -172,7 +174,9 @@ def _body(statement: str) -> str:
     return statement.split("$$")[1]
 
 
-def invariant_problems(conn: psycopg.Connection[Any]) -> list[str]:
+def invariant_problems(
+    conn: psycopg.Connection[Any], expressions: Mapping[tuple[str, str], _Expressions] | None = None
+) -> list[str]:
     """What a sound store must have that this one lacks: ctx's triggers present and enabled, its
     functions as this ctx defines them, every constraint validated, and no two windows of a subject
     overlapping (first problem first).
@@ -211,7 +215,7 @@ def invariant_problems(conn: psycopg.Connection[Any]) -> list[str]:
         "AND NOT convalidated ORDER BY conname"
     ).fetchall():
         problems.append(f"constraint {name} is not validated")
-    problems += security_problems(conn)
+    problems += security_problems(conn, expressions)
     # p003's trigger checks new rows only: a store written before it may hold an empty window that
     # overlaps another by SQLite's rule, which a copy to SQLite would refuse.
     for subject, first, second in conn.execute(_OVERLAPPING_WINDOWS).fetchall():
@@ -239,6 +243,7 @@ _COMMANDS = {"r": "SELECT", "a": "INSERT", "w": "UPDATE", "d": "DELETE", "*": "A
 
 # A policy's expected expressions: (USING, WITH CHECK), each None when the statement has none.
 _Policy = tuple[str, frozenset[str], str | None, str | None]
+_Expressions = tuple[str | None, str | None]
 _EXPRESSION = re.compile(r"(USING|WITH CHECK) \((.*?)\)(?= WITH CHECK|$)")
 
 
@@ -271,16 +276,67 @@ def _expected_security() -> tuple[set[str], dict[tuple[str, str], _Policy], set[
     return secured, policies, grants
 
 
+def shipped_policy_expressions(url: str) -> dict[tuple[str, str], _Expressions] | None:
+    """Each shipped policy's (USING, WITH CHECK) as this server prints them, or None when it cannot
+    tell (the login may not make temporary tables).
+
+    The server's printed form varies between versions, so the reference is made by the server
+    itself: in a transaction that is rolled back, on a second connection (a verify reads in a
+    read-only snapshot), each policy statement runs unchanged against a temporary copy of its
+    table, which shadows the real one for unqualified names."""
+    statements = _policy_statements()
+    try:
+        with connect(url) as conn, conn.transaction(force_rollback=True):
+            for table in sorted({table for table, _ in statements}):
+                conn.execute(
+                    sql.SQL("CREATE TEMP TABLE {} (LIKE {})").format(
+                        sql.Identifier(table), sql.Identifier(_schema_of(conn), table)
+                    )
+                )
+            for statement in statements.values():
+                conn.execute(statement)  # a shipped statement, not input
+            rows = conn.execute(
+                "SELECT c.relname, p.polname, pg_get_expr(p.polqual, p.polrelid), "
+                "pg_get_expr(p.polwithcheck, p.polrelid) FROM pg_policy p "
+                "JOIN pg_class c ON c.oid = p.polrelid WHERE c.relnamespace = pg_my_temp_schema()"
+            ).fetchall()
+    except (psycopg.Error, StoreError):
+        return None
+    return {(table, name): (qual, check) for table, name, qual, check in rows}
+
+
+def _schema_of(conn: psycopg.Connection[Any]) -> str:
+    found = conn.execute("SELECT current_schema()").fetchone()
+    return str(found[0]) if found and found[0] else "public"
+
+
+@cache
+def _policy_statements() -> dict[tuple[str, str], str]:
+    """The shipped statement that last defines each policy (table, name), whitespace collapsed."""
+    made: dict[tuple[str, str], str] = {}
+    for statement in _shipped():
+        flat = " ".join(statement.split())
+        if found := _POLICY.search(flat):
+            made[(found.group(2), found.group(1))] = statement
+    return made
+
+
 def _loosened(expected: str | None, live: str | None) -> bool:
     """Whether a policy expression the schema makes restrictive now lets every row through."""
     return expected is not None and expected.strip() != "true" and (live or "").strip("() ") == "true"
 
 
-def security_problems(conn: psycopg.Connection[Any]) -> list[str]:
+def security_problems(
+    conn: psycopg.Connection[Any], expressions: Mapping[tuple[str, str], _Expressions] | None = None
+) -> list[str]:
     """What the security model rests on, as the shipped schema makes it: row-level security on,
-    exactly ctx's policies (none loosened to ``true``), no privilege ctx never grants to a ctx
-    group, no trigger ctx did not make, each function's SECURITY DEFINER flag and pinned
-    search_path, and the unique index and exclusion constraint of the decision kernel."""
+    exactly ctx's policies, no privilege ctx never grants to a ctx group, no trigger ctx did not
+    make, each function's SECURITY DEFINER flag and pinned search_path, and the unique index and
+    exclusion constraint of the decision kernel.
+
+    ``expressions`` are the policies' expressions as this server prints the shipped statements
+    (:func:`shipped_policy_expressions`); each live policy must print the same. Without them a
+    policy is only checked for having been loosened to ``true``."""
     problems: list[str] = []
     secured, policies, grants = _expected_security()
     tables = {
@@ -310,8 +366,11 @@ def security_problems(conn: psycopg.Connection[Any]) -> list[str]:
             problems.append(f"policy {key[1]} on {key[0]} is missing")
             continue
         live_command, live_names, qual, check = live[key]
-        loosened = _loosened(using, qual) or _loosened(checked, check)
-        if live_command != command or live_names != names or loosened:
+        if expressions is not None and key in expressions:
+            changed = expressions[key] != (qual, check)
+        else:
+            changed = _loosened(using, qual) or _loosened(checked, check)
+        if live_command != command or live_names != names or changed:
             problems.append(f"policy {key[1]} on {key[0]} differs from its definition")
     for group, table, privilege in conn.execute(
         "SELECT g, c.relname, p FROM unnest(%s::text[]) g, pg_class c, unnest(%s::text[]) p "

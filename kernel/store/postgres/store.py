@@ -325,7 +325,8 @@ class PostgresStore(TeamMixin, PostgresIndex, PostgresCopy):
 
     def integrity_check(self) -> str:
         """'ok' when every constraint is validated and every ctx trigger and function is in place."""
-        problems = connection.invariant_problems(self._conn)
+        expressions = connection.shipped_policy_expressions(self._url)
+        problems = connection.invariant_problems(self._conn, expressions)
         return "; ".join(problems) if problems else "ok"
 
     def schema_objects(self) -> list[tuple[str, str, str, str | None]]:
