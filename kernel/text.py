@@ -75,7 +75,13 @@ def lookalike_key(subject: str) -> str:
     subject differing from another only by an accent (``auth.tokens`` + U+0301) looks like it."""
     if subject.isascii():
         return subject
-    bare = unicodedata.normalize("NFD", skeleton(subject))
+    # Marks off before the skeleton too: a letter with an accent (U+1F15) has no entry of its own
+    # in the confusables table while the bare letter (U+03B5) has one.
+    return _unmarked(skeleton(_unmarked(subject)))
+
+
+def _unmarked(text: str) -> str:
+    bare = unicodedata.normalize("NFD", text)
     return unicodedata.normalize("NFC", "".join(c for c in bare if unicodedata.category(c) != "Mn"))
 
 

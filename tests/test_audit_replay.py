@@ -574,7 +574,18 @@ def test_a_changed_store_id_is_not_taken_for_another_stores_checkpoints(cli, sto
     checkpoint(cli)
     tamper(store_path, "UPDATE meta SET value = 'st_forged' WHERE key = 'store_id'")
     line, _ = verify_fails(cli)
-    assert "not this store (st_forged)" in line
+    assert "now calls itself st_forged (its id was changed)" in line
+
+
+def test_a_changed_store_id_is_named_when_the_stores_own_copy_of_its_head_is_changed_too(
+    cli, store_path, world, signing_key
+):
+    """The folder's checkpoint signs a row of this very chain: it is this store's, not another's."""
+    checkpoint(cli)
+    tamper(store_path, "UPDATE meta SET value = 'st_forged' WHERE key = 'store_id'")
+    tamper(store_path, "DELETE FROM meta WHERE key = 'audit_checkpoint'")
+    line, _ = verify_fails(cli)
+    assert "of this store's audit log" in line and "its id was changed" in line
 
 
 def test_checkpointing_a_store_that_does_not_verify_is_refused(cli, store_path, world, signing_key):

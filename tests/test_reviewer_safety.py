@@ -254,7 +254,8 @@ def test_a_subject_that_looks_like_an_existing_one_is_refused(kernel: Ctx, cli) 
 def test_a_subject_that_differs_only_by_a_combining_mark_is_refused(kernel: Ctx, cli) -> None:
     """auth.tokens + U+0301 folds to auth.tokenś, which looks like auth.tokens: refused."""
     kernel.propose("auth.tokens", "Use JWT")
-    for lookalike in ("auth.tokens\u0301", "auth.t\u00f6kens", "a\u0300uth.tokens"):
+    # U+1F41 (omicron with a mark) has no confusables entry of its own; the bare omicron has one.
+    for lookalike in ("auth.tokens\u0301", "auth.t\u00f6kens", "a\u0300uth.tokens", "auth.t\u1f41kens"):
         with pytest.raises(RefusedError, match=r"looks like the existing subject auth\.tokens"):
             kernel.propose(lookalike, "Use opaque ids")
     result = cli("propose", "--subject", "auth.tokens\u0301", "--decision", "Use opaque ids")

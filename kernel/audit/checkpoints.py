@@ -150,11 +150,18 @@ def load(path: Path) -> SignedHead:
 
 
 def gather(
-    folder: Path, stored: str | None, named: Iterable[Path], store_id: str | None = None
+    folder: Path,
+    stored: str | None,
+    named: Iterable[Path],
+    store_id: str | None = None,
+    hashes: Sequence[str] = (),
 ) -> tuple[list[SignedHead], list[str], list[str]]:
     """Signed heads from the checkpoints folder, the store's copy and the files named; unreadable
     ones; and the folder's checkpoints of other stores (the folder is committed and shared, so
-    another store's file may land in it: it says nothing about this store, so it is skipped)."""
+    another store's file may land in it: it says nothing about this store, so it is skipped).
+
+    A checkpoint naming another store that signs a row of this very chain (``hashes``, row ``seq``
+    at ``hashes[seq - 1]``) is this store's, whose id was changed: it is kept, and checked."""
     heads, problems, skipped = [], [], []
     own: SignedHead | None = None
     if stored is not None:
@@ -173,13 +180,18 @@ def gather(
         except RefusedError as exc:
             problems.append(exc.message)
             continue
-        if skip_foreign and head.store_id != store_id and path not in named:
+        if skip_foreign and head.store_id != store_id and path not in named and not _signs(head, hashes):
             skipped.append(f"checkpoint {head.source} is for another store ({head.store_id}): skipped")
         else:
             heads.append(head)
     if own is not None:
         heads.append(own)
     return heads, problems, skipped
+
+
+def _signs(head: SignedHead, hashes: Sequence[str]) -> bool:
+    """Whether ``head`` signs a row of the chain whose hashes are ``hashes``."""
+    return 0 < head.seq <= len(hashes) and hashes[head.seq - 1] == head.hash
 
 
 def check_heads(
@@ -208,6 +220,11 @@ def check_heads(
         elif not signing.signature_valid(key, head.signature, head.message):
             problems.append(
                 f"checkpoint {head.source}: its signature does not verify (it was edited or forged)"
+            )
+        elif head.store_id != store_id and _signs(head, hashes):
+            problems.append(
+                f"checkpoint {head.source} signed row {head.seq} of this store's audit log as store "
+                f"{head.store_id}, but the store now calls itself {store_id} (its id was changed)"
             )
         elif head.store_id != store_id:
             problems.append(

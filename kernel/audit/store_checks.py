@@ -61,12 +61,11 @@ def check_signed_heads(
     folder = paths.checkpoints_dir(store.location)
     store_id = store.get_meta("store_id")
     stored = store.get_meta(audit_checkpoint.META_KEY)
-    heads, problems, skipped = audit_checkpoint.gather(folder, stored, named, store_id)
+    hashes = [r["hash"] for r in rows]
+    heads, problems, skipped = audit_checkpoint.gather(folder, stored, named, store_id, hashes)
     if not heads:
         return audit_checkpoint.HeadCheck(problems, 0, None, tuple(skipped))
-    result = audit_checkpoint.check_heads(
-        heads, [r["hash"] for r in rows], store_id, trusted or _trusted(None)
-    )
+    result = audit_checkpoint.check_heads(heads, hashes, store_id, trusted or _trusted(None))
     return replace(result, problems=problems + result.problems, skipped=tuple(skipped))
 
 

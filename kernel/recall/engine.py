@@ -1095,7 +1095,7 @@ def backfill(
 ) -> int:
     """Embed up to ``limit`` rows that have no vector yet (decisions first); returns how many."""
     done = 0
-    for kind in ("decision", "evidence"):
+    for kind in (k for k in ("decision", "evidence") if store.embeds(k)):
         while done < limit:
             rows = store.pending_vectors(kind, min(batch, limit - done))
             if not rows:
@@ -1115,5 +1115,5 @@ def backfill(
 
 
 def pending_total(store: Store) -> int:
-    """Rows of both stores that still wait for a vector."""
-    return store.pending_vector_count("decision") + store.pending_vector_count("evidence")
+    """Rows of both stores that still wait for a vector this login may write."""
+    return sum(store.pending_vector_count(kind) for kind in ("decision", "evidence") if store.embeds(kind))

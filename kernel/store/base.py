@@ -401,6 +401,10 @@ class Store(Protocol):
     def vector_tables_exist(self) -> bool:
         """True when vectors can be stored (the index for the model's dimension exists)."""
 
+    def embeds(self, kind: str) -> bool:
+        """Whether this login stores vectors of ``kind`` ("decision" or "evidence"): on a server a
+        decision's vector is a person's to write (an agent's login may not)."""
+
     def create_vector_tables(self, dim: int) -> None:
         """Create the nearest-neighbour index for ``dim``-dimensional vectors."""
 

@@ -377,6 +377,10 @@ class IndexQueries:
         row = self._one("SELECT 1 FROM sqlite_master WHERE name = 'vec_decision'")
         return row is not None
 
+    def embeds(self, kind: str) -> bool:
+        """Every login of a file writes every vector."""
+        return True
+
     def create_vector_tables(self, dim: int) -> None:
         """Create the binary-quantised KNN tables for vectors of ``dim`` dimensions."""
         for kind in KINDS:

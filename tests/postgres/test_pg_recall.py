@@ -121,6 +121,32 @@ def test_an_agent_embeds_what_it_logs_once_the_owner_has_chosen_the_model(pg) ->
 
 
 @pytest.mark.usefixtures("real_model")
+def test_an_agent_embeds_evidence_and_leaves_decisions_to_a_persons_login(pg) -> None:
+    """A pending decision does not stop an agent's backfill: its evidence is embedded, the decision
+    waits for a reviewer's process, which embeds it."""
+    owner, _ = Ctx.init(pg.url())
+    owner.reindex()
+    owner.close()
+    with Ctx.open(pg.url(roles.REVIEWER), embedder=None) as reviewer:
+        reviewer.ratify(
+            reviewer.propose("billing.retries", "Back off exponentially").id, reviewer=reviewer.login
+        )
+    with Ctx.open(pg.url(roles.AGENT)) as agent:
+        logged = agent.log("payment attempts wait longer each time, five minutes at most")
+        found = agent.recall("how long between payment attempts", mode="vector")
+        assert [hit.evidence.id for hit in found.evidence] == [logged.id]
+        assert not found.decisions  # no vector for it yet: found by keyword and entity only
+    with pg.connect() as conn:
+        counts = conn.execute(
+            "SELECT (SELECT count(*) FROM evidence_vector), (SELECT count(*) FROM decision_vector)"
+        )
+        assert counts.fetchone() == (1, 0)
+    with Ctx.open(pg.url(roles.REVIEWER)) as reviewer:
+        found = reviewer.recall("how long between payment attempts", mode="vector")
+        assert [hit.decision.subject for hit in found.decisions] == ["billing.retries"]
+
+
+@pytest.mark.usefixtures("real_model")
 def test_an_agent_cannot_set_the_vector_dimension_but_still_recalls_by_keyword(pg) -> None:
     Ctx.init(pg.url(), embedder=None)[0].close()  # no model at the owner's init: none chosen yet
     agent = Ctx.open(pg.url(roles.AGENT))

@@ -1,6 +1,6 @@
 """Shipped PostgreSQL revisions never change: a schema change is a new revision.
 
-p001 to p005 run statement lists kept in :mod:`ctx_kernel.kernel.store.postgres.schema` and
+p001 to p006 run statement lists kept in :mod:`ctx_kernel.kernel.store.postgres.schema` and
 :mod:`~ctx_kernel.kernel.store.postgres.roles`. A server created by an earlier ctx has run them
 as they were then; editing them in place would give new servers a schema that existing ones never
 get. These digests hold the lists as they shipped.
@@ -18,6 +18,7 @@ SHIPPED = {
     "p003_window_rule": "fa65e8acf922f42371ddae86db2bc708f6e3d936a81f1610844821e178dec5a3",
     "p004_login_binding": "cf5dc1c2737ff8a77c42588b2cbb8c8191c708efded85abf3be3f49908f7e819",
     "p005_input_rules": "367f4de971f45471af6197f33dc25aa4459613197dfb0dea610e20840639cb05",
+    "p006_lookalikes_and_vectors": "b60d8a17b6c46c134471f6f7d822c7a9ec5e336f613c46e11d452212ca76d110",
 }
 HOW = (
     "{name} has shipped and its statements changed: restore them (copy the old list into the "
@@ -36,6 +37,7 @@ def test_shipped_revisions_run_the_statements_they_shipped_with() -> None:
         "p003_window_rule": schema.P003_STATEMENTS,
         "p004_login_binding": schema.P004_STATEMENTS,
         "p005_input_rules": schema.P005_STATEMENTS,
+        "p006_lookalikes_and_vectors": schema.P006_STATEMENTS,
     }
     for name, statements in runs.items():
         assert _digest(statements) == SHIPPED[name], HOW.format(name=name)

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
+import random
+import unicodedata
+
 import psycopg
 import pytest
 from psycopg import errors, sql
 
+from ctx_kernel.kernel import text
 from ctx_kernel.kernel.audit.chain import row_hash
-from ctx_kernel.kernel.store.postgres import roles
+from ctx_kernel.kernel.errors import UsageError
+from ctx_kernel.kernel.store.postgres import lookalikes, roles
 
 from .pg_rows import T0, decision, evidence, link, proposal
 
@@ -348,6 +354,45 @@ def test_the_input_rules_hold_in_the_database_for_raw_sql(seeded):
     with seeded.connect(autocommit=True) as owner:
         ids = {r[0] for r in owner.execute("SELECT id FROM proposal").fetchall()}
     assert ids == {"pr_0", "pr_mfa", "pr_ok_1", "pr_ok_2"}
+
+
+def test_the_server_refuses_look_alikes_from_the_facades_whole_table(seeded):
+    """Letters p005's 34-letter stand-in did not know: Latin alpha, Armenian o, small capitals."""
+    with seeded.connect(autocommit=True) as owner:
+        proposal(owner, "pr_mfa", subject="auth.mfa")
+    with seeded.connect(roles.AGENT, autocommit=True) as agent:
+        for n, subject in enumerate(("auth.mf\u0251", "cache.p\u0585licy", "auth.mf\u1d00", "auth.m\u0192a")):
+            assert text.lookalike_key(subject) in ("auth.mfa", "cache.policy")
+            with pytest.raises(psycopg.IntegrityError, match="looks like the existing subject"):
+                _raw_proposal(agent, f"pr_alike_{n}", subject)
+
+
+def test_the_servers_look_alike_key_is_the_facades(pg):
+    """Subjects drawn from every script's letters and marks: the server keys each as the facade does."""
+    rng = random.Random(7)
+    pool = [c for c, _ in lookalikes.shipped()[1]]
+    pool += [chr(code) for code in range(0x80, 0x3000) if unicodedata.category(chr(code))[0] in "LNM"]
+    subjects = set()
+    while len(subjects) < 3000:
+        drawn = "".join(rng.choice(pool) for _ in range(rng.randint(1, 6)))
+        with contextlib.suppress(UsageError):
+            subject = text.normalise_subject("x." + drawn)
+            if not subject.isascii():
+                subjects.add(subject)
+    ordered = sorted(subjects)
+    with pg.connect(roles.AGENT, autocommit=True) as agent:
+        keys = agent.execute("SELECT ctx_lookalike(s) FROM unnest(%s::text[]) s", (ordered,)).fetchall()
+    differ = [(s, k[0], text.lookalike_key(s)) for s, k in zip(ordered, keys, strict=True)]
+    assert [d for d in differ if d[1] != d[2]] == []
+
+
+def test_an_agent_cannot_write_a_decisions_vector(seeded):
+    """Where a decision ranks in every agent's recall is a person's to set, not an agent's."""
+    with seeded.connect(roles.AGENT, autocommit=True) as agent, pytest.raises(DENIED):
+        agent.execute(
+            "INSERT INTO decision_vector (chunk_id, owner_rowid, emb) "
+            "SELECT rowid * 16, rowid, '[1,0,0]' FROM decision WHERE id = 'dc_0'"
+        )
 
 
 def test_an_agent_adds_entity_mentions_only_for_the_evidence_it_is_logging(seeded):

@@ -27,6 +27,10 @@ TAMPERS = {
         "ALTER POLICY audit_agent_appends ON audit WITH CHECK (action LIKE '%.%')",
         "policy audit_agent_appends on audit differs",
     ),
+    "lookalike-row": (
+        "UPDATE ctx_lookalike_char SET target = 'z' WHERE source = '\u0430'",
+        "the look-alike table ctx_lookalike_char differs",
+    ),
     "extra-policy": (
         "CREATE POLICY let_in ON proposal FOR UPDATE TO ctx_agent USING (true)",
         "policy let_in on proposal is not one of ctx's",

@@ -18,11 +18,11 @@ from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 
 from ctx_kernel.kernel.errors import StoreError, UsageError
-from ctx_kernel.kernel.store.postgres import roles, schema
+from ctx_kernel.kernel.store.postgres import lookalikes, roles, schema
 
 # The Alembic revision at head (kernel/store/postgres/migrations/versions) and its number.
-HEAD_REVISION = "p005_input_rules"
-HEAD_VERSION = 5
+HEAD_REVISION = "p006_lookalikes_and_vectors"
+HEAD_VERSION = 6
 _REVISION = re.compile(r"^p(\d{3})_\w+$")
 # How long connecting may take before ctx gives up (libpq waits forever by default).
 CONNECT_TIMEOUT = 10
@@ -162,7 +162,7 @@ def schema_version(conn: psycopg.Connection[Any]) -> int:
 @cache
 def _defined(kind: str) -> dict[str, str]:
     """Name -> statement of every function or trigger the schema defines, at head."""
-    pattern = re.compile(rf"CREATE {kind} (\w+)")
+    pattern = re.compile(rf"CREATE (?:OR REPLACE )?{kind} (\w+)")
     found: dict[str, str] = {}
     for statement in _shipped():
         for name in pattern.findall(statement):
@@ -216,11 +216,26 @@ def invariant_problems(
     ).fetchall():
         problems.append(f"constraint {name} is not validated")
     problems += security_problems(conn, expressions)
+    problems += _lookalike_problems(conn)
     # p003's trigger checks new rows only: a store written before it may hold an empty window that
     # overlaps another by SQLite's rule, which a copy to SQLite would refuse.
     for subject, first, second in conn.execute(_OVERLAPPING_WINDOWS).fetchall():
         problems.append(f"decisions {first} and {second} on {subject} have overlapping windows")
     return problems
+
+
+def _lookalike_problems(conn: psycopg.Connection[Any]) -> list[str]:
+    """The server's look-alike table must be the shipped one: a row changed lets a subject in that
+    looks like another."""
+    if conn.execute("SELECT to_regclass('ctx_lookalike_char') IS NULL").fetchone() == (True,):
+        return []  # a store before p006: its functions are named above
+    found = conn.execute(
+        "SELECT md5(coalesce(string_agg(source || E'\\t' || target, E'\\n' "
+        "ORDER BY convert_to(source, 'UTF8')), '')) FROM ctx_lookalike_char"
+    ).fetchone()
+    if found is None or found[0] != lookalikes.digest(lookalikes.shipped()[1]):
+        return ["the look-alike table ctx_lookalike_char differs from the one ctx ships"]
+    return []
 
 
 def _shipped() -> list[str]:
@@ -232,11 +247,13 @@ def _shipped() -> list[str]:
         *schema.P003_STATEMENTS,
         *schema.P004_STATEMENTS,
         *schema.P005_STATEMENTS,
+        *schema.P006_STATEMENTS,
     ]
 
 
 _POLICY = re.compile(r"CREATE POLICY (\w+) ON (\w+) FOR (\w+) TO ([\w, ]+?)\s+(?:USING|WITH)")
 _GRANT = re.compile(r"^GRANT ([A-Z, ]+?) (\([^)]*\) )?ON ([\w, ]+) TO ([\w, ]+)$")
+_REVOKE = re.compile(r"^REVOKE ([A-Z, ]+?) ON ([\w, ]+) FROM ([\w, ]+)$")
 _PRIVILEGES = ("SELECT", "INSERT", "UPDATE", "DELETE", "TRUNCATE", "REFERENCES", "TRIGGER")
 _COMMANDS = {"r": "SELECT", "a": "INSERT", "w": "UPDATE", "d": "DELETE", "*": "ALL"}
 
@@ -265,6 +282,11 @@ def _expected_security() -> tuple[set[str], dict[tuple[str, str], _Policy], set[
             parts = dict(_EXPRESSION.findall(flat[found.end() - 5 :]))
             roles_named = frozenset(r.strip() for r in to.split(","))
             policies[(table, name)] = (command, roles_named, parts.get("USING"), parts.get("WITH CHECK"))
+        if found := _REVOKE.match(flat):
+            privileges, tables, groups = found.groups()
+            for group in (g.strip() for g in groups.split(",")):
+                for table in (t.strip() for t in tables.split(",")):
+                    grants.difference_update((group, table, p.strip()) for p in privileges.split(","))
         if found := _GRANT.match(flat):
             privileges, columns, tables, to = found.groups()
             listed = [p.strip() for p in privileges.split(",")]

@@ -606,6 +606,11 @@ class PostgresIndex:
         row = self._one("SELECT to_regclass(%s) IS NOT NULL", (schema.VECTOR_INDEXES["evidence"],))
         return bool(row and row[0]) and self._dimension() is not None
 
+    def embeds(self, kind: str) -> bool:
+        """Whether this login may insert ``kind``'s vectors (p006: not an agent's, for decisions)."""
+        row = self._one("SELECT has_table_privilege(%s, 'INSERT')", (f"{_kind(kind)}_vector",))
+        return bool(row and row[0])
+
     def create_vector_tables(self, dim: int) -> None:
         """Fix the vector columns at ``dim`` dimensions and index them (the tables' owner only)."""
         if self.vector_tables_exist():

@@ -41,6 +41,7 @@ theirs each time a column is added).
 from __future__ import annotations
 
 from ctx_kernel.kernel.audit.chain import GENESIS_HASH
+from ctx_kernel.kernel.store.postgres import lookalikes
 
 # pgvector's limit for an HNSW index over halfvec (the vector type itself allows 16,000).
 MAX_VECTOR_DIM = 4_000
@@ -50,7 +51,7 @@ VECTOR_KINDS = ("decision", "evidence")
 POSTGRES_ONLY_COLUMNS = {"evidence": ("rowid", "sealed", "search"), "decision": ("rowid", "search")}
 # Tables SQLite does without: the change counter a live reader polls (SQLite has PRAGMA data_version),
 # and the full-text postings that stand in for FTS5's own.
-POSTGRES_ONLY_TABLES = ("ctx_change", "decision_posting", "evidence_posting")
+POSTGRES_ONLY_TABLES = ("ctx_change", "ctx_lookalike_char", "decision_posting", "evidence_posting")
 
 # The audit chain and the supersession graph each take a transaction-scoped advisory lock keyed
 # by their table's oid before reading the rows they check, so two writers cannot both read the
@@ -802,5 +803,29 @@ P005_STATEMENTS = [
          SELECT 1 FROM evidence e WHERE e.id = item AND e.created_at > now() - interval '10 minutes'))""",
     """CREATE POLICY entity_mention_reviewer_adds ON entity_mention FOR INSERT TO ctx_reviewer
        WITH CHECK (true)""",
+    PIN_SEARCH_PATH,
+]
+
+
+# Revision p006: the server's look-alike check uses the facade's whole table, and decisions'
+# vectors are a person's to write.
+# - ``ctx_lookalike_char`` holds each letter, digit or mark whose look-alike key is not itself
+#   (kernel/store/postgres/lookalikes.txt, generated from the facade's TR39 key); ``ctx_lookalike``
+#   decomposes a subject, replaces each character by its key and composes again, in place of p005's
+#   34-letter stand-in. Only the owner writes the table; verify compares it with the file.
+# - A decision's vector decides where it ranks in every agent's recall and injection. An agent's
+#   login no longer inserts them (a reviewer's or the owner's process embeds decisions); an agent
+#   still embeds evidence.
+P006_STATEMENTS = [
+    "CREATE TABLE ctx_lookalike_char (source text PRIMARY KEY, target text NOT NULL)",
+    lookalikes.insert_statement(),
+    "GRANT SELECT ON ctx_lookalike_char TO ctx_agent, ctx_reviewer, ctx_auditor",
+    """CREATE OR REPLACE FUNCTION ctx_lookalike(subject text) RETURNS text LANGUAGE sql STABLE AS $$
+       SELECT CASE WHEN subject ~ '^[\x01-\x7f]*$' THEN subject ELSE normalize(coalesce(
+         (SELECT string_agg(coalesce(l.target, c.ch), '' ORDER BY c.i)
+            FROM regexp_split_to_table(normalize(subject, NFD), '') WITH ORDINALITY AS c (ch, i)
+            LEFT JOIN ctx_lookalike_char l ON l.source = c.ch), ''), NFC) END
+       $$""",
+    "REVOKE INSERT ON decision_vector FROM ctx_agent",
     PIN_SEARCH_PATH,
 ]
