@@ -53,9 +53,9 @@ import recall_bench
 import writers_bench
 
 from ctx_kernel.kernel import Ctx
+from ctx_kernel.kernel.language.query import TextQuery
 from ctx_kernel.kernel.store.postgres import connection, schema
 from ctx_kernel.kernel.store.postgres.fts import tsquery
-from ctx_kernel.kernel.store.query import TextQuery
 
 # Tables copied from the SQLite store, parents first; columns are read from the SQLite table.
 COPIED = (

@@ -46,8 +46,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         os.environ["CTX_CONFIG_DIR"] = str(Path(folder) / "config")
         from ctx_kernel.kernel import Ctx
+        from ctx_kernel.kernel import sealing as vault
         from ctx_kernel.kernel.capture.ingest import EvidenceInput, Item
-        from ctx_kernel.kernel.vault import sealing as vault
 
         store = Path(folder) / ".ctx" / "ctx.db"
         kernel, _ = Ctx.init(store)

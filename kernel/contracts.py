@@ -32,7 +32,7 @@ from pydantic import (
 )
 
 from ctx_kernel.kernel import records, reports, text
-from ctx_kernel.kernel.audit.chain import ChainReport
+from ctx_kernel.kernel.chain import ChainReport
 from ctx_kernel.kernel.limits import (
     DEFAULT_BUDGET,
     DEFAULT_MODE,

@@ -23,7 +23,6 @@ from ctx_kernel.kernel.decisions.review import (
     ProposalContext,
     QueueEntry,
     RatificationPlan,
-    RatifyPreview,
     age,
     plain_diff,
     short_age,
@@ -67,7 +66,6 @@ __all__ = [
     "QueueEntry",
     "Ratification",
     "RatificationPlan",
-    "RatifyPreview",
     "StalePlanError",
     "age",
     "plain_diff",
@@ -79,11 +77,11 @@ __all__ = [
 if TYPE_CHECKING:
     from ctx_kernel.kernel.adr.export import AdrExport
     from ctx_kernel.kernel.adr.importer import ImportReport
-    from ctx_kernel.kernel.audit.chain import ChainReport
     from ctx_kernel.kernel.audit.export import ExportResult
     from ctx_kernel.kernel.audit.service import AuditService
     from ctx_kernel.kernel.audit.signing import KeyInfo, Passphrase
     from ctx_kernel.kernel.audit.store_checks import CheckpointResult
+    from ctx_kernel.kernel.chain import ChainReport
     from ctx_kernel.kernel.decisions.kernel import DecisionService
     from ctx_kernel.kernel.recall import embeddings as embed
     from ctx_kernel.kernel.recall import engine as recall
@@ -387,12 +385,6 @@ class Ctx:
     ) -> RatificationPlan:
         """What ratifying would change, to show a person and then pass to :meth:`ratify` as it is."""
         return self._kernel.plan_ratification(proposal_id, decision=decision, settle=settle)
-
-    def preview_ratify(
-        self, proposal_id: str, *, decision: str | None = None, settle: Sequence[str] | None = None
-    ) -> RatificationPlan:
-        """The same as :meth:`plan_ratification` (its earlier name)."""
-        return self.plan_ratification(proposal_id, decision=decision, settle=settle)
 
     def ratify(
         self,

@@ -14,7 +14,7 @@ from ctx_kernel.kernel.recall import embeddings as embed
 from ctx_kernel.kernel.reports import Check, DoctorReport, LastVerify, ModelPlace, StoreStatus
 
 if TYPE_CHECKING:
-    from ctx_kernel.kernel.audit.chain import ChainReport
+    from ctx_kernel.kernel.chain import ChainReport
     from ctx_kernel.kernel.store.base import Store
 
 

@@ -22,7 +22,7 @@ from jsonschema import Draft202012Validator
 from ctx_kernel.kernel import Ctx, limits
 from ctx_kernel.kernel.audit import export as audit_export
 from ctx_kernel.kernel.audit import signing
-from ctx_kernel.kernel.audit.chain import canonical_json, row_hash
+from ctx_kernel.kernel.chain import canonical_json, row_hash
 from ctx_kernel.kernel.store import driver
 
 SCHEMAS = Path(__file__).resolve().parent.parent / "schemas"

@@ -14,8 +14,8 @@ from jsonschema import Draft202012Validator
 from ctx_kernel.kernel import Ctx
 from ctx_kernel.kernel.audit import checkpoints as audit_checkpoint
 from ctx_kernel.kernel.audit import signing
-from ctx_kernel.kernel.audit.chain import GENESIS_HASH, row_hash
 from ctx_kernel.kernel.audit.schema import expected_objects
+from ctx_kernel.kernel.chain import GENESIS_HASH, row_hash
 from ctx_kernel.kernel.store import driver
 
 SCHEMAS = Path(__file__).resolve().parent.parent / "schemas"

@@ -431,6 +431,6 @@ def test_a_large_stores_evidence_vectors_searched_by_a_worker_give_the_same_answ
 @given(st.lists(st.text(alphabet=st.sampled_from(list("aZ9_-. \t\n/@éΣς\u0130ﬁ")), max_size=12), max_size=20))
 def test_entity_names_normalised_at_once_each_get_their_own_form(names):
     # The entity index normalises every name a cold recall reads in one pass.
-    from ctx_kernel.kernel.recall import entities
+    from ctx_kernel.kernel.language import entities
 
     assert entities.normalise_many(names) == [entities.normalise(name) for name in names]

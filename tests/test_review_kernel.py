@@ -40,19 +40,19 @@ def test_near_duplicate_chains_do_not_join_unrelated_subjects(kernel: Ctx) -> No
     assert a.id in {p.id for p in kernel.review_group(c.id)} | {p.id for p in kernel.review_group(b.id)}
 
 
-def test_preview_lists_exactly_what_ratifying_changes(kernel: Ctx) -> None:
+def test_the_plan_lists_exactly_what_ratifying_changes(kernel: Ctx) -> None:
     old = kernel.ratify(kernel.propose("auth.tokens", "Use JWT.").id, reviewer="ann").decision
     other = kernel.ratify(kernel.propose("auth.legacy", "Use cookies.").id, reviewer="ann").decision
     proposal = kernel.propose("auth.tokens", "Use opaque ids.", supersedes=[other.id])
     sibling = kernel.propose("auth.tokens", "Use PASETO.")
-    preview = kernel.preview_ratify(proposal.id, decision="Use opaque ids in Redis.")
+    preview = kernel.plan_ratification(proposal.id, decision="Use opaque ids in Redis.")
     assert preview.amended and preview.text == "Use opaque ids in Redis."
     assert {c.decision.id for c in preview.closes} == {old.id, other.id}
     assert [p.id for p in preview.settles] == [sibling.id]
     text = "\n".join(preview.lines())
     assert old.id in text and other.id in text and sibling.id in text and "(amended)" in text
-    assert kernel.preview_ratify(proposal.id, settle=[]).settles == []
-    # A preview changes nothing.
+    assert kernel.plan_ratification(proposal.id, settle=[]).settles == []
+    # A plan changes nothing.
     assert kernel.decisions("auth.tokens") == [old]
 
 

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from ctx_kernel.kernel import Ctx
+from ctx_kernel.kernel import sealing as vault
 from ctx_kernel.kernel.capture.ingest import EvidenceInput, Item
 from ctx_kernel.kernel.errors import RefusedError
 from ctx_kernel.kernel.store import driver
-from ctx_kernel.kernel.vault import sealing as vault
 
 WORDS = ("quokka", "narwhal", "pangolin")
 SHARED = ("wombatine", "dugongish", "kakapoid")  # in every planted text, so in every index segment

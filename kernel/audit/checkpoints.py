@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ctx_kernel.kernel.audit.chain import canonical_json
 from ctx_kernel.kernel.capture.json_input import JSONInputError, read_json
+from ctx_kernel.kernel.chain import canonical_json
 from ctx_kernel.kernel.errors import RefusedError, StoreError
 
 if TYPE_CHECKING:

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ctx_kernel.kernel.audit.chain import HASHED_FIELDS, canonical_json
 from ctx_kernel.kernel.capture.json_input import JSONInputError, read_json
+from ctx_kernel.kernel.chain import HASHED_FIELDS, canonical_json
 from ctx_kernel.kernel.errors import RefusedError, StoreError, UsageError
 from ctx_kernel.kernel.limits import AUDIT_EVENT_TYPES, AUDIT_EVENTS
 

@@ -382,7 +382,7 @@ def _decision_text(decision: Decision) -> str:
 
 def _conflicts(store: Store, decisions: dict[str, Decision]) -> tuple[list[StateProblem], str | None]:
     """Each stored conflict must be one the rules find in the two (verified) decisions' texts."""
-    from ctx_kernel.kernel.recall import conflicts  # noqa: PLC0415 - only to verify
+    from ctx_kernel.kernel.language import conflicts  # noqa: PLC0415 - only to verify
 
     rules = store.get_meta(limits.META_CONFLICT_RULES)
     if rules is not None and rules != conflicts.RULES_VERSION:

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ctx_kernel.kernel import clock
-from ctx_kernel.kernel.audit.chain import ChainReport, verify_chain
+from ctx_kernel.kernel.chain import ChainReport, verify_chain
 from ctx_kernel.kernel.errors import CtxError, RefusedError, UsageError
 from ctx_kernel.kernel.limits import META_LAST_VERIFY
 from ctx_kernel.kernel.records import AuditEvent

@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 from ctx_kernel.kernel import paths
 from ctx_kernel.kernel.audit import checkpoints as audit_checkpoint
-from ctx_kernel.kernel.audit.chain import ChainReport
 from ctx_kernel.kernel.audit.replay import replay_state
 from ctx_kernel.kernel.audit.schema import schema_problems
+from ctx_kernel.kernel.chain import ChainReport
 from ctx_kernel.kernel.errors import RefusedError
 from ctx_kernel.kernel.store.base import Store
 

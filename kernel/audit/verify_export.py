@@ -13,7 +13,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ctx_kernel.kernel.audit.chain import row_hash
 from ctx_kernel.kernel.audit.export import (
     DERIVED_FIELDS,
     EVENTS,
@@ -25,6 +24,7 @@ from ctx_kernel.kernel.audit.export import (
     signed_message,
 )
 from ctx_kernel.kernel.capture.json_input import JSONInputError, read_json
+from ctx_kernel.kernel.chain import row_hash
 from ctx_kernel.kernel.errors import RefusedError, StoreError
 from ctx_kernel.kernel.reports import ExportReport
 

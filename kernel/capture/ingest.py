@@ -21,7 +21,7 @@ from typing import IO, TYPE_CHECKING
 from ctx_kernel.kernel import clock, text
 from ctx_kernel.kernel.capture.json_input import JSONInputError, read_json, read_lines
 from ctx_kernel.kernel.errors import UsageError
-from ctx_kernel.kernel.recall import entities
+from ctx_kernel.kernel.language import entities
 from ctx_kernel.kernel.records import EVIDENCE_KINDS, BatchReport, Rejected
 
 if TYPE_CHECKING:  # the parsers load only when a transcript is read, not on `ctx log`

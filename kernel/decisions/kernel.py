@@ -12,13 +12,13 @@ from ctx_kernel.kernel.decisions import review
 from ctx_kernel.kernel.decisions.queue import QueueService
 from ctx_kernel.kernel.decisions.review import ProposalContext, RatificationPlan
 from ctx_kernel.kernel.errors import CtxError, NotFoundError, RefusedError, StalePlanError, UsageError
+from ctx_kernel.kernel.language import entities
 from ctx_kernel.kernel.limits import (
     DECISION_RETIRED,
     DECISION_SUPERSEDED,
     PROPOSAL_RATIFIED,
     PROPOSAL_REJECTED,
 )
-from ctx_kernel.kernel.recall import entities
 from ctx_kernel.kernel.recall.service import RecallService
 from ctx_kernel.kernel.records import Decision, Evidence, Proposal, Ratification
 from ctx_kernel.kernel.store.base import Store

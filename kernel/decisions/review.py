@@ -114,10 +114,6 @@ class RatificationPlan:
         return out
 
 
-# The name the review app and older callers know the plan by.
-RatifyPreview = RatificationPlan
-
-
 def _one_line(value: str, limit: int = 120) -> str:
     return clip(value, limit)
 

@@ -7,7 +7,7 @@ tokens that only ctx writes, and its evidence has no mentions, so only decisions
 
 from __future__ import annotations
 
-from ctx_kernel.kernel.recall import entities
+from ctx_kernel.kernel.language import entities
 from ctx_kernel.kernel.store.base import Store
 
 _CHUNK = 500

@@ -19,8 +19,11 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ctx_kernel.kernel.errors import UsageError
+from ctx_kernel.kernel.language import conflicts, entities
+from ctx_kernel.kernel.language import query as fulltext
+from ctx_kernel.kernel.language.query import TextQuery
 from ctx_kernel.kernel.limits import RECALL_MODES
-from ctx_kernel.kernel.recall import conflicts, entities, fusion, snippets, vocabulary
+from ctx_kernel.kernel.recall import fusion, snippets, vocabulary
 from ctx_kernel.kernel.recall.embeddings import Embedder, chunks
 from ctx_kernel.kernel.recall.fusion import Ranked
 from ctx_kernel.kernel.records import Decision, Evidence, Proposal
@@ -32,9 +35,7 @@ from ctx_kernel.kernel.reports import (
     Scores,
     VectorStatus,
 )
-from ctx_kernel.kernel.store import query as fulltext
 from ctx_kernel.kernel.store.base import ConflictRow, Store
-from ctx_kernel.kernel.store.query import TextQuery
 from ctx_kernel.kernel.text import clip
 
 MODES = RECALL_MODES

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from ctx_kernel.kernel import clock, text
 from ctx_kernel.kernel.errors import RefusedError, StoreError, UsageError
+from ctx_kernel.kernel.language.query import TextQuery
 from ctx_kernel.kernel.limits import (
     AUTO,
     BACKFILL_ON_RECALL,
@@ -32,7 +33,6 @@ from ctx_kernel.kernel.limits import (
 )
 from ctx_kernel.kernel.records import Decision, DecisionMatch, EvidenceMatch, SearchResults
 from ctx_kernel.kernel.store.base import Store
-from ctx_kernel.kernel.store.query import TextQuery
 from ctx_kernel.kernel.vault.service import VaultService
 
 if TYPE_CHECKING:
@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 
 def conflict_rules() -> str:
     """The version of the rules contradictions are found with (recorded with the ones found)."""
-    from ctx_kernel.kernel.recall.conflicts import RULES_VERSION  # noqa: PLC0415 - lazy, see the module
+    from ctx_kernel.kernel.language.conflicts import RULES_VERSION  # noqa: PLC0415 - lazy, see the module
 
     return RULES_VERSION
 

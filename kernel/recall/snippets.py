@@ -15,8 +15,8 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ctx_kernel.kernel.sealing import fold
 from ctx_kernel.kernel.text import ASCII_SEPARATORS
-from ctx_kernel.kernel.vault.sealing import fold
 
 # Words per snippet, as recall asked FTS5 for.
 WIDTH = 24

@@ -8,7 +8,7 @@ What crosses this interface is backend-neutral:
 
 - records (:mod:`ctx_kernel.kernel.records`) and their string ids (``ev_``, ``pr_``, ``dc_``);
   no row number, rowid or chunk key ever leaves a backend;
-- full-text queries as :class:`~ctx_kernel.kernel.store.query.TextQuery` (words, never a query
+- full-text queries as :class:`~ctx_kernel.kernel.language.query.TextQuery` (words, never a query
   language), answered best first with a *relevance* where higher is better; the scale is the
   backend's own (SQLite: negated BM25), so callers compare scores within one answer only;
 - vectors as little-endian float32 bytes, owned by an item id and a chunk number.
@@ -47,11 +47,11 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ctx_kernel.kernel.language.query import TextQuery
 from ctx_kernel.kernel.records import AuditEvent, Decision, Evidence, Proposal
-from ctx_kernel.kernel.store.query import TextQuery
 
 if TYPE_CHECKING:
-    from ctx_kernel.kernel.vault.sealing import Vault
+    from ctx_kernel.kernel.sealing import Vault
 
 # (other id, term, clause, other clause, other's subject, other's text, valid_from, valid_until)
 ConflictRow = tuple[str, str, str, str, str, str, str, str | None]

@@ -11,13 +11,15 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from ctx_kernel.kernel.audit.chain import GENESIS_HASH, row_hash
+from ctx_kernel.kernel.chain import GENESIS_HASH, row_hash
 from ctx_kernel.kernel.errors import RefusedError, StoreError
+from ctx_kernel.kernel.language.query import TextQuery
 from ctx_kernel.kernel.limits import META_CONFLICT_RULES
 from ctx_kernel.kernel.records import AuditEvent, Decision, Evidence, Proposal
+from ctx_kernel.kernel.sealing import SCRUB_PENDING, Vault, VaultError, is_sealed
+from ctx_kernel.kernel.sealing import snippet as vault_snippet
 from ctx_kernel.kernel.store import driver, migrate
 from ctx_kernel.kernel.store.base import BackendCheck
-from ctx_kernel.kernel.store.query import TextQuery
 from ctx_kernel.kernel.store.rows import AUDIT, DECISION, EVIDENCE, PROPOSAL
 from ctx_kernel.kernel.store.sqlite_copy import SQLiteCopy
 from ctx_kernel.kernel.store.sqlite_fts import match_string
@@ -25,8 +27,6 @@ from ctx_kernel.kernel.store.sqlite_index import IndexQueries
 from ctx_kernel.kernel.store.sqlite_vectors import VectorMirror
 from ctx_kernel.kernel.store.sqlite_watch import SQLITE_HAS_NO_ROLES, DataVersionWatch
 from ctx_kernel.kernel.store.writelock import WriteLock
-from ctx_kernel.kernel.vault.sealing import SCRUB_PENDING, Vault, VaultError, is_sealed
-from ctx_kernel.kernel.vault.sealing import snippet as vault_snippet
 
 
 def _placeholders(values: list[Any]) -> str:

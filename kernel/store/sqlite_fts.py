@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ctx_kernel.kernel.store.query import TextQuery
+from ctx_kernel.kernel.language.query import TextQuery
 
 _OPERATORS = {"any": " OR ", "all": " AND "}
 

@@ -16,13 +16,13 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+from ctx_kernel.kernel.language.query import TextQuery
 from ctx_kernel.kernel.records import Evidence
+from ctx_kernel.kernel.sealing import Vault
 from ctx_kernel.kernel.store import driver
 from ctx_kernel.kernel.store.base import ConflictRow
-from ctx_kernel.kernel.store.query import TextQuery
 from ctx_kernel.kernel.store.sqlite_fts import match_string
 from ctx_kernel.kernel.store.sqlite_vectors import VectorMirror
-from ctx_kernel.kernel.vault.sealing import Vault
 
 KINDS = ("decision", "evidence")
 CHUNK_SLOTS = 16  # chunk_id = owner rowid * CHUNK_SLOTS + chunk number

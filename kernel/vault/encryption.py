@@ -43,7 +43,7 @@ class EncryptionService:
         Vectors and entity mentions of evidence are dropped: they would give its content away.
         """
         self._check_backend()
-        from ctx_kernel.kernel.vault import sealing as vault  # noqa: PLC0415 - cryptography loads for sealed stores only
+        from ctx_kernel.kernel import sealing as vault  # noqa: PLC0415 - cryptography loads for sealed stores only
 
         store_id = self._store_id()
         if self.store.get_meta("vault_key_id") is not None and self.store.get_meta("vault_encrypting") != "1":
@@ -98,7 +98,7 @@ class EncryptionService:
         the key file; until then each row opens with the old key or the new one.
         """
         self._check_backend()
-        from ctx_kernel.kernel.vault import sealing as vault  # noqa: PLC0415
+        from ctx_kernel.kernel import sealing as vault  # noqa: PLC0415
 
         store_id = self._store_id()
         if self.store.get_meta("vault_key_id") is None:
@@ -186,7 +186,7 @@ class EncryptionService:
 
     def _vault_key(self, store_id: str, key_file: Path | None) -> tuple[bytes, str, bool]:
         """The key to encrypt with and where it is; a new key file when there is none yet."""
-        from ctx_kernel.kernel.vault import sealing as vault  # noqa: PLC0415
+        from ctx_kernel.kernel import sealing as vault  # noqa: PLC0415
 
         if key_file is None and os.environ.get("CTX_VAULT_KEY"):
             return vault.decode_key(os.environ["CTX_VAULT_KEY"], "CTX_VAULT_KEY"), "CTX_VAULT_KEY", False
@@ -221,7 +221,7 @@ def _operator() -> str:
 
 def _settle_key_file(path: Path, current_id: str) -> None:
     """Finish a rekey's last step if it was cut short: the new key replaces the key file."""
-    from ctx_kernel.kernel.vault import sealing as vault  # noqa: PLC0415
+    from ctx_kernel.kernel import sealing as vault  # noqa: PLC0415
 
     pending = vault.pending_path(path)
     key = vault.read_key_file(pending)

@@ -8,8 +8,8 @@ from typing import Any
 from ctx_kernel.kernel import clock
 from ctx_kernel.kernel.capture.ingest import BatchReport, EvidenceInput, Item, Prepared, prepare, prepare_all
 from ctx_kernel.kernel.errors import NotFoundError
+from ctx_kernel.kernel.language import entities
 from ctx_kernel.kernel.limits import EVIDENCE_LOGGED, LOG_BATCH
-from ctx_kernel.kernel.recall import entities
 from ctx_kernel.kernel.records import Evidence, LogResult
 from ctx_kernel.kernel.store.base import Store
 

@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from ctx_kernel.kernel.audit.chain import GENESIS_HASH, row_hash
+from ctx_kernel.kernel.chain import GENESIS_HASH, row_hash
 from ctx_kernel.kernel.errors import RefusedError
 from ctx_kernel.kernel.store.base import Store
 

@@ -7,7 +7,7 @@ import struct
 import pytest
 
 from ctx_kernel.kernel import clock
-from ctx_kernel.kernel.audit.chain import GENESIS_HASH, row_hash
+from ctx_kernel.kernel.chain import GENESIS_HASH, row_hash
 from ctx_kernel.kernel.errors import RefusedError
 from ctx_kernel.kernel.store.base import Store
 

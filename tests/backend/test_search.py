@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from ctx_kernel.kernel.language.query import TextQuery
 from ctx_kernel.kernel.store.base import Store
-from ctx_kernel.kernel.store.query import TextQuery
 
 from .support import decision, evidence
 

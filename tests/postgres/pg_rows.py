@@ -7,7 +7,7 @@ import json
 import psycopg
 
 from ctx_kernel.kernel import clock
-from ctx_kernel.kernel.audit.chain import GENESIS_HASH, row_hash
+from ctx_kernel.kernel.chain import GENESIS_HASH, row_hash
 from ctx_kernel.kernel.store.postgres.schema import AUDIT_LOCK
 
 T0 = "2026-01-01T00:00:00.000000Z"

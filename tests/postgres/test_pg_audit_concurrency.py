@@ -7,7 +7,7 @@ import threading
 
 import psycopg
 
-from ctx_kernel.kernel.audit.chain import GENESIS_HASH, row_hash, verify_chain
+from ctx_kernel.kernel.chain import GENESIS_HASH, row_hash, verify_chain
 
 from .pg_rows import T0, append_audit, audit_rows
 

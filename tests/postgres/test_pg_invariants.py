@@ -8,7 +8,7 @@ import psycopg
 import pytest
 from psycopg import errors
 
-from ctx_kernel.kernel.audit.chain import GENESIS_HASH, verify_chain
+from ctx_kernel.kernel.chain import GENESIS_HASH, verify_chain
 
 from .pg_rows import T0, append_audit, at, audit_rows, decision, evidence, link, proposal
 

@@ -15,9 +15,9 @@ import psycopg
 import pytest
 
 from ctx_kernel.kernel import Ctx
+from ctx_kernel.kernel.language.query import TextQuery
 from ctx_kernel.kernel.store import open_store
 from ctx_kernel.kernel.store.postgres import index, roles
-from ctx_kernel.kernel.store.query import TextQuery
 from tests.backend.support import decision, evidence
 
 WORDS = "cache caching cached redis deploy deploys deployment session tokens token api queue worker".split()

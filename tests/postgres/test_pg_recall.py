@@ -168,9 +168,9 @@ def test_an_agent_cannot_set_the_vector_dimension_but_still_recalls_by_keyword(p
 def test_leaving_a_common_term_out_first_never_changes_the_ranking(pg, monkeypatch) -> None:
     import random
 
+    from ctx_kernel.kernel.language.query import TextQuery
     from ctx_kernel.kernel.store import open_store
     from ctx_kernel.kernel.store.postgres import fts, index
-    from ctx_kernel.kernel.store.query import TextQuery
     from tests.backend.support import evidence
 
     Ctx.init(pg.url())[0].close()

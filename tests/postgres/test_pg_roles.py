@@ -11,7 +11,7 @@ import pytest
 from psycopg import errors, sql
 
 from ctx_kernel.kernel import text
-from ctx_kernel.kernel.audit.chain import row_hash
+from ctx_kernel.kernel.chain import row_hash
 from ctx_kernel.kernel.errors import UsageError
 from ctx_kernel.kernel.store.postgres import lookalikes, roles
 

@@ -24,8 +24,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from ctx_kernel.kernel.language.query import TextQuery
 from ctx_kernel.kernel.store.postgres.schema import TEXT_SEARCH_CONFIG
-from ctx_kernel.kernel.store.query import TextQuery
 
 CONFIG = TEXT_SEARCH_CONFIG
 K1 = 1.2

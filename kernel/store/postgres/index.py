@@ -14,7 +14,7 @@ wherever :class:`~ctx_kernel.kernel.store.base.Store` defines them, from Postgre
   words when the text as written hides them inside a path or a dotted name). Recall cuts its own
   from the texts it read (kernel/recall/snippets.py), the same on both backends.
 - Entities: the store lists names and postings; the matching itself (rapidfuzz) stays in the
-  shared recall code (kernel/recall/entities.py) so both backends rank alike. The schema's
+  shared recall code (kernel/language/entities.py) so both backends rank alike. The schema's
   trigram index is not used here: the recall code matches against its in-memory name list, which
   it refreshes by id (:meth:`PostgresIndex.entity_names`), so no query ever searches names.
 - Vectors: pgvector, each kind's ``emb`` column indexed for KNN by
@@ -36,12 +36,12 @@ from typing import Any
 from psycopg import sql
 
 from ctx_kernel.kernel.errors import StoreError
+from ctx_kernel.kernel.language.query import TextQuery
 from ctx_kernel.kernel.records import Decision, Evidence
+from ctx_kernel.kernel.sealing import Vault
 from ctx_kernel.kernel.store.base import ConflictRow
 from ctx_kernel.kernel.store.postgres import fts, schema
-from ctx_kernel.kernel.store.query import TextQuery
 from ctx_kernel.kernel.store.rows import EVIDENCE
-from ctx_kernel.kernel.vault.sealing import Vault
 
 KINDS = schema.VECTOR_KINDS
 CHUNK_SLOTS = 16  # chunk_id = owner rowid * CHUNK_SLOTS + chunk number, as in SQLite

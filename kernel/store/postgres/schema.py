@@ -28,7 +28,7 @@ check and exclusion violations beside it, so one driver exception (``psycopg.Int
 covers every broken invariant, as ``sqlite3.IntegrityError`` does for the SQLite triggers.
 
 The audit chain is checked on insert: a row must carry the next ``seq`` and the previous row's
-hash, and its own hash must be :func:`ctx_kernel.kernel.audit.chain.row_hash` of its fields
+hash, and its own hash must be :func:`ctx_kernel.kernel.chain.row_hash` of its fields
 (recomputed by ``ctx_audit_hash``). Appends are serialised by an advisory lock the insert trigger
 takes, and ``prev_hash`` is unique besides, so concurrent writers cannot fork the chain;
 ``ctx_audit_append`` appends a row computed in the server.
@@ -40,7 +40,7 @@ theirs each time a column is added).
 
 from __future__ import annotations
 
-from ctx_kernel.kernel.audit.chain import GENESIS_HASH
+from ctx_kernel.kernel.chain import GENESIS_HASH
 from ctx_kernel.kernel.store.postgres import lookalikes
 
 # pgvector's limit for an HNSW index over halfvec (the vector type itself allows 16,000).
@@ -145,7 +145,7 @@ FUNCTIONS = [
          RETURN NEW;
        END $$""",
     # sha256 over the previous hash and the canonical JSON of the hashed fields, byte for byte
-    # what ctx_kernel.kernel.audit.chain.row_hash computes: keys in sorted order, no whitespace,
+    # what ctx_kernel.kernel.chain.row_hash computes: keys in sorted order, no whitespace,
     # and to_json escapes a string as json.dumps(ensure_ascii=False) does.
     """CREATE FUNCTION ctx_audit_hash(prev_hash text, seq bigint, at text, actor text, action text,
                                       target text, before text, after text)

@@ -57,13 +57,13 @@ from psycopg.types.datetime import TimestamptzLoader
 from ctx_kernel.kernel import clock
 from ctx_kernel.kernel.errors import RefusedError, StoreError
 from ctx_kernel.kernel.records import AuditEvent, Decision, Evidence, Proposal
+from ctx_kernel.kernel.sealing import Vault
 from ctx_kernel.kernel.store.base import BackendCheck
 from ctx_kernel.kernel.store.postgres import connection, roles, schema
 from ctx_kernel.kernel.store.postgres.copy import PostgresCopy
 from ctx_kernel.kernel.store.postgres.index import PostgresIndex
 from ctx_kernel.kernel.store.postgres.team import TeamMixin
 from ctx_kernel.kernel.store.rows import AUDIT, DECISION, EVIDENCE, PROPOSAL, RowMap
-from ctx_kernel.kernel.vault.sealing import Vault
 
 # pg_advisory_xact_lock(int, int) keys: "ctxK" (the SQLite store's application_id), then 1 for
 # the writer lock. The two-key form never collides with the single-key locks of schema.py.

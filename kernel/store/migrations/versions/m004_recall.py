@@ -12,7 +12,7 @@ embedding model's dimension, so the store creates them when it first embeds.
 from alembic import op
 from sqlalchemy import text
 
-from ctx_kernel.kernel.recall import entities
+from ctx_kernel.kernel.language import entities
 
 revision = "m004_recall"
 down_revision = "m003_sources"

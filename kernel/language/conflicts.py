@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ctx_kernel.kernel.recall.entities import normalise
-from ctx_kernel.kernel.store.query import STOPWORDS
+from ctx_kernel.kernel.language.entities import normalise
+from ctx_kernel.kernel.language.query import STOPWORDS
 
 # Bump when the rules below change: stores then detect their conflicts again.
 RULES_VERSION = "2"
