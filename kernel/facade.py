@@ -29,6 +29,7 @@ from ctx_kernel.kernel.decisions.review import (
     word_diff,
 )
 from ctx_kernel.kernel.errors import CtxError, RefusedError, StalePlanError, StoreError, UsageError
+from ctx_kernel.kernel.facts.service import FactsService, conflict_rules
 from ctx_kernel.kernel.limits import (
     AUTO,
     COPY_BATCH,
@@ -38,7 +39,7 @@ from ctx_kernel.kernel.limits import (
     LOG_BATCH,
     META_CONFLICT_RULES,
 )
-from ctx_kernel.kernel.recall.service import RecallService, conflict_rules
+from ctx_kernel.kernel.recall.service import RecallService
 from ctx_kernel.kernel.records import (
     AuditEvent,
     Decision,
@@ -108,12 +109,13 @@ class Ctx:
         self._vault = VaultService(store)
         self._queue = QueueService(store, self._vault)
         self._recall = RecallService(store, self._vault, embedder=embedder)
+        self._facts = FactsService(store, self._recall)
 
     @cached_property
     def _kernel(self) -> DecisionService:
         from ctx_kernel.kernel.decisions.kernel import DecisionService  # noqa: PLC0415
 
-        return DecisionService(self.store, self._queue, self._recall)
+        return DecisionService(self.store, self._queue, self._recall, self._facts)
 
     @cached_property
     def _audit(self) -> AuditService:
@@ -449,23 +451,25 @@ class Ctx:
         min_scores: dict[str, float] | None = None,
     ) -> recall.Recall:
         """Decisions that hold (with what contradicts them) and unratified evidence matching ``query``."""
+        self._facts.keep_current()
         return self._recall.recall(query, k=k, as_of=as_of, mode=mode, rrf_k=rrf_k, min_scores=min_scores)
 
     def inject(self, query: str | None = None, *, budget: int = DEFAULT_BUDGET) -> Injection:
         """The session-start block: current decisions, superseded ones, conflicts, proposals, evidence."""
+        self._facts.keep_current()
         return self._recall.inject(query, budget=budget)
 
     def conflicts(self) -> list[tuple[Decision, Related]]:
         """Pairs of current decisions on different subjects that take opposite stances, newest first."""
-        return self._recall.conflicts()
+        return self._facts.conflicts()
 
     def record_conflicts(self, decision_ids: Sequence[str]) -> int:
         """Detect and record the conflicts of newly ratified or imported current decisions."""
-        return self._recall.record_conflicts(decision_ids)
+        return self._facts.record_conflicts(decision_ids)
 
     def ensure_conflicts(self, *, force: bool = False) -> None:
         """Detect conflicts among all current decisions if this store was not scanned by these rules."""
-        self._recall.ensure_conflicts(force=force)
+        self._facts.ensure_conflicts(force=force)
 
     def embedding(self) -> embed.Resolution:
         """The embedding model this store uses (resolved once), or why vectors are off."""
@@ -487,7 +491,9 @@ class Ctx:
         progress: Callable[[int, int], None] | None = None,
     ) -> ReindexReport:
         """Embed every decision and evidence text again with the configured model."""
-        return self._recall.reindex(download=download, progress=progress)
+        report = self._recall.reindex(download=download, progress=progress)
+        self._facts.ensure_conflicts(force=True)
+        return report
 
     def migrate(
         self, to: str, *, batch_size: int = COPY_BATCH, progress: Progress | None = None, force: bool = False
@@ -506,7 +512,7 @@ class Ctx:
                     "`ctx audit verify`, or pass --force to copy it as it is"
                 )
         with Ctx(copy.open_target(self.store, to, follow_dangling=force), embedder=None) as target:
-            derive, store = target._recall.rebuild_derived, target.store
+            derive, store = target._facts.rebuild, target.store
             return copy.copy_store(self.store, store, derive=derive, batch_size=batch_size, progress=progress)
 
     # -- encryption at rest -------------------------------------------------------------

@@ -370,7 +370,7 @@ def _import_all(
             if new_id.startswith("dc_") and not kernel.store.is_ancestor(old_id, new_id):
                 _link(kernel, old_id, new_id, start[new.path], reviewer, now)
     if not report.dry_run:  # conflicts are derived; a dry run leaves every cache as it was
-        kernel.recall.record_conflicts(report.decisions)
+        kernel.facts.record_conflicts(report.decisions)
 
 
 def _keep_file(vault: VaultService, path: Path, inside: Path, source: str, reviewer: str) -> str:

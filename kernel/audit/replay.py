@@ -376,7 +376,7 @@ def _links(replay: _Replay, stored: list[tuple[Any, ...]]) -> tuple[list[StatePr
 
 
 def _decision_text(decision: Decision) -> str:
-    # The text conflict detection reads (recall.ConflictDetector): the decision and its rationale.
+    # The text conflict detection reads (facts.conflicts.ConflictDetector): the decision and its rationale.
     return f"{decision.decision}\n{decision.rationale or ''}"
 
 

@@ -12,6 +12,7 @@ from ctx_kernel.kernel.decisions import review
 from ctx_kernel.kernel.decisions.queue import QueueService
 from ctx_kernel.kernel.decisions.review import ProposalContext, RatificationPlan
 from ctx_kernel.kernel.errors import CtxError, NotFoundError, RefusedError, StalePlanError, UsageError
+from ctx_kernel.kernel.facts.service import FactsService
 from ctx_kernel.kernel.language import entities
 from ctx_kernel.kernel.limits import (
     DECISION_RETIRED,
@@ -30,10 +31,11 @@ if TYPE_CHECKING:
 class DecisionService:
     """Ratified decisions: a person's acts turn proposals into them, close them and link them."""
 
-    def __init__(self, store: Store, queue: QueueService, recall: RecallService) -> None:
+    def __init__(self, store: Store, queue: QueueService, recall: RecallService, facts: FactsService) -> None:
         self.store = store
         self.queue = queue
         self.recall = recall
+        self.facts = facts
 
     # -- the write path -----------------------------------------------------------------------
 
@@ -226,7 +228,7 @@ class DecisionService:
                 until=(old.valid_until, old.valid_until or at),
                 note={} if old.valid_until else {"reason": f"superseded by {new.id}"},
             )
-        self.recall.record_conflicts([new.id])
+        self.facts.record_conflicts([new.id])
         self.store.resolve_proposal(proposal.id, "ratified", at, reviewer, None, new.id)
         settled = [other.id for other in plan.settles]
         for other in settled:
@@ -249,13 +251,15 @@ class DecisionService:
     def proposal_conflicts(self, proposal_ids: Sequence[str]) -> dict[str, list[Related]]:
         """For each pending proposal, the current decisions on other subjects it contradicts."""
         ids = [self.queue.vault.resolve_id(p, "proposal") for p in proposal_ids]
-        return review.proposal_conflicts(self.store, self.recall.entity_index, ids)
+        found = [self.store.get_proposal(pid) for pid in ids]
+        return self.facts.proposal_conflicts([p for p in found if p is not None])
 
     def proposal_context(self, proposal_id: str, *, related: int = 5) -> ProposalContext:
         """A proposal with its subject's current decision and chain, contradictions, related decisions
         found by recall, cited evidence, review group, and the change ratifying it would make."""
         proposal = self.queue.proposal(proposal_id)
         similar: list[Decision] = []
+        self.facts.keep_current()
         try:
             found = self.recall.recall(f"{proposal.subject} {proposal.decision}", k=related + 1)
         except CtxError:

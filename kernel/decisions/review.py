@@ -12,13 +12,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
-from ctx_kernel.kernel import clock
 from ctx_kernel.kernel.errors import NotFoundError, RefusedError, UsageError
 from ctx_kernel.kernel.records import Decision, Evidence, Proposal
 from ctx_kernel.kernel.text import MAX_DECISION_CHARS, clip, require_shown, visible
 
 if TYPE_CHECKING:
-    from ctx_kernel.kernel.recall.engine import EntityIndex
     from ctx_kernel.kernel.reports import Related
     from ctx_kernel.kernel.store.base import Store
 
@@ -218,43 +216,6 @@ def short_age(delta: timedelta) -> str:
         if seconds >= size:
             return f"{seconds // size}{unit}"
     return f"{seconds}s"
-
-
-def as_decision(proposal: Proposal) -> Decision:
-    """The decision a proposal would become, for conflict checks before it is ratified."""
-    return Decision(
-        id=proposal.id,
-        subject=proposal.subject,
-        decision=proposal.decision,
-        rationale=proposal.rationale,
-        valid_from=clock.now(),
-        valid_until=None,
-        ratified_by="",
-        ratified_at="",
-        proposal_id=proposal.id,
-        amended=False,
-        closed_by=None,
-        close_reason=None,
-    )
-
-
-def proposal_conflicts(
-    store: Store, index: EntityIndex, proposal_ids: Sequence[str]
-) -> dict[str, list[Related]]:
-    """The current decisions on other subjects that each proposal contradicts."""
-    from ctx_kernel.kernel.recall import engine as recall  # noqa: PLC0415 - recall is heavy; see recall/service.py
-
-    detector = recall.ConflictDetector(store, index)
-    out: dict[str, list[Related]] = {}
-    for pid in proposal_ids:
-        proposal = store.get_proposal(pid)
-        if proposal is None:
-            continue
-        out[pid] = [
-            recall.conflict_item(other, c.term, c.clause, c.other_clause)
-            for other, c in detector.find(as_decision(proposal))
-        ]
-    return out
 
 
 def supersede_targets(explicit: Sequence[str], current: Decision | None) -> list[str]:

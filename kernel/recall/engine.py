@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ctx_kernel.kernel.errors import UsageError
-from ctx_kernel.kernel.language import conflicts, entities
+from ctx_kernel.kernel.language import entities
 from ctx_kernel.kernel.language import query as fulltext
 from ctx_kernel.kernel.language.query import TextQuery
 from ctx_kernel.kernel.limits import RECALL_MODES
@@ -73,10 +73,6 @@ PRELOAD_BATCH = 5_000
 CACHED_POSTINGS = 2_000
 # Query phrases whose fuzzy matches over the entity names a warm process keeps.
 CACHED_PHRASES = 20_000
-# Decisions naming a hit's entities that are checked for an opposite stance.
-CONFLICT_CANDIDATES = 20
-# Related subjects: token_set_ratio of the subjects' words ("cache.sessions" ~ "auth.sessions").
-SUBJECT_SIMILARITY = 75.0
 SUPERSEDED_WARNING = "superseded: do not apply"
 # Hybrid fusion settings, chosen on the labelled set in tests/data/recall (`just quality`):
 # results were flat for vector weights 1.5-2 and a vector floor of 0.7-0.8. Sentence
@@ -931,76 +927,6 @@ class Recaller:
                 ((i, s, sc) for i, s, sc in fused if i in records), 1
             )
         ]
-
-
-class ConflictDetector:
-    """Finds current decisions that contradict a decision; run when a decision is ratified."""
-
-    def __init__(self, store: Store, entity_index: EntityIndex) -> None:
-        self.store = store
-        self.entity_index = entity_index
-        self._subjects: dict[str, str] | None = None
-
-    def find(self, decision: Decision) -> list[tuple[Decision, conflicts.Conflict]]:
-        """Current decisions on other subjects that take the opposite stance to ``decision``."""
-        chain = set(self.store.chain_ids(decision.id))
-        text = f"{decision.decision}\n{decision.rationale or ''}"
-        # Its own entities, and plain words that other records name as entities ("redis" vs `redis`).
-        words = [w for w in fulltext.words(text) if len(w) >= 3 and w not in fulltext.STOPWORDS]
-        named = dict.fromkeys([*entities.extract(text), *self.entity_index.known(self.store, words)])
-        names = [n for n in named if len(entities.normalise(n)) >= 3][:16]
-        # Decisions naming the same entities...
-        candidates: dict[str, bool] = {}
-        phrases = [entities.normalise(n) for n in names]
-        if phrases:
-            named_query = TextQuery(tuple(dict.fromkeys(phrases)))
-            for other_id, _ in self.store.fts_decision_ids(
-                named_query, CONFLICT_CANDIDATES, current_only=True
-            ):
-                candidates[other_id] = False
-        # ...and decisions on fuzzy-similar subjects, compared on their shared content words.
-        candidates.update(
-            dict.fromkeys(self.store.current_ids(self._similar_subjects(decision.subject)), True)
-        )
-        for excluded in (decision.id, *chain):
-            candidates.pop(excluded, None)
-        others = self.store.decisions_by_ids(sorted(candidates))
-        out: list[tuple[Decision, conflicts.Conflict]] = []
-        mine = conflicts.content_words(text)
-        for other_id in sorted(candidates):
-            other = others.get(other_id)
-            if other is None or other.subject == decision.subject or not other.current:
-                continue
-            other_text = f"{other.decision}\n{other.rationale or ''}"
-            haystack = f" {entities.normalise(other_text)} "
-            terms = {n for n, p in zip(names, phrases, strict=True) if f" {p} " in haystack}
-            if candidates[other_id]:
-                terms |= mine & conflicts.content_words(other_text)
-            found = conflicts.find_conflict(text, other_text, terms)
-            if found is None:
-                continue
-            out.append((other, found))
-        return out
-
-    def _similar_subjects(self, subject: str) -> list[str]:
-        from rapidfuzz import fuzz, process  # noqa: PLC0415
-
-        if self._subjects is None:
-            self._subjects = {s: entities.normalise(s) for s in self.store.current_subjects()}
-        leaf = subject.rsplit(".", 1)[-1]
-        similar = {s for s in self._subjects if s.rsplit(".", 1)[-1] == leaf}
-        similar.update(
-            s
-            for s, _, _ in process.extract(
-                entities.normalise(subject),
-                self._subjects,
-                scorer=fuzz.token_set_ratio,
-                score_cutoff=SUBJECT_SIMILARITY,
-                limit=20,
-            )
-        )
-        similar.discard(subject)
-        return sorted(similar)
 
 
 def conflict_item(other: Decision, term: str, clause: str, other_clause: str) -> Related:

@@ -163,7 +163,7 @@ def _candidates_without_query(service: RecallService) -> dict[str, list[tuple[di
                 )  # fmt: skip
                 replaced.setdefault(old.id, (related, []))[1].append(d.id)
     out["superseded"] = [_superseded_item(related, holders) for related, holders in replaced.values()]
-    out["conflicts"] = [_conflict_item(d, r) for d, r in service.conflicts()]
+    out["conflicts"] = [_conflict_item(d, r) for d, r in service.recorded_conflicts()]
     out["proposals"] = [_proposal_item(p) for p in service.store.list_proposals("pending")]
     out["evidence"] = [_evidence_item(e, e.text) for e in service.vault.recent(MAX_EVIDENCE)]
     return out

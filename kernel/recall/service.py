@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ctx_kernel.kernel import clock, text
@@ -26,7 +26,6 @@ from ctx_kernel.kernel.limits import (
     MAX_RECALL_K,
     MAX_RRF_K,
     MAX_SEARCH_LIMIT,
-    META_CONFLICT_RULES,
     MIN_BUDGET,
     RECALL_MODES,
     VECTOR_MODES,
@@ -43,13 +42,6 @@ if TYPE_CHECKING:
     from ctx_kernel.kernel.recall.embeddings import Embedder
     from ctx_kernel.kernel.recall.inject import Injection
     from ctx_kernel.kernel.reports import ReindexReport, Related, VectorStatus
-
-
-def conflict_rules() -> str:
-    """The version of the rules contradictions are found with (recorded with the ones found)."""
-    from ctx_kernel.kernel.language.conflicts import RULES_VERSION  # noqa: PLC0415 - lazy, see the module
-
-    return RULES_VERSION
 
 
 class RecallService:
@@ -154,9 +146,6 @@ class RecallService:
             # Embedding the query is a recall's longest step: it starts first, and is used below
             # if the store is searchable with this model.
             early = self._pool().submit(self._resolution.embedder.embed_query, query)
-        # A read-only or busy store still answers, with the conflicts it has recorded.
-        with contextlib.suppress(StoreError):
-            self.ensure_conflicts()
         if mode in VECTOR_MODES:
             embedder, status = self.prepare_vectors(BACKFILL_ON_RECALL)
             if embedder is None and mode == "vector":
@@ -198,56 +187,27 @@ class RecallService:
                 raise UsageError("the query has no words to search for")
         return inject.build(self, query, budget)
 
-    def conflicts(self) -> list[tuple[Decision, Related]]:
-        """Pairs of current decisions on different subjects that take opposite stances, newest first."""
+    def recorded_conflicts(self) -> list[tuple[Decision, Related]]:
+        """The recorded pairs of current decisions that take opposite stances, newest first."""
         from ctx_kernel.kernel.recall import engine as recall  # noqa: PLC0415
 
-        # As in recall: a read-only login (or a busy store) answers with the conflicts recorded.
-        with contextlib.suppress(StoreError):
-            self.ensure_conflicts()
         pairs = self.store.current_conflict_pairs()
         found = self.store.decisions_by_ids(sorted({i for p in pairs for i in p[:2]}))
-        out = []
-        for decision_id, other_id, term, clause, other_clause in pairs:
-            out.append(
-                (found[decision_id], recall.conflict_item(found[other_id], term, clause, other_clause))
-            )
-        return out
+        return [
+            (found[decision_id], recall.conflict_item(found[other_id], term, clause, other_clause))
+            for decision_id, other_id, term, clause, other_clause in pairs
+        ]
 
-    def record_conflicts(self, decision_ids: Sequence[str]) -> int:
-        """Detect and record the conflicts of newly ratified or imported current decisions."""
-        from ctx_kernel.kernel.recall import engine as recall  # noqa: PLC0415
-
-        detector = recall.ConflictDetector(self.store, self.entity_index)
-        found = 0
-        with self.store.transaction():
-            for decision in self.store.decisions_by_ids(list(decision_ids)).values():
-                if not decision.current:
-                    continue
-                for other, conflict in detector.find(decision):
-                    self.store.add_conflict(
-                        decision.id, other.id, conflict.term, conflict.clause, conflict.other_clause
-                    )
-                    found += 1
-        return found
-
-    def rebuild_derived(self) -> None:
-        """Derive the keyword index, entity mentions and conflicts from the rows again (a copied store)."""
+    def rebuild_index(self) -> None:
+        """Derive the keyword index and entity mentions from the rows again (a copied store)."""
         from ctx_kernel.kernel.recall.derived import rebuild_index  # noqa: PLC0415
 
         rebuild_index(self.store)
         self.forget_entities()
-        self.ensure_conflicts(force=True)
 
-    def ensure_conflicts(self, *, force: bool = False) -> None:
-        """Detect conflicts among all current decisions if this store was not scanned by these rules."""
-        if not force and self.store.get_meta(META_CONFLICT_RULES) == conflict_rules():
-            return
-        with self.store.transaction():
-            self.store.clear_conflicts()
-            self.record_conflicts([d.id for d in self.store.decisions()])
-            self.store.set_meta(META_CONFLICT_RULES, conflict_rules())
-        self._decision_cache = None  # it keeps the conflicts of the decisions it read
+    def forget_decisions(self) -> None:
+        """Drop the decisions read for recall (their recorded conflicts changed)."""
+        self._decision_cache = None
 
     def embedding(self) -> embed.Resolution:
         """The embedding model this store uses (resolved once), or why vectors are off."""
@@ -389,7 +349,6 @@ class RecallService:
 
         rebuild_index(self.store)
         self._entity_index_cache = None
-        self.ensure_conflicts(force=True)
         return ReindexReport(
             model=embedder.model_id,
             dim=embedder.dim,
