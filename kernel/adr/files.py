@@ -8,7 +8,7 @@ import os
 import re
 import stat
 import unicodedata
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import unquote
@@ -702,94 +702,22 @@ def _parse(path: Path, root: Path, inside: Path | None = None) -> _Parsed:
 
 def _parse_text(text: str, path: Path, rel: str) -> _Parsed:
     """Parse ADR Markdown text; see :func:`parse_adr`."""
-    front: dict[str, str | list[str]] = {}
-    fm_match = _FRONT_MATTER_RE.match(text)
-    if fm_match:
-        front = _parse_front_matter(fm_match.group(1) or "")
-        text = text[fm_match.end() :]
-    text = _COMMENT_RE.sub("", text)
-    lines = text.split("\n")
-    code = _code_mask(lines)
-    headings = _headings(lines, code)
-    name = path.name
-    numbered = file_number(name)
+    doc = _read_document(text)
+    numbered = file_number(path.name)
     filename_number = numbered[1] if numbered else None
     own_prefix = numbered[0] if numbered else ""
-
-    title_heading = _find_title(lines, code, headings)
-    if title_heading is not None:
-        raw_title = title_heading.text
-    elif _as_text(_fm_get(front, "title")).strip():
-        raw_title = _as_text(_fm_get(front, "title")).strip()
-    else:
-        raise AdrParseError(path, "no title heading (a line starting with '# ')")
-    title, title_number = _clean_title(raw_title, filename_number)
-    if not title:
-        raise AdrParseError(path, "the title heading is empty")
+    title, title_number = _title(doc, path, filename_number)
     number = filename_number if filename_number is not None else title_number
 
-    body_start = title_heading.index + 1 if title_heading is not None else 0
-    sections = [h for h in headings if h.index >= body_start]
-    open_sections: list[_Heading] = []
-    for heading in sections:
-        heading.name = _section_name(heading.text)
-        heading.kind = _section_kind(heading.name)
-        heading.end = len(lines)
-        while open_sections and open_sections[-1].level >= heading.level:
-            open_sections.pop().end = heading.index
-        open_sections.append(heading)
-    preamble_end = sections[0].index if sections else len(lines)
-    preamble = [i for i in range(body_start, preamble_end) if not code[i]]
-
-    def first(*kinds: str) -> _Heading | None:
-        return next((h for kind in kinds for h in sections if h.kind == kind), None)
-
-    status_heading = first("status")
-    status_lines = (
-        [i for i in range(status_heading.index + 1, status_heading.end) if not code[i]]
-        if status_heading
-        else []
-    )
-    link_lines = [i for h in sections if h.kind == "links" for i in range(h.index + 1, h.end) if not code[i]]
-
-    # Status as written.
-    fm_status = _as_text(_fm_get(front, "status")).strip()
-    raw_status, from_front = "", False
-    if fm_status:
-        raw_status, from_front = fm_status, True
-    elif status_heading is not None and ":" in status_heading.text:
-        raw_status = status_heading.text.split(":", 1)[1].strip(" *_")
-    if not raw_status:
-        raw_status = _status_from_lines(lines, preamble, bullets_only=True)
-    if not raw_status and status_heading is not None:
-        raw_status = _status_from_lines(lines, status_lines, bullets_only=False)
-    if not raw_status:
-        raw_status = next(
-            (_unmark(lines[i]) for i in preamble if re.search(r"\bsuperseded\s+by\b", lines[i], re.I)), ""
-        )
+    raw_status, from_front = _status_as_written(doc)
+    links = _stated_links(doc)
+    stated_superseded = bool(links["superseded_by"])
+    for kind, ref in _self_relations(doc):
+        links[kind].append(ref)
+    links = {kind: _dedupe_refs(refs, path.name, number, own_prefix) for kind, refs in links.items()}
     status = normalise_status(raw_status)
-
-    # Links.
-    links: dict[str, list[_Ref]] = {kind: [] for kind in RELATIONS}
-    for key, kind in _FRONT_MATTER_RELATIONS.items():
-        value = _fm_get(front, key)
-        items = value if isinstance(value, list) else [value] if value else []
-        for item in items:
-            links[kind].extend(_refs_in(item, bare=True) or _fallback_refs(item))
-    region_lines = [fm_status] if fm_status else []
-    region_lines += [lines[i] for i in (*preamble, *status_lines, *link_lines)]
-    for line in region_lines:
-        for kind, ref in _relations_in_line(line, bare=True):
-            links[kind].append(ref)
-    region_superseded = bool(links["superseded_by"])
-    for index, line in enumerate(lines):
-        if not code[index] and _SELF_RELATION_RE.search(line):
-            for kind, ref in _relations_in_line(line, bare=False):
-                links[kind].append(ref)
-    for kind in RELATIONS:
-        links[kind] = _dedupe_refs(links[kind], name, number, own_prefix)
     if (
-        region_superseded
+        stated_superseded
         and links["superseded_by"]
         and not from_front
         and status in {"accepted", "proposed"}
@@ -797,76 +725,281 @@ def _parse_text(text: str, path: Path, rel: str) -> _Parsed:
     ):
         status = "superseded"
 
-    # Sections.
-    context_heading = first("context")
-    context = _section_text(lines, context_heading, sections) if context_heading else None
-    decision_heading = first("decision", "proposal")
-    if decision_heading is not None:
-        decision = _section_text(lines, decision_heading, sections) or ""
-        summary = re.match(r"^decision\s*[:\-–—]\s*(.+)$", decision_heading.text.strip(), re.I)
-        if summary:
-            decision = f"{summary.group(1).strip()}\n\n{decision}".strip()
-    else:
-        decision = _body_text(lines, code, body_start, status_heading)
-    consequences_heading = first("consequences")
-    if consequences_heading is not None:
-        consequences = _section_text(lines, consequences_heading, sections)
-    else:
-        parts = [
-            f"{h.text}\n\n{body}"
-            for h in sections
-            if h.kind in {"positive", "negative"} and (body := _section_text(lines, h, sections))
-        ]
-        consequences = "\n\n".join(parts) or None
-
-    # Date, subject, meta.
-    date = parse_date(_as_text(_fm_get(front, "date")))
-    if date is None:
-        date = _date_from_lines(lines, [*preamble, *status_lines]) or _date_from_lines(
-            lines, [i for i in range(len(lines)) if not code[i]]
-        )
-    subject = _as_text(_fm_get(front, "subject")).strip() or derive_subject(title, number)
-    deciders: list[str] = []
-    for key in DECIDER_KEYS:
-        value = _fm_get(front, key)
-        for item in value if isinstance(value, list) else [value] if value else []:
-            deciders += split_names(item)
-    for index in (*preamble, *status_lines):
-        named = _DECIDERS_LINE_RE.match(lines[index])
-        if named:
-            deciders += split_names(named.group("value"))
-    meta = {
-        key: _as_text(value)
-        for key, value in front.items()
-        if key.lower().replace("_", "-") not in _FRONT_MATTER_USED
-    }
+    stated_subject = _front_text(doc.front, "subject")
     record = AdrRecord(
         number=number,
         title=title,
         status=status,
-        date=date,
-        context=context,
-        decision=decision,
-        consequences=consequences,
+        date=_date(doc),
+        context=_context(doc),
+        decision=_decision(doc),
+        consequences=_consequences(doc),
         supersedes=[ref.value for ref in links["supersedes"]],
         superseded_by=[ref.value for ref in links["superseded_by"]],
         path=rel,
-        subject=subject,
+        subject=stated_subject or derive_subject(title, number),
         raw_status=raw_status,
         amends=[ref.value for ref in links["amends"]],
         amended_by=[ref.value for ref in links["amended_by"]],
-        meta=meta,
-        deciders=list(dict.fromkeys(deciders)),
-        subject_stated=bool(_as_text(_fm_get(front, "subject")).strip()),
+        meta=_meta(doc.front),
+        deciders=_deciders(doc),
+        subject_stated=bool(stated_subject),
     )
-    mentions = {
+    return _Parsed(record, links, _mentions(doc))
+
+
+@dataclass(frozen=True)
+class _Document:
+    """The Markdown structure of an ADR file, which each field reader below works from.
+
+    Comments are removed and the front matter is split off. ``sections`` are the headings after the
+    title, each with its name, kind and end; the preamble lies between the title and the first of
+    them. Every list of line indexes leaves out lines inside fenced code.
+    """
+
+    front: dict[str, str | list[str]]
+    lines: list[str]
+    code: list[bool]
+    title: _Heading | None
+    body_start: int
+    sections: list[_Heading]
+    preamble: list[int]
+    status_heading: _Heading | None
+    status_lines: list[int]
+    link_lines: list[int]
+
+    def first(self, *kinds: str) -> _Heading | None:
+        """The first section of the first of these kinds that the file has."""
+        return next((h for kind in kinds for h in self.sections if h.kind == kind), None)
+
+
+def _read_document(text: str) -> _Document:
+    """Split ADR Markdown into its front matter, title, preamble and sections."""
+    front: dict[str, str | list[str]] = {}
+    fm_match = _FRONT_MATTER_RE.match(text)
+    if fm_match:
+        front = _parse_front_matter(fm_match.group(1) or "")
+        text = text[fm_match.end() :]
+    lines = _COMMENT_RE.sub("", text).split("\n")
+    code = _code_mask(lines)
+    headings = _headings(lines, code)
+    title = _find_title(lines, code, headings)
+    body_start = title.index + 1 if title is not None else 0
+    sections = _outline([h for h in headings if h.index >= body_start], len(lines))
+    status_heading = next((h for h in sections if h.kind == "status"), None)
+    return _Document(
+        front=front,
+        lines=lines,
+        code=code,
+        title=title,
+        body_start=body_start,
+        sections=sections,
+        preamble=_outside_code(code, body_start, sections[0].index if sections else len(lines)),
+        status_heading=status_heading,
+        status_lines=(
+            _outside_code(code, status_heading.index + 1, status_heading.end) if status_heading else []
+        ),
+        link_lines=[
+            i for h in sections if h.kind == "links" for i in _outside_code(code, h.index + 1, h.end)
+        ],
+    )
+
+
+def _outline(sections: list[_Heading], line_count: int) -> list[_Heading]:
+    """The headings, each given its section name, kind and end (the next heading at its level or above)."""
+    open_sections: list[_Heading] = []
+    for heading in sections:
+        heading.name = _section_name(heading.text)
+        heading.kind = _section_kind(heading.name)
+        heading.end = line_count
+        while open_sections and open_sections[-1].level >= heading.level:
+            open_sections.pop().end = heading.index
+        open_sections.append(heading)
+    return sections
+
+
+def _outside_code(code: Sequence[bool], start: int, end: int) -> list[int]:
+    """The indexes from start to end of the lines that are not fenced code."""
+    return [i for i in range(start, end) if not code[i]]
+
+
+def _front_text(front: Mapping[str, str | list[str]], name: str) -> str:
+    """A front matter value as one stripped string (empty when the key is missing)."""
+    return _as_text(_fm_get(front, name)).strip()
+
+
+def _front_items(front: Mapping[str, str | list[str]], name: str) -> list[str]:
+    """A front matter value as a list: its ``- item`` lines, or the one value, or none."""
+    value = _fm_get(front, name)
+    return value if isinstance(value, list) else [value] if value else []
+
+
+def _title(doc: _Document, path: Path, filename_number: int | None) -> tuple[str, int | None]:
+    """The title without its number prefix and the number it writes; AdrParseError when there is none."""
+    if doc.title is not None:
+        raw_title = doc.title.text
+    elif _front_text(doc.front, "title"):
+        raw_title = _front_text(doc.front, "title")
+    else:
+        raise AdrParseError(path, "no title heading (a line starting with '# ')")
+    title, title_number = _clean_title(raw_title, filename_number)
+    if not title:
+        raise AdrParseError(path, "the title heading is empty")
+    return title, title_number
+
+
+# Where a file may state its status, after the front matter, in the order they are tried: the first that
+# gives one wins.
+
+
+def _status_in_heading(doc: _Document) -> str:
+    """A status written in the Status heading itself: ``## Status: Accepted``."""
+    heading = doc.status_heading
+    if heading is None or ":" not in heading.text:
+        return ""
+    return heading.text.split(":", 1)[1].strip(" *_")
+
+
+def _status_label_in_preamble(doc: _Document) -> str:
+    """A ``* Status: accepted`` line under the title, as MADR 2 and log4brains write it."""
+    return _status_from_lines(doc.lines, doc.preamble, bullets_only=True)
+
+
+def _status_section(doc: _Document) -> str:
+    """The text of a ``## Status`` section, as adr-tools (Nygard) writes it."""
+    return _status_from_lines(doc.lines, doc.status_lines, bullets_only=False)
+
+
+def _superseded_note_in_preamble(doc: _Document) -> str:
+    """A ``Superseded by ...`` line under the title, in a file that states no status otherwise."""
+    return next(
+        (
+            _unmark(doc.lines[i])
+            for i in doc.preamble
+            if re.search(r"\bsuperseded\s+by\b", doc.lines[i], re.I)
+        ),
+        "",
+    )
+
+
+_STATUS_SOURCES: tuple[Callable[[_Document], str], ...] = (
+    _status_in_heading,
+    _status_label_in_preamble,
+    _status_section,
+    _superseded_note_in_preamble,
+)
+
+
+def _status_as_written(doc: _Document) -> tuple[str, bool]:
+    """The status as the file writes it ("" when it states none), and whether the front matter states it."""
+    stated = _front_text(doc.front, "status")
+    if stated:
+        return stated, True
+    for source in _STATUS_SOURCES:
+        raw_status = source(doc)
+        if raw_status:
+            return raw_status, False
+    return "", False
+
+
+def _stated_links(doc: _Document) -> dict[str, list[_Ref]]:
+    """The links the front matter states, and those in the status, the preamble and the Status and Links
+    sections."""
+    links: dict[str, list[_Ref]] = {kind: [] for kind in RELATIONS}
+    for key, kind in _FRONT_MATTER_RELATIONS.items():
+        for item in _front_items(doc.front, key):
+            links[kind].extend(_refs_in(item, bare=True) or _fallback_refs(item))
+    fm_status = _front_text(doc.front, "status")
+    region_lines = [fm_status] if fm_status else []
+    region_lines += [doc.lines[i] for i in (*doc.preamble, *doc.status_lines, *doc.link_lines)]
+    for line in region_lines:
+        for kind, ref in _relations_in_line(line, bare=True):
+            links[kind].append(ref)
+    return links
+
+
+def _self_relations(doc: _Document) -> list[tuple[str, _Ref]]:
+    """The links a record states about itself anywhere outside code (``This ADR supersedes ...``)."""
+    return [
+        found
+        for index, line in enumerate(doc.lines)
+        if not doc.code[index] and _SELF_RELATION_RE.search(line)
+        for found in _relations_in_line(line, bare=False)
+    ]
+
+
+def _context(doc: _Document) -> str | None:
+    """The text of the Context section."""
+    heading = doc.first("context")
+    return _section_text(doc.lines, heading, doc.sections) if heading else None
+
+
+def _decision(doc: _Document) -> str:
+    """The Decision section (with a ``## Decision: X`` summary first), else the whole body."""
+    heading = doc.first("decision", "proposal")
+    if heading is None:
+        return _body_text(doc.lines, doc.code, doc.body_start, doc.status_heading)
+    decision = _section_text(doc.lines, heading, doc.sections) or ""
+    summary = re.match(r"^decision\s*[:\-–—]\s*(.+)$", heading.text.strip(), re.I)
+    if summary:
+        decision = f"{summary.group(1).strip()}\n\n{decision}".strip()
+    return decision
+
+
+def _consequences(doc: _Document) -> str | None:
+    """The Consequences section, else MADR's positive and negative consequences under their headings."""
+    heading = doc.first("consequences")
+    if heading is not None:
+        return _section_text(doc.lines, heading, doc.sections)
+    parts = [
+        f"{h.text}\n\n{body}"
+        for h in doc.sections
+        if h.kind in {"positive", "negative"} and (body := _section_text(doc.lines, h, doc.sections))
+    ]
+    return "\n\n".join(parts) or None
+
+
+def _date(doc: _Document) -> str | None:
+    """The front matter date, else a ``Date:`` line under the title or in Status, else one anywhere."""
+    date = parse_date(_as_text(_fm_get(doc.front, "date")))
+    if date is None:
+        date = _date_from_lines(doc.lines, [*doc.preamble, *doc.status_lines]) or _date_from_lines(
+            doc.lines, _outside_code(doc.code, 0, len(doc.lines))
+        )
+    return date
+
+
+def _deciders(doc: _Document) -> list[str]:
+    """Who took the decision: front matter names, then ``Deciders:`` lines under the title or in Status."""
+    deciders: list[str] = []
+    for key in DECIDER_KEYS:
+        for item in _front_items(doc.front, key):
+            deciders += split_names(item)
+    for index in (*doc.preamble, *doc.status_lines):
+        named = _DECIDERS_LINE_RE.match(doc.lines[index])
+        if named:
+            deciders += split_names(named.group("value"))
+    return list(dict.fromkeys(deciders))
+
+
+def _meta(front: Mapping[str, str | list[str]]) -> dict[str, str]:
+    """The front matter keys that no record field reads, such as ``ctx-id``."""
+    return {
+        key: _as_text(value)
+        for key, value in front.items()
+        if key.lower().replace("_", "-") not in _FRONT_MATTER_USED
+    }
+
+
+def _mentions(doc: _Document) -> frozenset[str]:
+    """The file names (lower-case) of every Markdown file the text links to outside code."""
+    return frozenset(
         linked.filename.lower()
-        for index, line in enumerate(lines)
-        if not code[index]
+        for index, line in enumerate(doc.lines)
+        if not doc.code[index]
         for link in _LINK_RE.finditer(line)
         if (linked := _link_ref(link.group("target"))) is not None and linked.filename is not None
-    }
-    return _Parsed(record, links, frozenset(mentions))
+    )
 
 
 def _find_title(lines: Sequence[str], code: Sequence[bool], headings: Sequence[_Heading]) -> _Heading | None:
@@ -1022,57 +1155,79 @@ def read_adr_folder(
             parsed.append(_parse(path, folder, inside))
         except AdrParseError as exc:
             errors.append(exc)
-    records = [item.record for item in parsed]
-    warnings: list[str] = []
+    index = _FolderIndex.of([item.record for item in parsed])
+    edges, link_warnings = _two_way_links(parsed, index)
+    resolved = [
+        dataclasses.replace(
+            record,
+            supersedes=list(dict.fromkeys(edges[i]["supersedes"])),
+            superseded_by=list(dict.fromkeys(edges[i]["superseded_by"])),
+            amends=list(dict.fromkeys(edges[i]["amends"])),
+            amended_by=list(dict.fromkeys(edges[i]["amended_by"])),
+        )
+        for i, record in enumerate(index.records)
+    ]
+    resolved.sort(key=lambda r: (r.number is None, r.number if r.number is not None else 0, r.path))
+    return resolved, errors, [*index.duplicate_numbers(), *link_warnings]
 
-    by_name: dict[str, int] = {}
-    by_number: dict[int, list[int]] = {}
-    for index, record in enumerate(records):
-        by_name.setdefault(Path(record.path).name.lower(), index)
-        if record.number is not None:
-            by_number.setdefault(record.number, []).append(index)
-    for number, indexes in sorted(by_number.items()):
-        if len(indexes) > 1:
-            names = ", ".join(records[i].path for i in indexes)
-            warnings.append(f"number {number} is used by more than one file: {names}")
 
-    def value_of(index: int) -> AdrRef:
-        record = records[index]
-        if record.number is not None and len(by_number[record.number]) == 1:
+@dataclass(frozen=True)
+class _FolderIndex:
+    """The records read from a folder, found by file name (lower-case) and by number."""
+
+    records: list[AdrRecord]
+    by_name: dict[str, int]
+    by_number: dict[int, list[int]]
+
+    @classmethod
+    def of(cls, records: list[AdrRecord]) -> _FolderIndex:
+        """The index of these records; a name or number used twice keeps every record that uses it."""
+        by_name: dict[str, int] = {}
+        by_number: dict[int, list[int]] = {}
+        for index, record in enumerate(records):
+            by_name.setdefault(Path(record.path).name.lower(), index)
+            if record.number is not None:
+                by_number.setdefault(record.number, []).append(index)
+        return cls(records, by_name, by_number)
+
+    def duplicate_numbers(self) -> list[str]:
+        """A warning for each number that more than one file uses."""
+        warnings = []
+        for number, indexes in sorted(self.by_number.items()):
+            if len(indexes) > 1:
+                names = ", ".join(self.records[i].path for i in indexes)
+                warnings.append(f"number {number} is used by more than one file: {names}")
+        return warnings
+
+    def value_of(self, index: int) -> AdrRef:
+        """How a link names this record: its number if no other file uses it, else its path."""
+        record = self.records[index]
+        if record.number is not None and len(self.by_number[record.number]) == 1:
             return record.number
         return record.path
 
+
+def _two_way_links(
+    parsed: Sequence[_Parsed], index: _FolderIndex
+) -> tuple[dict[int, dict[str, list[AdrRef]]], list[str]]:
+    """Each record's links resolved in the folder, with their inverses, and warnings about links that
+    name nothing or are unclear."""
     edges: dict[int, dict[str, list[AdrRef]]] = {
-        i: {kind: [] for kind in RELATIONS} for i in range(len(records))
+        i: {kind: [] for kind in RELATIONS} for i in range(len(index.records))
     }
+    warnings: list[str] = []
     for source, item in enumerate(parsed):
-        record = item.record
         for kind in RELATIONS:
             for ref in item.links[kind]:
-                target, note = _resolve(ref, source, parsed, by_name, by_number)
-                label = kind.replace("_", " ")
+                target, note = _resolve(ref, source, parsed, index.by_name, index.by_number)
                 if note:
-                    warnings.append(f"{record.path}: {label} {_describe(ref)}: {note}")
+                    warnings.append(f"{item.record.path}: {kind.replace('_', ' ')} {_describe(ref)}: {note}")
                 if target is None:
                     edges[source][kind].append(ref.value)
                     continue
-                edges[source][kind].append(value_of(target))
-                edges[target][_INVERSE[kind]].append(value_of(source))
-
-    resolved = []
-    for index, record in enumerate(records):
-        links = edges[index]
-        resolved.append(
-            dataclasses.replace(
-                record,
-                supersedes=list(dict.fromkeys(links["supersedes"])),
-                superseded_by=list(dict.fromkeys(links["superseded_by"])),
-                amends=list(dict.fromkeys(links["amends"])),
-                amended_by=list(dict.fromkeys(links["amended_by"])),
-            )
-        )
-    resolved.sort(key=lambda r: (r.number is None, r.number if r.number is not None else 0, r.path))
-    return resolved, errors, warnings
+                edges[source][kind].append(index.value_of(target))
+                edges[target][_INVERSE[kind]].append(index.value_of(source))
+    return edges, warnings
 
 
 def _describe(ref: _Ref) -> str:
