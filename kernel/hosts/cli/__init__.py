@@ -1,0 +1,58 @@
+"""The ``ctx`` command line: parses arguments, calls the facade, prints text or JSON.
+
+``base`` holds the root group and what every command shares; each other module adds one area's
+commands to the group when this package imports it.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+from ctx_kernel.kernel.errors import CtxError
+
+# Imported for their effect: each module adds its commands to the root group.
+from ctx_kernel.kernel.hosts.cli import (  # noqa: F401
+    admin,
+    adr,
+    audit,
+    evidence,
+    hooks,
+    info,
+    launch,
+    queue,
+    read,
+    store,
+)
+from ctx_kernel.kernel.hosts.cli.base import _fail, _say, cli
+from ctx_kernel.kernel.hosts.cli.queue import MAX_JSON_INPUT_BYTES
+from ctx_kernel.kernel.store import driver, migrate
+
+__all__ = ["MAX_JSON_INPUT_BYTES", "cli", "main"]
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: run the CLI, turning every expected failure into one line on stderr."""
+    try:
+        code = cli.main(args=argv, prog_name="ctx", standalone_mode=False)
+    except click.exceptions.Abort:
+        _fail("aborted, nothing changed", 1)
+    except click.exceptions.NoArgsIsHelpError as exc:
+        _say(exc.ctx.get_help() if exc.ctx else str(exc))
+        sys.exit(2)
+    except click.UsageError as exc:
+        hint = f" (see `{exc.ctx.command_path} --help`)" if exc.ctx else ""
+        _fail(exc.format_message().splitlines()[0] + hint, 2)
+    except click.ClickException as exc:
+        _fail(exc.format_message(), exc.exit_code)
+    except CtxError as exc:
+        _fail(exc.message.splitlines()[0], exc.exit_code)
+    except driver.dbapi.DatabaseError as exc:  # a damaged page met in the middle of a command
+        _fail(migrate.database_error(None, exc).message, 1)
+    except KeyboardInterrupt:
+        _fail("interrupted", 130)
+    except BrokenPipeError:
+        os._exit(0)
+    sys.exit(code if isinstance(code, int) else 0)

@@ -1,0 +1,195 @@
+"""The root ``ctx`` group and what its commands share: --db, opening the store, output, prompts."""
+
+from __future__ import annotations
+
+import getpass
+import json
+import os
+import sys
+from collections.abc import Callable
+from datetime import UTC, datetime
+from functools import update_wrapper
+from pathlib import Path
+from typing import Any, NoReturn
+
+import click
+
+from ctx_kernel.kernel import paths, text
+from ctx_kernel.kernel.errors import CtxError, UsageError
+from ctx_kernel.kernel.facade import Ctx, age, short_age
+from ctx_kernel.kernel.records import Decision, Proposal
+
+
+def _say(message: object = "", *, err: bool = False, nl: bool = True) -> None:
+    """Print human output; stored text in it is shown with hidden characters spelled out."""
+    click.echo(text.visible(message) if isinstance(message, str) else message, err=err, nl=nl)
+
+
+def _colour(message: str, style: str) -> str:
+    """``message`` styled for a terminal; plain when output is not one or NO_COLOR is set.
+
+    Styled text is printed with ``click.echo``, never :func:`_say`, which would spell the
+    escape sequences out; pass stored text through ``text.visible`` first.
+    """
+    if os.environ.get("NO_COLOR") or not sys.stdout.isatty():
+        return message
+    if style == "bold":
+        return click.style(message, bold=True)
+    return click.style(message, fg=style, bold=True)
+
+
+def _emit_json(data: Any) -> None:
+    click.echo(text.json_visible(json.dumps(data, indent=2, ensure_ascii=False)))
+
+
+_DB_HELP = (
+    "Store to use: a file, sqlite:PATH or postgresql://host/dbname (default: CTX_DB, else the nearest "
+    ".ctx/config.toml naming one or .ctx/ctx.db above the working folder)."
+)
+
+
+def _db_option(func: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option("--db", "db_here", metavar="STORE", help=_DB_HELP)(func)
+
+
+def _locate(explicit: str | None, start: Path | None = None) -> paths.Location:
+    """The store's location (``--db``, ``CTX_DB``, the project's config, ``.ctx/ctx.db``)."""
+    return paths.locate_store(explicit, start).location
+
+
+def _open(explicit: str | None, start: Path | None = None, **kwargs: Any) -> Ctx:
+    """Open the store a command uses (see :func:`_locate`)."""
+    return Ctx.open(_locate(explicit, start), **kwargs)
+
+
+def _with_store(func: Callable[..., Any]) -> Callable[..., Any]:
+    """Open the project's store for the command (``--db`` before or after it) and close it afterwards."""
+
+    def wrapper(ctx: click.Context, *args: Any, db_here: str | None, **kwargs: Any) -> Any:
+        kernel = _open(db_here or ctx.find_root().obj.get("db"))
+        try:
+            return func(kernel, *args, **kwargs)
+        finally:
+            kernel.close()
+
+    # The command's name, help and options (click keeps them on the function) carry over to the wrapper.
+    update_wrapper(wrapper, func)
+    return _db_option(click.pass_context(wrapper))
+
+
+def _check_utf8(value: str, what: str) -> str:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise UsageError(f"{what} is not valid UTF-8") from None
+    return value
+
+
+def _read_stdin(limit: int, what: str) -> str:
+    data = sys.stdin.buffer.read(limit + 1)
+    if len(data) > limit:
+        raise UsageError(f"{what} is larger than {limit} bytes")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise UsageError(f"{what} is not valid UTF-8") from None
+
+
+def _age(stamp: str) -> str:
+    return short_age(age(stamp, datetime.now(UTC)))
+
+
+def _window(decision: Decision) -> str:
+    end = decision.valid_until[:19] if decision.valid_until else "now"
+    return f"{decision.valid_from[:19]} .. {end}"
+
+
+def _decision_line(decision: Decision) -> str:
+    state = "current" if decision.current else f"{decision.closed_by}"
+    return f"{decision.id}  {decision.subject}  [{state}, {_window(decision)}]\n    {decision.decision}"
+
+
+def _proposal_line(proposal: Proposal) -> str:
+    badges = []
+    if proposal.supersedes:
+        badges.append("supersedes " + ", ".join(proposal.supersedes))
+    if proposal.near_duplicate_of:
+        badges.append(f"near-duplicate of {proposal.near_duplicate_of}")
+    tail = f"  ({'; '.join(badges)})" if badges else ""
+    return (
+        f"{proposal.id}  {proposal.subject}  by {proposal.proposer}, "
+        f"{_age(proposal.created_at)} old{tail}\n    {proposal.decision}"
+    )
+
+
+def _reviewer(kernel: Ctx, given: str | None, yes: bool, action: str) -> str:
+    """A person's name for a ratification or rejection; refuse without a terminal unless explicit.
+
+    On a server store the name is the login, which the database binds every act to."""
+    interactive = sys.stdin.isatty()
+    if kernel.login is not None:
+        if not (interactive or yes):
+            raise UsageError(f"{action} is a person's act: without a terminal pass --yes")
+        return kernel.actor(given, kernel.login, "reviewer")
+    if not interactive:
+        if not (yes and given):
+            raise UsageError(f"{action} is a person's act: without a terminal pass --yes and --reviewer NAME")
+        return given
+    name = given or paths.configured_reviewer()
+    if name is None:
+        name = click.prompt("Reviewer name", default=getpass.getuser())
+    return name
+
+
+def _confirm(question: str, yes: bool) -> None:
+    if not yes and not click.confirm(question, default=False):
+        raise click.Abort()
+
+
+def _completion_store(ctx: click.Context) -> Ctx | None:
+    try:
+        return Ctx.open(paths.find_store(ctx.find_root().params.get("db")), embedder=None)
+    except CtxError:
+        return None
+
+
+def _complete_pending(ctx: click.Context, _param: click.Parameter, incomplete: str) -> list[Any]:
+    """Pending proposal ids (with their subject as help) for shell completion."""
+    from click.shell_completion import CompletionItem  # noqa: PLC0415
+
+    kernel = _completion_store(ctx)
+    if kernel is None:
+        return []
+    with kernel:
+        return [
+            CompletionItem(p.id, help=f"{p.subject}: {text.visible(p.decision)[:60]}")
+            for p in kernel.queue()
+            if p.id.lower().startswith(incomplete.lower())
+        ]
+
+
+def _complete_subject(ctx: click.Context, _param: click.Parameter, incomplete: str) -> list[Any]:
+    """Subjects of decisions and pending proposals for shell completion."""
+    kernel = _completion_store(ctx)
+    if kernel is None:
+        return []
+    with kernel:
+        return sorted(s for s in kernel.store.known_subjects() if s.startswith(incomplete.lower()))
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.option("--db", metavar="STORE", help=_DB_HELP)
+@click.version_option(package_name="ctx-kernel", prog_name="ctx")
+@click.pass_context
+def cli(ctx: click.Context, db: str | None) -> None:
+    """ctx: a local-first, human-ratified decision kernel for AI coding agents.
+
+    Agents log evidence and propose decisions; only a person ratifies them.
+    """
+    ctx.ensure_object(dict)["db"] = db
+
+
+def _fail(message: str, code: int) -> NoReturn:
+    # The last guard: no error line ever shows a database password.
+    _say(f"ctx: error: {paths.redact(message)}", err=True)
+    sys.exit(code)
