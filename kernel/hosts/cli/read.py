@@ -191,17 +191,8 @@ def recall(
     as_json: bool,
 ) -> None:
     """Decisions in force (with what contradicts them) and unratified evidence, in two sections."""
-    min_scores: dict[str, float] = {}
-    for pair in minimums:
-        name, _, value = pair.partition("=")
-        try:
-            min_scores[name.strip()] = float(value)
-        except ValueError:
-            raise UsageError(f"--min takes RANKER=SCORE, e.g. vector=0.4, not {pair!r}") from None
-        if not math.isfinite(min_scores[name.strip()]):
-            raise UsageError(f"--min takes a finite score, not {pair!r}")
     found = kernel.recall(
-        _check_utf8(query, "query"), k=k, as_of=as_of, mode=mode, rrf_k=rrf_k, min_scores=min_scores
+        _check_utf8(query, "query"), k=k, as_of=as_of, mode=mode, rrf_k=rrf_k, min_scores=_minimums(minimums)
     )
     if found.vectors.note and found.vectors.state in ("off", "partial"):
         _say(f"ctx: note: {found.vectors.note}", err=True)
@@ -240,6 +231,20 @@ def recall(
             _say(f"     explain: {_explain(ev.scores, ev.rrf, combsum=found.mode == 'hybrid', timed=timed)}")
     if not found.evidence:
         _say("  none")
+
+
+def _minimums(pairs: tuple[str, ...]) -> dict[str, float]:
+    """``--min RANKER=SCORE`` options as a ranker -> lowest raw score map."""
+    min_scores: dict[str, float] = {}
+    for pair in pairs:
+        name, _, value = pair.partition("=")
+        try:
+            min_scores[name.strip()] = float(value)
+        except ValueError:
+            raise UsageError(f"--min takes RANKER=SCORE, e.g. vector=0.4, not {pair!r}") from None
+        if not math.isfinite(min_scores[name.strip()]):
+            raise UsageError(f"--min takes a finite score, not {pair!r}")
+    return min_scores
 
 
 @cli.command()
