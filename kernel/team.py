@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ctx_kernel.kernel import paths
 from ctx_kernel.kernel.errors import RefusedError, UsageError
-from ctx_kernel.kernel.store.base import Store
+from ctx_kernel.kernel.store.base import Missing, Store
 from ctx_kernel.kernel.store.sqlite_watch import SQLITE_HAS_NO_ROLES
 
 ROLES = ("agent", "reviewer", "auditor")
@@ -34,4 +34,7 @@ def grant(
         raise UsageError(f"unknown role {role}: {', '.join(ROLES)}")
     if password is not None and not create_login:
         raise UsageError("a password goes with --create-login")
-    store.grant_role(role, login, create_login=create_login, password=password)
+    roles = store.roles()
+    if isinstance(roles, Missing):
+        raise RefusedError(roles.reason)
+    roles.grant_role(role, login, create_login=create_login, password=password)

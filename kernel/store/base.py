@@ -45,7 +45,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any, Protocol
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from ctx_kernel.kernel.language.query import TextQuery
 from ctx_kernel.kernel.records import AuditEvent, Decision, Evidence, Proposal
@@ -53,10 +54,37 @@ from ctx_kernel.kernel.records import AuditEvent, Decision, Evidence, Proposal
 if TYPE_CHECKING:
     from ctx_kernel.kernel.sealing import Vault
 
-# (other id, term, clause, other clause, other's subject, other's text, valid_from, valid_until)
-ConflictRow = tuple[str, str, str, str, str, str, str, str | None]
-# One check of `ctx doctor` a backend makes of itself: (name, ok, detail, what to do if not ok).
-BackendCheck = tuple[str, bool, str, str | None]
+
+class ConflictRow(NamedTuple):
+    """A recorded conflict of a decision with another that holds at the moment asked about."""
+
+    other_id: str
+    term: str
+    clause: str
+    other_clause: str
+    other_subject: str
+    other_text: str
+    other_valid_from: str
+    other_valid_until: str | None
+
+
+class ConflictPair(NamedTuple):
+    """Two current decisions that take opposite stances, as recorded (``decision_id`` sorts first)."""
+
+    decision_id: str
+    other_id: str
+    term: str
+    clause: str
+    other_clause: str
+
+
+class BackendCheck(NamedTuple):
+    """One check of `ctx doctor` a backend makes of itself."""
+
+    name: str
+    ok: bool
+    detail: str
+    advice: str | None
 
 
 class ChangeWatch(Protocol):
@@ -69,8 +97,58 @@ class ChangeWatch(Protocol):
         """Release the watch's own connection; a ``wait`` in progress returns soon after."""
 
 
-class Store(Protocol):
-    """What the kernel calls; every statement of the backend's query language stays inside it."""
+@dataclass(frozen=True)
+class Missing:
+    """A capability a backend does not offer, and why, in one line for a person."""
+
+    reason: str
+
+
+class Sealing(Protocol):
+    """Sealing evidence at rest: a backend whose freed pages and log can be scrubbed (a file)."""
+
+    def offer_key(self, where: str, key: bytes) -> None:
+        """Make a key from elsewhere (a key file, a rekey's new key) available to unlock the vault."""
+
+    def forget_vault(self) -> None:
+        """Read the vault's keys again on next use (after encrypt or rekey changed them)."""
+
+    def plain_evidence(self, limit: int) -> list[tuple[str, str]]:
+        """``(id, text)`` of up to ``limit`` evidence rows still in clear, oldest first."""
+
+    def sealed_evidence_not_under(self, key_id: str, limit: int) -> list[tuple[str, bytes]]:
+        """``(id, sealed blob)`` of up to ``limit`` rows sealed under another key than ``key_id``,
+        oldest first."""
+
+    def count_evidence_to_seal(self, key_id: str | None) -> int:
+        """Rows that are plain, or sealed under another key than ``key_id``."""
+
+    def seal_evidence(self, evidence_id: str, blob: bytes, plain: str | None, index_text: str | None) -> None:
+        """Replace a row's text by its sealed form (the one update evidence allows); for a row that
+        was plain (``plain`` given), its full-text entry becomes ``index_text`` (keyed tokens)."""
+
+    def forget_evidence_derivatives(self) -> None:
+        """Drop what was derived from plain evidence text: vectors, entity mentions, lone entities."""
+
+    def secure_delete(self) -> None:
+        """Overwrite what this connection frees from now on, where the backend can."""
+
+    def scrub(self) -> None:
+        """Leave no freed page or log segment holding old text, then clear the scrub-pending marker."""
+
+
+class Roles(Protocol):
+    """A team's database roles: a server whose logins are its people and agents."""
+
+    def grant_role(self, role: str, login: str, *, create_login: bool, password: str | None) -> None:
+        """Make the server login ``login`` an agent, a reviewer or an auditor (``role``) in one
+        transaction, on this connection (the administrator's); a RefusedError where the backend
+        has no roles (SQLite: the file's permissions decide who writes)."""
+
+
+class Connection(Protocol):
+    """The store as a connection: where it is, its transactions, metadata and health, and the
+    capabilities it offers beyond the ports every backend has."""
 
     location: str
     # "sqlite" or "postgresql": which backend's schema the store's objects follow.
@@ -117,11 +195,6 @@ class Store(Protocol):
         """A watch on its own connection that wakes on other connections' commits (SQLite: it
         polls ``data_version`` each ``wait``; a server may push a notification at once)."""
 
-    def grant_role(self, role: str, login: str, *, create_login: bool, password: str | None) -> None:
-        """Make the server login ``login`` an agent, a reviewer or an auditor (``role``) in one
-        transaction, on this connection (the administrator's); a RefusedError where the backend
-        has no roles (SQLite: the file's permissions decide who writes)."""
-
     def change_count(self) -> int:
         """Rows this connection has inserted, updated or deleted since it opened."""
 
@@ -164,8 +237,13 @@ class Store(Protocol):
 
     # -- the sealed vault -----------------------------------------------------------------
 
-    def seal_refusal(self) -> str | None:
-        """None when this backend can seal evidence; else why it cannot, in one line for a person."""
+    def sealing(self) -> Sealing | Missing:
+        """The operations that seal evidence at rest (`ctx encrypt`, `ctx rekey`), or why this
+        backend offers none."""
+
+    def roles(self) -> Roles | Missing:
+        """The operations that grant a team's database roles (`ctx admin grant-*`), or why this
+        backend offers none."""
 
     def vault(self) -> Vault | None:
         """The keys of a sealed (encrypted) vault, unlocked on first use; None for a plain one."""
@@ -173,36 +251,9 @@ class Store(Protocol):
     def is_sealed(self) -> bool:
         """True when evidence text is encrypted at rest (known without the key)."""
 
-    def offer_key(self, where: str, key: bytes) -> None:
-        """Make a key from elsewhere (a key file, a rekey's new key) available to unlock the vault."""
 
-    def forget_vault(self) -> None:
-        """Read the vault's keys again on next use (after encrypt or rekey changed them)."""
-
-    def plain_evidence(self, limit: int) -> list[tuple[str, str]]:
-        """``(id, text)`` of up to ``limit`` evidence rows still in clear, oldest first."""
-
-    def sealed_evidence_not_under(self, key_id: str, limit: int) -> list[tuple[str, bytes]]:
-        """``(id, sealed blob)`` of up to ``limit`` rows sealed under another key than ``key_id``,
-        oldest first."""
-
-    def count_evidence_to_seal(self, key_id: str | None) -> int:
-        """Rows that are plain, or sealed under another key than ``key_id``."""
-
-    def seal_evidence(self, evidence_id: str, blob: bytes, plain: str | None, index_text: str | None) -> None:
-        """Replace a row's text by its sealed form (the one update evidence allows); for a row that
-        was plain (``plain`` given), its full-text entry becomes ``index_text`` (keyed tokens)."""
-
-    def forget_evidence_derivatives(self) -> None:
-        """Drop what was derived from plain evidence text: vectors, entity mentions, lone entities."""
-
-    def secure_delete(self) -> None:
-        """Overwrite what this connection frees from now on, where the backend can."""
-
-    def scrub(self) -> None:
-        """Leave no freed page or log segment holding old text, then clear the scrub-pending marker."""
-
-    # -- evidence -------------------------------------------------------------------------
+class EvidenceRows(Protocol):
+    """The evidence vault's rows: appended once, read by id, hash and age."""
 
     def evidence_id_for_hash(self, content_hash: str) -> str | None:
         """The id of the evidence with this content hash, if any (the hash is unique)."""
@@ -232,7 +283,9 @@ class Store(Protocol):
     def recent_evidence_ids(self, limit: int) -> list[str]:
         """Ids of the newest evidence texts, newest first."""
 
-    # -- proposals ------------------------------------------------------------------------
+
+class ProposalRows(Protocol):
+    """The proposal queue: proposals inserted, read, and resolved once."""
 
     def insert_proposal(self, proposal: Proposal) -> None:
         """Queue a proposal with its cited evidence (which must exist)."""
@@ -268,7 +321,9 @@ class Store(Protocol):
     def find_source(self, source: str) -> str | None:
         """The id of the decision or proposal imported from ``source``, if any."""
 
-    # -- decisions ------------------------------------------------------------------------
+
+class DecisionRows(Protocol):
+    """The decision kernel: decisions, their windows and the supersession links between them."""
 
     def get_decision(self, decision_id: str) -> Decision | None:
         """One decision with its evidence and links."""
@@ -315,7 +370,9 @@ class Store(Protocol):
     def chains_of(self, decision_ids: Sequence[str]) -> dict[str, list[str]]:
         """:meth:`chain_ids` of several decisions at once."""
 
-    # -- audit ----------------------------------------------------------------------------
+
+class AuditLog(Protocol):
+    """The hash-chained audit log."""
 
     def append_audit(
         self, at: str, actor: str, action: str, target: str, before: Any, after: Any
@@ -334,7 +391,9 @@ class Store(Protocol):
     def link_rows(self, table: str) -> list[tuple[Any, ...]]:
         """Every row of a link table the audit replay checks (supersession, citations, conflicts), sorted."""
 
-    # -- full-text search (relevance: higher is better) -----------------------------------
+
+class TextIndex(Protocol):
+    """The keyword index over decisions and evidence (relevance: higher is better)."""
 
     def rebuild_text_index(self, *, evidence: bool) -> None:
         """Rebuild the full-text index of decisions (and of evidence) from the rows, and forget mentions."""
@@ -359,7 +418,9 @@ class Store(Protocol):
         """How many evidence texts hold each of the words ``terms``, counted up to ``cap`` (a count
         below it may have been made when there were fewer texts: rows only grow)."""
 
-    # -- entities and conflicts (derived data) --------------------------------------------
+
+class DerivedRows(Protocol):
+    """What is derived from the rows and kept beside them: entity mentions and recorded conflicts."""
 
     def add_mentions(self, item: str, names: Iterable[str]) -> None:
         """Record that record ``item`` mentions each entity in ``names`` (idempotent)."""
@@ -390,13 +451,15 @@ class Store(Protocol):
     def conflicts_at(self, decision_ids: Sequence[str], moment: str | None) -> dict[str, list[ConflictRow]]:
         """:meth:`conflicts_for` of each decision, keeping the others that hold at ``moment`` (None: now)."""
 
-    def current_conflict_pairs(self) -> list[tuple[str, str, str, str, str]]:
+    def current_conflict_pairs(self) -> list[ConflictPair]:
         """Each conflict between two current decisions, once, newest first."""
 
     def clear_conflicts(self) -> None:
         """Forget every recorded conflict."""
 
-    # -- vectors (derived data) -----------------------------------------------------------
+
+class VectorIndex(Protocol):
+    """The vectors of decisions and evidence and the nearest-neighbour search over them."""
 
     def vector_tables_exist(self) -> bool:
         """True when vectors can be stored (the index for the model's dimension exists)."""
@@ -426,7 +489,9 @@ class Store(Protocol):
         """``(item id, cosine similarity)`` of up to ``limit`` items whose best chunk is nearest
         ``query``, most similar first (``candidates``: how many chunks the index may consider)."""
 
-    # -- copying between backends (ctx migrate) -------------------------------------------
+
+class Copying(Protocol):
+    """Rows and vectors exported and restored as they are, for copying a store (ctx migrate)."""
 
     def count_rows(self, table: str) -> int:
         """How many rows a copied table (:data:`~ctx_kernel.kernel.store.rows.COPIED`) holds."""
@@ -448,3 +513,20 @@ class Store(Protocol):
     ) -> list[tuple[str, int, bytes]]:
         """Up to ``limit`` stored ``(item id, chunk number, float32 bytes)`` of ``kind``, in the order
         the items were written, after the chunk ``after``; what :meth:`insert_vectors` takes."""
+
+
+class Store(
+    Connection,
+    EvidenceRows,
+    ProposalRows,
+    DecisionRows,
+    AuditLog,
+    TextIndex,
+    DerivedRows,
+    VectorIndex,
+    Copying,
+    Protocol,
+):
+    """What the services call: every port a backend has. Sealing and roles are capabilities a
+    backend may lack (:meth:`Connection.sealing`, :meth:`Connection.roles`); every statement of the
+    backend's query language stays inside it."""

@@ -14,7 +14,10 @@ import os
 import sqlite3
 from pathlib import Path
 from types import ModuleType
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
+
+if TYPE_CHECKING:
+    from ctx_kernel.kernel.store.base import BackendCheck
 
 BUSY_TIMEOUT_MS = 30_000
 MMAP_BYTES = 256 * 1024 * 1024
@@ -87,12 +90,15 @@ def check_extensions() -> str:
         raise StoreError(f"{dbapi.__name__} cannot load sqlite-vec: {exc}") from exc
 
 
-def doctor_checks() -> list[tuple[str, bool, str, str | None]]:
+def doctor_checks() -> list[BackendCheck]:
     """`ctx doctor`'s check of the SQLite driver: it loads sqlite-vec (name, ok, detail, fix)."""
     from ctx_kernel.kernel.errors import StoreError  # noqa: PLC0415
+    from ctx_kernel.kernel.store.base import BackendCheck  # noqa: PLC0415
 
     try:
         version = check_extensions()
     except StoreError as exc:
-        return [("driver", False, exc.message, "pip install --force-reinstall sqlean.py sqlite-vec")]
-    return [("driver", True, f"{dbapi.__name__} loads sqlite-vec {version}", None)]
+        return [
+            BackendCheck("driver", False, exc.message, "pip install --force-reinstall sqlean.py sqlite-vec")
+        ]
+    return [BackendCheck("driver", True, f"{dbapi.__name__} loads sqlite-vec {version}", None)]

@@ -19,7 +19,7 @@ from ctx_kernel.kernel.records import AuditEvent, Decision, Evidence, Proposal
 from ctx_kernel.kernel.sealing import SCRUB_PENDING, Vault, VaultError, is_sealed
 from ctx_kernel.kernel.sealing import snippet as vault_snippet
 from ctx_kernel.kernel.store import driver, migrate
-from ctx_kernel.kernel.store.base import BackendCheck
+from ctx_kernel.kernel.store.base import BackendCheck, Missing, Sealing
 from ctx_kernel.kernel.store.rows import AUDIT, DECISION, EVIDENCE, PROPOSAL
 from ctx_kernel.kernel.store.sqlite_copy import SQLiteCopy
 from ctx_kernel.kernel.store.sqlite_fts import match_string
@@ -233,9 +233,13 @@ class SQLiteStore(IndexQueries, SQLiteCopy):
         """The SQLite driver loads sqlite-vec."""
         return driver.doctor_checks()
 
-    def seal_refusal(self) -> str | None:
-        """None: one file's pages and log can be scrubbed, so the vault's promise holds."""
-        return None
+    def sealing(self) -> Sealing:
+        """This store: one file's pages and log can be scrubbed, so the vault's promise holds."""
+        return self
+
+    def roles(self) -> Missing:
+        """None: a SQLite store has no roles."""
+        return Missing(SQLITE_HAS_NO_ROLES)
 
     def vault(self) -> Vault | None:
         """The keys of a sealed (encrypted) vault, unlocked on first use; None for a plain one."""
@@ -803,10 +807,6 @@ class SQLiteStore(IndexQueries, SQLiteCopy):
         """A watch over a connection of its own, polling ``data_version``: it wakes on every other
         connection's commit, this one's included."""
         return DataVersionWatch(lambda: driver.connect(self.path, load_vec=False))
-
-    def grant_role(self, role: str, login: str, *, create_login: bool, password: str | None) -> None:
-        """Refused: a SQLite store has no roles."""
-        raise RefusedError(SQLITE_HAS_NO_ROLES)
 
     def change_count(self) -> int:
         """Rows this connection has inserted, updated or deleted since it opened."""

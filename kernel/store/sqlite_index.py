@@ -20,7 +20,7 @@ from ctx_kernel.kernel.language.query import TextQuery
 from ctx_kernel.kernel.records import Evidence
 from ctx_kernel.kernel.sealing import Vault
 from ctx_kernel.kernel.store import driver
-from ctx_kernel.kernel.store.base import ConflictRow
+from ctx_kernel.kernel.store.base import ConflictPair, ConflictRow
 from ctx_kernel.kernel.store.sqlite_fts import match_string
 from ctx_kernel.kernel.store.sqlite_vectors import VectorMirror
 
@@ -171,13 +171,13 @@ class IndexQueries:
             f"AND {window} ORDER BY c.decision_id, c.other_id",
             [*decision_ids, *params],
         ):
-            out[r[0]].append(r[1:])
+            out[r[0]].append(ConflictRow(*r[1:]))
         return out
 
-    def current_conflict_pairs(self) -> list[tuple[str, str, str, str, str]]:
-        """``(id, other id, term, clause, other clause)`` of each conflict between current decisions, once."""
+    def current_conflict_pairs(self) -> list[ConflictPair]:
+        """Each conflict between current decisions, once, newest first."""
         return [
-            (r[0], r[1], r[2], r[3], r[4])
+            ConflictPair(r[0], r[1], r[2], r[3], r[4])
             for r in self._q(
                 """SELECT c.decision_id, c.other_id, c.term, c.clause, c.other_clause
                    FROM decision_conflict c

@@ -39,7 +39,7 @@ from ctx_kernel.kernel.errors import StoreError
 from ctx_kernel.kernel.language.query import TextQuery
 from ctx_kernel.kernel.records import Decision, Evidence
 from ctx_kernel.kernel.sealing import Vault
-from ctx_kernel.kernel.store.base import ConflictRow
+from ctx_kernel.kernel.store.base import ConflictPair, ConflictRow
 from ctx_kernel.kernel.store.postgres import fts, schema
 from ctx_kernel.kernel.store.rows import EVIDENCE
 
@@ -270,11 +270,11 @@ class PostgresIndex:
             [list(decision_ids), *params],
         )
         for r in sorted(rows, key=lambda r: (r[0], r[1])):
-            out[r[0]].append((r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8]))
+            out[r[0]].append(ConflictRow(r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8]))
         return out
 
-    def current_conflict_pairs(self) -> list[tuple[str, str, str, str, str]]:
-        """``(id, other id, term, clause, other clause)`` of each conflict between current decisions, once."""
+    def current_conflict_pairs(self) -> list[ConflictPair]:
+        """Each conflict between current decisions, once, newest first."""
         rows = self._q(
             """SELECT c.decision_id, c.other_id, c.term, c.clause, c.other_clause,
                       greatest(a.valid_from, b.valid_from) AS latest
@@ -287,7 +287,7 @@ class PostgresIndex:
         # Newest first, ties by id in the ids' byte order (a stable sort keeps the newest first).
         ordered = sorted(rows, key=lambda r: r[0])
         ordered.sort(key=lambda r: r[5], reverse=True)
-        return [(r[0], r[1], r[2], r[3], r[4]) for r in ordered]
+        return [ConflictPair(r[0], r[1], r[2], r[3], r[4]) for r in ordered]
 
     def clear_conflicts(self) -> None:
         """Forget every recorded conflict (before detecting them again)."""

@@ -58,7 +58,7 @@ from ctx_kernel.kernel import clock
 from ctx_kernel.kernel.errors import RefusedError, StoreError
 from ctx_kernel.kernel.records import AuditEvent, Decision, Evidence, Proposal
 from ctx_kernel.kernel.sealing import Vault
-from ctx_kernel.kernel.store.base import BackendCheck
+from ctx_kernel.kernel.store.base import BackendCheck, Missing, Roles
 from ctx_kernel.kernel.store.postgres import connection, roles, schema
 from ctx_kernel.kernel.store.postgres.copy import PostgresCopy
 from ctx_kernel.kernel.store.postgres.index import PostgresIndex
@@ -382,7 +382,9 @@ class PostgresStore(TeamMixin, PostgresIndex, PostgresCopy):
     def backend_checks(self) -> list[BackendCheck]:
         """The server's version, ctx's extensions with their versions, and what this login may do."""
         version = self._one("SHOW server_version")
-        checks: list[BackendCheck] = [("server", True, f"PostgreSQL {version[0] if version else '?'}", None)]
+        checks: list[BackendCheck] = [
+            BackendCheck("server", True, f"PostgreSQL {version[0] if version else '?'}", None)
+        ]
         found = dict(
             self._q(
                 "SELECT extname::text, extversion FROM pg_extension WHERE extname = ANY(%s)", (_EXTENSIONS,)
@@ -392,7 +394,7 @@ class PostgresStore(TeamMixin, PostgresIndex, PostgresCopy):
         listed = ", ".join(f"{name} {found[name]}" for name in _EXTENSIONS if name in found)
         if missing:
             checks.append(
-                (
+                BackendCheck(
                     "extensions",
                     False,
                     f"missing {', '.join(missing)}" + (f" (present: {listed})" if listed else ""),
@@ -400,15 +402,15 @@ class PostgresStore(TeamMixin, PostgresIndex, PostgresCopy):
                 )
             )
         else:
-            checks.append(("extensions", True, listed, None))
+            checks.append(BackendCheck("extensions", True, listed, None))
         login, owner, is_owner, group = self._login()
         if is_owner:
-            checks.append(("role", True, f"{login} owns the tables (the administrator)", None))
+            checks.append(BackendCheck("role", True, f"{login} owns the tables (the administrator)", None))
         elif group is not None:
-            checks.append(("role", True, f"{login} is a {group}: {roles.JOBS[group]}", None))
+            checks.append(BackendCheck("role", True, f"{login} is a {group}: {roles.JOBS[group]}", None))
         else:
             checks.append(
-                (
+                BackendCheck(
                     "role",
                     False,
                     f"{login} is in none of {', '.join(roles.GROUPS)}: only what was granted to it alone",
@@ -419,9 +421,13 @@ class PostgresStore(TeamMixin, PostgresIndex, PostgresCopy):
 
     # -- the vault: not on a shared server ------------------------------------------------
 
-    def seal_refusal(self) -> str | None:
-        """Why a PostgreSQL store does not seal evidence (:data:`NO_VAULT`)."""
-        return NO_VAULT
+    def sealing(self) -> Missing:
+        """None: a PostgreSQL store does not seal evidence (:data:`NO_VAULT`)."""
+        return Missing(NO_VAULT)
+
+    def roles(self) -> Roles:
+        """This store: the administrator's connection grants a team's roles."""
+        return self
 
     def vault(self) -> Vault | None:
         """None: a PostgreSQL store is never sealed."""
@@ -430,40 +436,6 @@ class PostgresStore(TeamMixin, PostgresIndex, PostgresCopy):
     def is_sealed(self) -> bool:
         """False: a PostgreSQL store is never sealed."""
         return False
-
-    def offer_key(self, where: str, key: bytes) -> None:
-        """Keys unlock nothing here."""
-
-    def forget_vault(self) -> None:
-        """Nothing to forget."""
-
-    def plain_evidence(self, limit: int) -> list[tuple[str, str]]:
-        """Sealing is refused before it starts (see :data:`NO_VAULT`)."""
-        raise StoreError(NO_VAULT)
-
-    def sealed_evidence_not_under(self, key_id: str, limit: int) -> list[tuple[str, bytes]]:
-        """Nothing is sealed."""
-        return []
-
-    def count_evidence_to_seal(self, key_id: str | None) -> int:
-        """Sealing is refused before it starts (see :data:`NO_VAULT`)."""
-        raise StoreError(NO_VAULT)
-
-    def seal_evidence(self, evidence_id: str, blob: bytes, plain: str | None, index_text: str | None) -> None:
-        """Sealing is refused before it starts (see :data:`NO_VAULT`)."""
-        raise StoreError(NO_VAULT)
-
-    def forget_evidence_derivatives(self) -> None:
-        """Sealing is refused before it starts (see :data:`NO_VAULT`)."""
-        raise StoreError(NO_VAULT)
-
-    def secure_delete(self) -> None:
-        """Sealing is refused before it starts (see :data:`NO_VAULT`)."""
-        raise StoreError(NO_VAULT)
-
-    def scrub(self) -> None:
-        """Sealing is refused before it starts (see :data:`NO_VAULT`)."""
-        raise StoreError(NO_VAULT)
 
     def _evidence(self, row: Sequence[Any]) -> Evidence:
         return Evidence(**EVIDENCE.fields_of(row))
