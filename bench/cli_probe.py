@@ -18,7 +18,7 @@ from typing import Any
 
 def main() -> None:
     out, argv = Path(sys.argv[1]), sys.argv[2:]
-    from ctx_kernel.kernel.store.sqlite import SQLiteStore
+    from ctx_kernel.kernel.store.sqlite.store import SQLiteStore
     from ctx_kernel.kernel.store.writelock import WriteLock
 
     waits: list[float] = []

@@ -45,7 +45,7 @@ from ctx_kernel.kernel.capture.ingest import EvidenceInput, Item
 from ctx_kernel.kernel.language.query import TextQuery
 from ctx_kernel.kernel.recall.embeddings import chunks
 from ctx_kernel.kernel.recall.engine import MODES, RECORDS_PER_CANDIDATE, VECTOR_CANDIDATES, fuse
-from ctx_kernel.kernel.store.sqlite_fts import match_string
+from ctx_kernel.kernel.store.sqlite.fts import match_string
 
 HERE = Path(__file__).resolve().parent
 CORPUS_VERSION = 2

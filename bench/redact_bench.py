@@ -45,7 +45,7 @@ CLEAN_PARTS = (
     "-    def refresh(self, token: str) -> str:\n"
     "+    def refresh(self, token: str, *, max_age: int = {n}) -> str:\n",
     "2025-03-04T10:12:{n:02d}.123Z INFO request_id={uuid} path=/api/v1/items status=200 duration_ms=12.5\n",
-    "See https://github.com/acme/widgets/blob/{sha}/kernel/store/sqlite.py#L{n} for the migration.\n",
+    "See https://github.com/acme/widgets/blob/{sha}/kernel/store/sqlite/store.py#L{n} for the migration.\n",
 )
 
 

@@ -37,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 def _instrument(mode: str) -> list[float]:
     """Record each transaction's wait for the write lock; in ``busy`` mode leave the lock file unused."""
-    from ctx_kernel.kernel.store.sqlite import SQLiteStore
+    from ctx_kernel.kernel.store.sqlite.store import SQLiteStore
     from ctx_kernel.kernel.store.writelock import WriteLock
 
     waits: list[float] = []

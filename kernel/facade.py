@@ -14,7 +14,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ctx_kernel.kernel import clock
+from ctx_kernel.kernel import clock, ids
 from ctx_kernel.kernel.capture.ingest import BatchReport, Item
 from ctx_kernel.kernel.decisions.queue import QueueService
 from ctx_kernel.kernel.decisions.review import (
@@ -143,7 +143,7 @@ class Ctx:
             with store.transaction():
                 if store.get_meta("store_id") is None:
                     created = created or not isinstance(path, Path)
-                    store.set_meta("store_id", clock.new_id("ev")[3:])
+                    store.set_meta("store_id", ids.new_id("ev")[3:])
                     store.set_meta("created_at", clock.now())
                     store.set_meta(META_CONFLICT_RULES, conflict_rules())
         except BaseException:

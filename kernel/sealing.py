@@ -158,7 +158,7 @@ def tokens(index_key: bytes, text: str) -> str:
 
 
 def rewrite_match(index_keys: Iterable[bytes], match: str, *, keep_words: bool = False) -> str:
-    """An FTS5 query of quoted words (kernel.store.sqlite_fts.match_string) with each word as its keyed token.
+    """An FTS5 query of quoted words (kernel.store.sqlite.fts.match_string) with each word as its keyed token.
 
     With several index keys, or ``keep_words`` (while plain rows remain), a word matches any of
     its forms.

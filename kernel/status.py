@@ -87,7 +87,7 @@ def store_status(store: Store, now: datetime | None = None) -> StoreStatus:
 
 def doctor(kernel: OpenStore | None, store_problem: str | None) -> DoctorReport:
     """Check the install and, when there is one, the store; each failure says what to do."""
-    from ctx_kernel.kernel.store import driver  # noqa: PLC0415
+    from ctx_kernel.kernel.store.sqlite import driver  # noqa: PLC0415
 
     report = DoctorReport()
     checks = report.checks

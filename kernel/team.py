@@ -9,7 +9,7 @@ from __future__ import annotations
 from ctx_kernel.kernel import paths
 from ctx_kernel.kernel.errors import RefusedError, UsageError
 from ctx_kernel.kernel.store.base import Missing, Store
-from ctx_kernel.kernel.store.sqlite_watch import SQLITE_HAS_NO_ROLES
+from ctx_kernel.kernel.store.sqlite.watch import SQLITE_HAS_NO_ROLES
 
 ROLES = ("agent", "reviewer", "auditor")
 NEEDS_EXTRA = "ctx admin needs the PostgreSQL driver: pip install 'ctx-kernel[postgres]'"

@@ -12,7 +12,7 @@ import pytest
 from textual.pilot import Pilot
 from textual.widgets import Input
 
-from ctx_kernel.kernel import Ctx, clock
+from ctx_kernel.kernel import Ctx, clock, ids
 from ctx_kernel.kernel.demo import build_demo
 from ctx_kernel.tui.app import ReviewApp, make_app
 from ctx_kernel.tui.widgets.rows import RowList
@@ -35,7 +35,7 @@ def freeze_clock(monkeypatch: pytest.MonkeyPatch) -> None:
         return f"{prefix}_{body}"
 
     monkeypatch.setattr(clock, "now", now)
-    monkeypatch.setattr(clock, "new_id", new_id)
+    monkeypatch.setattr(ids, "new_id", new_id)
 
 
 def seeded_store(folder: Path) -> Path:

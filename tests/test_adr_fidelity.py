@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from ctx_kernel.kernel import Ctx
-from ctx_kernel.kernel.store import driver
+from ctx_kernel.kernel.store.sqlite import driver
 
 SHARED = Path(
     os.environ.get("CTX_ADR_CORPUS") or Path(__file__).resolve().parents[2] / "shared" / "eval" / "adr"

@@ -12,7 +12,7 @@ import pytest
 
 from ctx_kernel.kernel import Ctx
 from ctx_kernel.kernel.adr import files as adr
-from ctx_kernel.kernel.store import driver
+from ctx_kernel.kernel.store.sqlite import driver
 
 DATA = Path(__file__).resolve().parent / "data" / "adr"
 CTX = str(Path(sys.executable).parent / "ctx")

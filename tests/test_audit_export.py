@@ -23,7 +23,7 @@ from ctx_kernel.kernel import Ctx, limits
 from ctx_kernel.kernel.audit import export as audit_export
 from ctx_kernel.kernel.audit import signing
 from ctx_kernel.kernel.chain import canonical_json, row_hash
-from ctx_kernel.kernel.store import driver
+from ctx_kernel.kernel.store.sqlite import driver
 
 SCHEMAS = Path(__file__).resolve().parent.parent / "schemas"
 PASSPHRASE = "correct horse battery staple"

@@ -16,7 +16,7 @@ from ctx_kernel.kernel.audit import checkpoints as audit_checkpoint
 from ctx_kernel.kernel.audit import signing
 from ctx_kernel.kernel.audit.schema import expected_objects
 from ctx_kernel.kernel.chain import GENESIS_HASH, row_hash
-from ctx_kernel.kernel.store import driver
+from ctx_kernel.kernel.store.sqlite import driver
 
 SCHEMAS = Path(__file__).resolve().parent.parent / "schemas"
 ADRS = Path(__file__).resolve().parent / "data" / "adr" / "nygard"
@@ -340,7 +340,7 @@ def test_the_schema_snapshot_is_current():
     from ctx_kernel.kernel.audit.schema import SNAPSHOT, build_snapshot, render
 
     assert SNAPSHOT.read_text(encoding="utf-8") == render(build_snapshot()), (
-        "kernel/store/migrations/schema.json is stale: run `python -m ctx_kernel.kernel.audit.schema`"
+        "kernel/store/sqlite/migrations/schema.json is stale: run `python -m ctx_kernel.kernel.audit.schema`"
     )
 
 

@@ -15,7 +15,7 @@ from conftest import Result, run_ctx_process
 
 from ctx_kernel.kernel import Ctx, text
 from ctx_kernel.kernel.hosts.cli import MAX_JSON_INPUT_BYTES
-from ctx_kernel.kernel.store import driver
+from ctx_kernel.kernel.store.sqlite import driver
 
 # Every table a write touches; the FTS shadow tables follow these by trigger.
 TABLES = (

@@ -18,7 +18,7 @@ import pytest
 from conftest import run_ctx_process
 
 from ctx_kernel.kernel import Ctx, NotFoundError, RefusedError
-from ctx_kernel.kernel.store import driver
+from ctx_kernel.kernel.store.sqlite import driver
 from ctx_kernel.kernel.store.writelock import lock_path
 
 posix_only = pytest.mark.skipif(sys.platform == "win32", reason="holds the lock with fcntl")

@@ -17,7 +17,7 @@ from conftest import REPO, run_ctx_process
 from ctx_kernel.kernel import Ctx
 from ctx_kernel.kernel.capture import transcripts
 from ctx_kernel.kernel.capture.ingest import TRANSCRIPT_FORMATS, EvidenceInput, Item
-from ctx_kernel.kernel.store import driver
+from ctx_kernel.kernel.store.sqlite import driver
 
 DATA = REPO / "tests" / "data" / "transcripts"
 CLAUDE = next((DATA / "claude-code").glob("*.jsonl"))

@@ -9,7 +9,7 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from ctx_kernel.kernel import Ctx, contracts
-from ctx_kernel.kernel.store import driver
+from ctx_kernel.kernel.store.sqlite import driver
 
 SCHEMA_DIR = Path(__file__).resolve().parent.parent / "schemas"
 

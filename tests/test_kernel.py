@@ -9,7 +9,7 @@ import pytest
 
 from ctx_kernel.kernel import Ctx, RefusedError
 from ctx_kernel.kernel.errors import NotFoundError, UsageError
-from ctx_kernel.kernel.store import driver
+from ctx_kernel.kernel.store.sqlite import driver
 
 
 def _ratified(kernel: Ctx, subject: str, text: str, **kwargs):

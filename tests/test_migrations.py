@@ -11,8 +11,9 @@ from alembic.migration import MigrationContext
 from sqlalchemy import Integer, Text
 
 from ctx_kernel.kernel import Ctx
-from ctx_kernel.kernel.store import driver, migrate, rows
+from ctx_kernel.kernel.store import rows
 from ctx_kernel.kernel.store.models import include_name, metadata
+from ctx_kernel.kernel.store.sqlite import driver, migrate
 
 
 def _names(conn, kind: str) -> set[str]:

@@ -23,7 +23,7 @@ from hypothesis.stateful import (
 from ctx_kernel.kernel import Ctx
 from ctx_kernel.kernel.errors import NotFoundError, RefusedError
 from ctx_kernel.kernel.records import Decision, Proposal
-from ctx_kernel.kernel.store import driver
+from ctx_kernel.kernel.store.sqlite import driver
 
 # A small alphabet so that subjects collide; "db" is the parent of "db.driver" but not of "dbx".
 SPELLINGS = {

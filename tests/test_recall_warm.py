@@ -10,7 +10,7 @@ import pytest
 from embedders import HashEmbedder, SignEmbedder
 
 from ctx_kernel.kernel import Ctx
-from ctx_kernel.kernel.store import sqlite_vectors
+from ctx_kernel.kernel.store.sqlite import vectors as sqlite_vectors
 
 DIM = 24  # few bits: many rows tie at the k-th Hamming distance
 WORDS = (
@@ -221,7 +221,7 @@ def test_the_copy_in_memory_starts_again_when_the_vectors_are_embedded_with_anot
 ):
     import struct
 
-    from ctx_kernel.kernel.store.sqlite import SQLiteStore
+    from ctx_kernel.kernel.store.sqlite.store import SQLiteStore
 
     rng = random.Random(13)
     embedder = SignEmbedder(dim=64)
@@ -289,7 +289,7 @@ class _GaussianEmbedder(HashEmbedder):
 
 
 def test_candidates_rescored_in_memory_get_the_similarities_sqlite_vec_computes_to_the_bit(store_path):
-    from ctx_kernel.kernel.store.sqlite import SQLiteStore
+    from ctx_kernel.kernel.store.sqlite.store import SQLiteStore
 
     embedder = _GaussianEmbedder(dim=384, model_id="test/gauss-384")
     ctx, _ = Ctx.init(store_path, embedder=embedder)

@@ -341,12 +341,12 @@ Date:   Tue Mar 4 10:12:33 2025 +0100
     Change-Id: I95c560ffcbfa30b26644999412fb6a385125f663
     Signed-off-by: Ann Example <ann@example.com>
 
- kernel/store/sqlite.py            | 12 ++++++------
+ kernel/store/sqlite/store.py            | 12 ++++++------
  tests/test_session_cache_redis.py |  4 ++++
  2 files changed, 10 insertions(+), 6 deletions(-)
 """,
     "python traceback": """Traceback (most recent call last):
-  File "/home/ann/src/ctx/kernel/store/sqlite.py", line 212, in append_evidence
+  File "/home/ann/src/ctx/kernel/store/sqlite/store.py", line 212, in append_evidence
     cursor.execute(INSERT_EVIDENCE, (record.id, record.content_sha256, record.text))
   File "/home/ann/.local/lib/python3.11/site-packages/sqlean/__init__.py", line 88, in execute
     conn = connect(host=settings.DB_HOST, password=settings.DB_PASSWORD, timeout=5)
@@ -422,7 +422,7 @@ Files starting with `-----BEGIN OPENSSH PRIVATE KEY-----` are private keys; neve
     "python code": """import os
 from getpass import getpass
 
-from ctx_kernel.kernel.store.sqlite_index import SqliteIndex, rebuild_fts_for_evidence_records_in_batches
+from ctx_kernel.kernel.store.sqlite.index import SqliteIndex, rebuild_fts_for_evidence_records_in_batches
 
 API_KEY_ENV = "CTX_API_KEY"
 SECRET_KEY = os.environ["SECRET_KEY"]

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from ctx_kernel.kernel import Ctx
-from ctx_kernel.kernel.store import driver
+from ctx_kernel.kernel.store.sqlite import driver
 from ctx_kernel.tui.dialogs.confirm import ConfirmDialog
 from ctx_kernel.tui.dialogs.edit import EditDialog
 from ctx_kernel.tui.dialogs.reason import ReasonDialog

@@ -6,12 +6,12 @@ import time
 
 import pytest
 
-from ctx_kernel.kernel import Ctx, clock
+from ctx_kernel.kernel import Ctx, ids
 from ctx_kernel.kernel.errors import NotFoundError, UsageError
 
 
 def _shortest_unique(full: str, others: list[str]) -> str:
-    for end in range(3 + clock.MIN_ID_PREFIX, len(full) + 1):
+    for end in range(3 + ids.MIN_ID_PREFIX, len(full) + 1):
         if not any(o.startswith(full[:end]) for o in others if o != full):
             return full[:end]
     return full
@@ -32,19 +32,19 @@ def test_a_unique_prefix_names_the_record_on_every_command(cli, kernel: Ctx) -> 
     decision = kernel.proposal(proposals[1]).decision_id
     assert decision is not None
     assert f"id: {decision}" in cli("show", decision[:16]).out
-    assert f"id: {evidence}" in cli("show", evidence[: 3 + clock.MIN_ID_PREFIX]).out
+    assert f"id: {evidence}" in cli("show", evidence[: 3 + ids.MIN_ID_PREFIX]).out
 
 
 def test_an_ambiguous_prefix_lists_the_ids_it_matches(cli, kernel: Ctx) -> None:
-    ids = [kernel.propose(f"area{i}.topic", f"Decide thing {i}").id for i in range(3)]
-    common = "pr_" + ids[0][3 : 3 + clock.MIN_ID_PREFIX]
-    assert all(i.startswith(common) for i in ids)  # made within the same second
+    made = [kernel.propose(f"area{i}.topic", f"Decide thing {i}").id for i in range(3)]
+    common = "pr_" + made[0][3 : 3 + ids.MIN_ID_PREFIX]
+    assert all(i.startswith(common) for i in made)  # made within the same second
     result = cli("show", common)
     assert result.code == 2 and "ambiguous" in result.err
-    assert all(i in result.err for i in ids) and result.err.count("\n") == 1
+    assert all(i in result.err for i in made) and result.err.count("\n") == 1
     with pytest.raises(UsageError, match="ambiguous"):
         kernel.ratify(common, reviewer="alice")
-    assert [kernel.proposal(i).status for i in ids] == ["pending"] * 3
+    assert [kernel.proposal(i).status for i in made] == ["pending"] * 3
 
 
 def test_prefixes_that_are_too_short_or_name_nothing(kernel: Ctx) -> None:

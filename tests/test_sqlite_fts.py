@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ctx_kernel.kernel.language.query import TextQuery
-from ctx_kernel.kernel.store.sqlite_fts import match_string
+from ctx_kernel.kernel.store.sqlite.fts import match_string
 
 # (typed, every word, without stopwords): the strings kernel/recall/fts.match_query produced.
 TODAY = [

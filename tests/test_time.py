@@ -9,7 +9,7 @@ import pytest
 from test_bad_input import assert_one_line_error
 
 from ctx_kernel.kernel import Ctx
-from ctx_kernel.kernel.store import driver
+from ctx_kernel.kernel.store.sqlite import driver
 
 OUT_OF_RANGE = ["0999-06-01", "0001-01-01", "1969-12-31", "1969-12-31T23:59:59Z", "1970-01-01T00:30:00+01:00"]
 

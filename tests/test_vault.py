@@ -17,7 +17,7 @@ from ctx_kernel.kernel import Ctx
 from ctx_kernel.kernel import sealing as vault
 from ctx_kernel.kernel.capture.ingest import EvidenceInput, Item
 from ctx_kernel.kernel.errors import RefusedError
-from ctx_kernel.kernel.store import driver
+from ctx_kernel.kernel.store.sqlite import driver
 
 WORDS = ("quokka", "narwhal", "pangolin")
 SHARED = ("wombatine", "dugongish", "kakapoid")  # in every planted text, so in every index segment

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ctx_kernel.kernel import clock
+from ctx_kernel.kernel import ids
 from ctx_kernel.kernel.adr import files as adr
 from ctx_kernel.kernel.adr.importer import ADR_TAG, KEY_BY, KEY_FROM, KEY_ID, KEY_UNTIL, rationale_of
 from ctx_kernel.kernel.errors import RefusedError, UsageError
@@ -184,7 +184,7 @@ def _marked_files(folder: Path, inside: Path) -> dict[str, str]:
             item_id = adr.front_matter(path, inside).get(KEY_ID, "")
         except adr.AdrParseError:
             continue
-        if clock.ID_RE.match(item_id):
+        if ids.ID_RE.match(item_id):
             found.setdefault(item_id, path.name)
     return found
 
@@ -448,7 +448,7 @@ def owned_by_ctx(path: Path, inside: Path | None = None) -> bool:
     except adr.AdrParseError:
         return False
     found = meta.get(KEY_ID, "")
-    return bool(clock.ID_RE.match(found)) and found.startswith(("dc_", "pr_"))
+    return bool(ids.ID_RE.match(found)) and found.startswith(("dc_", "pr_"))
 
 
 def unchanged_since_import(path: Path, base_hash: str | None, inside: Path | None = None) -> bool:

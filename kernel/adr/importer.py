@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ctx_kernel.kernel import clock, text
+from ctx_kernel.kernel import clock, ids, text
 from ctx_kernel.kernel.adr import files as adr
 from ctx_kernel.kernel.errors import RefusedError, UsageError
 from ctx_kernel.kernel.limits import DECISION_IMPORTED, PROPOSAL_IMPORTED
@@ -296,7 +296,7 @@ def _known(kernel: DecisionService, record: adr.AdrRecord) -> Decision | Proposa
     if existing is not None:
         return kernel.store.get_decision(existing) or kernel.store.get_proposal(existing)
     exported_id = record.meta.get(KEY_ID, "")
-    if not clock.ID_RE.match(exported_id):
+    if not ids.ID_RE.match(exported_id):
         return None
     if exported_id.startswith("dc_"):
         return kernel.store.get_decision(exported_id)
@@ -318,7 +318,7 @@ def _import_all(
     successors: Any,
     report: ImportReport,
 ) -> None:
-    ids: dict[str, str] = {}
+    made_ids: dict[str, str] = {}
     pending_links: list[tuple[adr.AdrRecord, adr.AdrRecord]] = []
     inside = folder.resolve()
     for record in sorted(records, key=lambda r: (start[r.path], r.number or 0, r.path)):
@@ -327,7 +327,7 @@ def _import_all(
         report.files.append(entry)
         known = _known(kernel, record)
         if known is not None:
-            ids[record.path] = known.id
+            made_ids[record.path] = known.id
             report.unchanged.append(source)
             entry.update(outcome="unchanged", subject=known.subject, id=known.id)
             continue
@@ -347,7 +347,7 @@ def _import_all(
             proposal = _import_proposal(
                 kernel, record, cleaned, reviewer, start[record.path], now, evidence_id
             )
-            ids[record.path] = proposal.id
+            made_ids[record.path] = proposal.id
             report.proposals.append(proposal.id)
             entry.update(outcome=f"{proposal.status} proposal", subject=proposal.subject, id=proposal.id)
             continue
@@ -359,14 +359,14 @@ def _import_all(
             report.skipped.append(f"{source}: {why}")
             entry.update(outcome="skipped", reason=why, subject=cleaned.subject)
             continue
-        ids[record.path] = decision.id
+        made_ids[record.path] = decision.id
         report.decisions.append(decision.id)
         state = "current" if decision.current else decision.closed_by
         entry.update(outcome=f"{state} decision", subject=decision.subject, id=decision.id)
         pending_links += [(record, s) for s in successors(record)]
     for old, new in pending_links:
-        if old.path in ids and new.path in ids:
-            old_id, new_id = ids[old.path], ids[new.path]
+        if old.path in made_ids and new.path in made_ids:
+            old_id, new_id = made_ids[old.path], made_ids[new.path]
             if new_id.startswith("dc_") and not kernel.store.is_ancestor(old_id, new_id):
                 _link(kernel, old_id, new_id, start[new.path], reviewer, now)
     if not report.dry_run:  # conflicts are derived; a dry run leaves every cache as it was
@@ -417,7 +417,7 @@ def _import_decision(
             subject = f"{subject}-{record.number}" if record.number is not None else f"{subject}-import"
             break
     decision = Decision(
-        id=clock.new_id("dc"),
+        id=ids.new_id("dc"),
         subject=subject,
         decision=body,
         rationale=cleaned.rationale,
@@ -495,7 +495,7 @@ def _import_proposal(
 ) -> Proposal:
     rejected = record.status == "rejected"
     proposal = Proposal(
-        id=clock.new_id("pr"),
+        id=ids.new_id("pr"),
         subject=cleaned.subject,
         decision=cleaned.decision,
         rationale=cleaned.rationale,

@@ -20,7 +20,7 @@ from typing import Any
 
 from ctx_kernel.kernel.store.base import Store
 
-SNAPSHOT = Path(__file__).resolve().parent.parent / "store" / "migrations" / "schema.json"
+SNAPSHOT = Path(__file__).resolve().parent.parent / "store" / "sqlite" / "migrations" / "schema.json"
 
 
 @cache
@@ -63,7 +63,7 @@ def schema_problems(store: Store) -> list[str]:
 
 
 def _objects(path: Path) -> dict[tuple[str, str], dict[str, Any]]:
-    from ctx_kernel.kernel.store import driver  # noqa: PLC0415
+    from ctx_kernel.kernel.store.sqlite import driver  # noqa: PLC0415
 
     conn = driver.connect(path, load_vec=False)
     try:
@@ -77,7 +77,7 @@ def _objects(path: Path) -> dict[tuple[str, str], dict[str, Any]]:
 
 def build_snapshot() -> dict[str, Any]:
     """Run every migration in turn on an empty store and record which one last defined each object."""
-    from ctx_kernel.kernel.store import migrate  # noqa: PLC0415 - Alembic loads only to build the snapshot
+    from ctx_kernel.kernel.store.sqlite import migrate  # noqa: PLC0415 - Alembic loads only to build the snapshot
 
     objects: dict[tuple[str, str], dict[str, Any]] = {}
     with tempfile.TemporaryDirectory() as folder:

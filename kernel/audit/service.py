@@ -88,7 +88,7 @@ class AuditService:
         """
         from ctx_kernel.kernel.audit import export as audit_export  # noqa: PLC0415
         from ctx_kernel.kernel.audit import signing  # noqa: PLC0415 - cryptography loads only here
-        from ctx_kernel.kernel.store.migrate import HEAD_VERSION  # noqa: PLC0415
+        from ctx_kernel.kernel.store.sqlite.migrate import HEAD_VERSION  # noqa: PLC0415
 
         if fmt not in audit_export.RECORD_FORMATS:
             raise UsageError(f"unknown format {fmt!r}: use one of {', '.join(audit_export.RECORD_FORMATS)}")

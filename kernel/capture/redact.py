@@ -629,7 +629,7 @@ def _at_line_start(text: str, word_start: int) -> bool:
 _HASH_NAMES = ("sha1", "sha224", "sha256", "sha384", "sha512", "md5", "blake2b", "blake2s", "blake2")
 _HASH_PREFIXES = tuple(name + sep for name in _HASH_NAMES for sep in "-_:=")
 _HASH_CONTEXT = (*_HASH_NAMES, "integrity", "digest", "hash", "checksum")
-# ctx's own ids, as kernel.clock.ID_RE spells them; one alone is too short to judge, several joined
+# ctx's own ids, as kernel.ids.ID_RE spells them; one alone is too short to judge, several joined
 # (ev_…/pr_…) are not random either.
 _CTX_ID = re.compile(r"(?i:ev|pr|dc)_[0-9A-HJKMNP-TV-Z]{26}")
 _HEX_RUN = re.compile(r"[0-9a-fA-F-]+")  # SHAs, sha256 digests, UUIDs

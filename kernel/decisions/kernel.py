@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ctx_kernel.kernel import clock, text
+from ctx_kernel.kernel import clock, ids, text
 from ctx_kernel.kernel.decisions import review
 from ctx_kernel.kernel.decisions.queue import QueueService
 from ctx_kernel.kernel.decisions.review import ProposalContext, RatificationPlan
@@ -177,7 +177,7 @@ class DecisionService:
         # A successor never starts before what it replaces, even if the wall clock stepped back.
         at = clock.latest([clock.now(), *(old.valid_from for old in replaced)])
         new = Decision(
-            id=clock.new_id("dc"),
+            id=ids.new_id("dc"),
             subject=proposal.subject,
             decision=plan.text,
             rationale=proposal.rationale,
@@ -250,8 +250,8 @@ class DecisionService:
 
     def proposal_conflicts(self, proposal_ids: Sequence[str]) -> dict[str, list[Related]]:
         """For each pending proposal, the current decisions on other subjects it contradicts."""
-        ids = [self.queue.vault.resolve_id(p, "proposal") for p in proposal_ids]
-        found = [self.store.get_proposal(pid) for pid in ids]
+        resolved = [self.queue.vault.resolve_id(p, "proposal") for p in proposal_ids]
+        found = [self.store.get_proposal(pid) for pid in resolved]
         return self.facts.proposal_conflicts([p for p in found if p is not None])
 
     def proposal_context(self, proposal_id: str, *, related: int = 5) -> ProposalContext:
@@ -307,7 +307,7 @@ class DecisionService:
     def show(self, item_id: str) -> Evidence | Proposal | Decision:
         """Any record by id."""
         checked = self.queue.vault.resolve_id(item_id)
-        kind = clock.ID_PREFIXES[checked[:2]]
+        kind = ids.ID_PREFIXES[checked[:2]]
         if kind == "evidence":
             return self.queue.vault.evidence(checked)
         if kind == "proposal":

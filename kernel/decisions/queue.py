@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ctx_kernel.kernel import clock, text
+from ctx_kernel.kernel import clock, ids, text
 from ctx_kernel.kernel.decisions import review
 from ctx_kernel.kernel.decisions.review import QueueEntry
 from ctx_kernel.kernel.errors import NotFoundError, RefusedError, UsageError
@@ -73,7 +73,7 @@ class QueueService:
                 self.check_new_subject(subject)
             would_supersede = review.supersede_targets(explicit, current)
             proposal = Proposal(
-                id=clock.new_id("pr"),
+                id=ids.new_id("pr"),
                 subject=subject,
                 decision=decision,
                 rationale=rationale,
@@ -210,9 +210,9 @@ class QueueService:
         # Read only the group's neighbourhood: this runs inside every ratification's transaction.
         mine = self.proposal(proposal_id)
         same = [p for p in self.store.list_proposals("pending", mine.subject) if p.subject == mine.subject]
-        ids = [p.id for p in same]
-        linked = self.store.pending_near_duplicates(ids)
-        for target in sorted({p.near_duplicate_of for p in same if p.near_duplicate_of} - set(ids)):
+        same_ids = [p.id for p in same]
+        linked = self.store.pending_near_duplicates(same_ids)
+        for target in sorted({p.near_duplicate_of for p in same if p.near_duplicate_of} - set(same_ids)):
             found = self.store.get_proposal(target)
             if found is not None and found.status == "pending":
                 linked.append(found)

@@ -1,7 +1,7 @@
 """Full-text queries as they cross the store interface: words, never a backend's query syntax.
 
 A backend compiles a :class:`TextQuery` to its own language (SQLite: an FTS5 ``MATCH`` string,
-kernel/store/sqlite_fts.py), so what a person typed never reaches a query parser as syntax.
+kernel/store/sqlite/fts.py), so what a person typed never reaches a query parser as syntax.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 from ctx_kernel.kernel import paths
 from ctx_kernel.kernel.errors import UsageError
 from ctx_kernel.kernel.store.base import Store
-from ctx_kernel.kernel.store.sqlite import SQLiteStore
+from ctx_kernel.kernel.store.sqlite.store import SQLiteStore
 
 if TYPE_CHECKING:
     from ctx_kernel.kernel.store.postgres.store import PostgresStore

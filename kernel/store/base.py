@@ -1,6 +1,6 @@
 """The interface the kernel needs from a storage backend, and what every backend must guarantee.
 
-SQLite is the embedded default (kernel/store/sqlite.py); a shared server backend (PostgreSQL
+SQLite is the embedded default (kernel/store/sqlite/store.py); a shared server backend (PostgreSQL
 with pgvector) implements the same protocol without touching the kernel's logic. Every backend
 passes the shared contract suite in tests/backend/.
 

@@ -1,7 +1,7 @@
 """SQLModel declarations of ctx's ordinary tables: the one place their columns are declared.
 
 New migrations autogenerate their ordinary-table steps from these classes
-(``python -m ctx_kernel.kernel.store.migrate draft MESSAGE``); tests check that a migrated store
+(``python -m ctx_kernel.kernel.store.sqlite.migrate draft MESSAGE``); tests check that a migrated store
 matches them exactly and that the evidence, proposal, decision and audit tables hold exactly
 their records' fields, by which the store reads rows (``kernel/store/rows.py``). FTS5 and vec0
 virtual tables, triggers and partial indexes are written as SQL in the migrations. The runtime

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ctx_kernel.kernel import clock
+from ctx_kernel.kernel import clock, ids
 from ctx_kernel.kernel.capture.ingest import BatchReport, EvidenceInput, Item, Prepared, prepare, prepare_all
 from ctx_kernel.kernel.errors import NotFoundError
 from ctx_kernel.kernel.language import entities
@@ -22,7 +22,7 @@ class VaultService:
 
     def resolve_id(self, value: str, kind: str | None = None) -> str:
         """A full id, or the one stored id of ``kind`` that starts with ``value``."""
-        return clock.resolve_id(value, kind, self.store.ids_with_prefix)
+        return ids.resolve_id(value, kind, self.store.ids_with_prefix)
 
     def log(
         self,
@@ -106,7 +106,7 @@ class VaultService:
         if existing is not None:
             return LogResult(existing, duplicate=True, redacted=prepared.redacted)
         evidence = Evidence(
-            id=clock.new_id("ev"),
+            id=ids.new_id("ev"),
             text=prepared.body,
             kind=prepared.kind,
             agent=prepared.agent,
@@ -148,6 +148,6 @@ class VaultService:
 
     def recent(self, limit: int = 5) -> list[Evidence]:
         """The newest evidence texts, newest first."""
-        ids = self.store.recent_evidence_ids(limit)
-        found = self.store.evidence_by_ids(ids)
-        return [found[i] for i in ids if i in found]
+        recent = self.store.recent_evidence_ids(limit)
+        found = self.store.evidence_by_ids(recent)
+        return [found[i] for i in recent if i in found]

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ctx_kernel.kernel import clock
+from ctx_kernel.kernel import clock, ids
 from ctx_kernel.kernel.records import Decision, Evidence, Proposal
 from ctx_kernel.kernel.store.base import Store
 
@@ -29,7 +29,7 @@ class Backend:
 def evidence(text: str, *, session: str | None = None, at: str | None = None) -> Evidence:
     """An evidence record as the kernel would log it."""
     return Evidence(
-        clock.new_id("ev"),
+        ids.new_id("ev"),
         text,
         "note",
         "agent",
@@ -43,7 +43,7 @@ def evidence(text: str, *, session: str | None = None, at: str | None = None) ->
 def decision(subject: str, text: str, *, valid_from: str = "2026-01-01T00:00:00.000000Z") -> Decision:
     """An open decision on ``subject``."""
     return Decision(
-        clock.new_id("dc"),
+        ids.new_id("dc"),
         subject,
         text,
         None,
@@ -61,7 +61,7 @@ def decision(subject: str, text: str, *, valid_from: str = "2026-01-01T00:00:00.
 def proposal(subject: str, text: str, cites: list[str] | None = None) -> Proposal:
     """A pending proposal."""
     return Proposal(
-        clock.new_id("pr"),
+        ids.new_id("pr"),
         subject,
         text,
         None,

@@ -6,7 +6,7 @@ import struct
 
 import pytest
 
-from ctx_kernel.kernel import clock
+from ctx_kernel.kernel import clock, ids
 from ctx_kernel.kernel.chain import GENESIS_HASH, row_hash
 from ctx_kernel.kernel.errors import RefusedError
 from ctx_kernel.kernel.store.base import Store
@@ -49,9 +49,9 @@ def test_a_resolved_proposal_and_a_closed_decision_restore_as_they_are(store: St
         store.insert_decision(made)
     rows = {t: _all(store, t, 100) for t in ("evidence", "proposal", "decision", "proposal_evidence")}
     # A second store of this backend gets them already resolved and closed, as a copy writes them.
-    rows["proposal"][0] |= {"id": clock.new_id("pr"), "status": "rejected", "resolved_at": LATER}
+    rows["proposal"][0] |= {"id": ids.new_id("pr"), "status": "rejected", "resolved_at": LATER}
     rows["proposal"][0] |= {"resolved_by": "ann", "resolution_note": "no"}
-    rows["decision"][0] |= {"id": clock.new_id("dc"), "subject": "db.other", "valid_until": LATER}
+    rows["decision"][0] |= {"id": ids.new_id("dc"), "subject": "db.other", "valid_until": LATER}
     rows["decision"][0] |= {"closed_by": "retired", "close_reason": "gone", "proposal_id": None}
     with store.transaction():
         store.restore_rows("proposal", rows["proposal"])

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from ctx_kernel.kernel import clock
+from ctx_kernel.kernel import ids
 from ctx_kernel.kernel.errors import RefusedError
 from ctx_kernel.kernel.records import Decision
 from ctx_kernel.kernel.store.base import Store
@@ -152,7 +152,7 @@ def _closed_row(store: Store, made: Decision, valid_from: str, valid_until: str)
     """``made``'s exported row as another decision with the window ``[valid_from, valid_until)``."""
     row = store.rows_by_key("decision", [(made.id,)])[(made.id,)]
     return row | {
-        "id": clock.new_id("dc"),
+        "id": ids.new_id("dc"),
         "valid_from": valid_from,
         "ratified_at": valid_from,
         "valid_until": valid_until,
@@ -199,7 +199,7 @@ def test_a_raw_insert_of_an_empty_window_inside_another_is_refused(backend: Back
         backend.raw_execute(
             "INSERT INTO decision (id, subject, decision, valid_from, valid_until, closed_by, ratified_by, "
             "ratified_at) VALUES (?, 'db.engine', 'use sqlite', ?, ?, 'retired', 'reviewer', ?)",
-            (clock.new_id("dc"), LATER, LATER, LATER),
+            (ids.new_id("dc"), LATER, LATER, LATER),
         )
     assert [d.id for d in backend.store.decisions("db.engine", include_closed=True)] == [around.id]
 

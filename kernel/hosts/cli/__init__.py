@@ -28,7 +28,7 @@ from ctx_kernel.kernel.hosts.cli import (  # noqa: F401
 )
 from ctx_kernel.kernel.hosts.cli.base import _fail, _say, cli
 from ctx_kernel.kernel.hosts.cli.queue import MAX_JSON_INPUT_BYTES
-from ctx_kernel.kernel.store import driver, migrate
+from ctx_kernel.kernel.store.sqlite import driver, migrate
 
 __all__ = ["MAX_JSON_INPUT_BYTES", "cli", "main"]
 

@@ -1,6 +1,6 @@
 """The PostgreSQL side of recall: full-text search, entities, conflicts and vectors.
 
-The same answers as the SQLite store's :class:`~ctx_kernel.kernel.store.sqlite_index.IndexQueries`
+The same answers as the SQLite store's :class:`~ctx_kernel.kernel.store.sqlite.index.IndexQueries`
 wherever :class:`~ctx_kernel.kernel.store.base.Store` defines them, from PostgreSQL's own tools:
 
 - Full text: ranked by BM25 as SQLite's ``bm25()`` ranks (:mod:`.fts`; weights subject 4 :

@@ -1,6 +1,6 @@
 """Creating and upgrading the PostgreSQL schema with Alembic, from the revisions in ``migrations/``.
 
-The SQLite store's migrations (:mod:`ctx_kernel.kernel.store.migrate`) are another branch in
+The SQLite store's migrations (:mod:`ctx_kernel.kernel.store.sqlite.migrate`) are another branch in
 another folder, so neither backend ever runs the other's; both keep Alembic's ordered, recorded
 history and one transaction per revision. SQLAlchemy's ``postgresql+psycopg`` dialect runs them
 over a connection ctx opens itself (so a URL libpq accepts and SQLAlchemy's parser would not, such
@@ -19,8 +19,8 @@ from typing import Any
 import psycopg
 
 from ctx_kernel.kernel.errors import StoreError
-from ctx_kernel.kernel.store.migrate import alembic_config
 from ctx_kernel.kernel.store.postgres import connection
+from ctx_kernel.kernel.store.sqlite.migrate import alembic_config
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
 # Two `ctx init` at once: the second waits for the first's migration, then finds the schema at head.

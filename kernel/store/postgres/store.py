@@ -1,6 +1,6 @@
 """The PostgreSQL backend: a shared team store in one database, every write in one transaction.
 
-What differs from SQLite (kernel/store/sqlite.py), and why:
+What differs from SQLite (kernel/store/sqlite/store.py), and why:
 
 - **Writers.** :meth:`PostgresStore.transaction` opens a READ COMMITTED transaction and first
   takes a transaction-scoped advisory lock, so one writer at a time holds the store across
@@ -18,7 +18,7 @@ What differs from SQLite (kernel/store/sqlite.py), and why:
   without changing a row).
 - **schema_objects** reports tables, indexes, constraints, triggers and functions from the
   catalog with their definitions as the server prints them. ``ctx audit verify`` does not compare
-  them with SQLite's recorded DDL (kernel/store/migrations/schema.json, SQLite's text); it runs
+  them with SQLite's recorded DDL (kernel/store/sqlite/migrations/schema.json, SQLite's text); it runs
   :meth:`PostgresStore.integrity_check` instead (see :mod:`ctx_kernel.kernel.audit.schema`), as
   the server's printed definitions vary between its versions while the checked facts do not.
 - **No sealed vault.** Encryption at rest on a shared server is the server's job (disk

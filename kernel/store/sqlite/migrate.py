@@ -41,9 +41,9 @@ from pathlib import Path
 from typing import Any
 
 from ctx_kernel.kernel.errors import StoreError
-from ctx_kernel.kernel.store import driver
+from ctx_kernel.kernel.store.sqlite import driver
 
-# The number of the newest migration in kernel/store/migrations/versions.
+# The number of the newest migration in kernel/store/sqlite/migrations/versions.
 HEAD_VERSION = 7
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
 # "ctxK" in ASCII; PRAGMA application_id is a signed 32-bit integer in the file header.
@@ -191,5 +191,5 @@ def draft(message: str, folder: Path = MIGRATIONS_DIR) -> Path:
 
 if __name__ == "__main__":
     if len(sys.argv) != 3 or sys.argv[1] != "draft":
-        sys.exit("usage: python -m ctx_kernel.kernel.store.migrate draft MESSAGE")
+        sys.exit("usage: python -m ctx_kernel.kernel.store.sqlite.migrate draft MESSAGE")
     print(draft(sys.argv[2]))

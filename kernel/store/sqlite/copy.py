@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ctx_kernel.kernel.store.rows import COPIED, CopiedTable, sqlite_fields, sqlite_values
-from ctx_kernel.kernel.store.sqlite_index import CHUNK_SLOTS, KINDS
+from ctx_kernel.kernel.store.sqlite.index import CHUNK_SLOTS, KINDS
 
 _CHUNK = 400  # keys per lookup: two bound values each stay under SQLite's 32,766 variables
 

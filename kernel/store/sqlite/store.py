@@ -18,14 +18,14 @@ from ctx_kernel.kernel.limits import META_CONFLICT_RULES
 from ctx_kernel.kernel.records import AuditEvent, Decision, Evidence, Proposal
 from ctx_kernel.kernel.sealing import SCRUB_PENDING, Vault, VaultError, is_sealed
 from ctx_kernel.kernel.sealing import snippet as vault_snippet
-from ctx_kernel.kernel.store import driver, migrate
 from ctx_kernel.kernel.store.base import BackendCheck, Missing, Sealing
 from ctx_kernel.kernel.store.rows import AUDIT, DECISION, EVIDENCE, PROPOSAL
-from ctx_kernel.kernel.store.sqlite_copy import SQLiteCopy
-from ctx_kernel.kernel.store.sqlite_fts import match_string
-from ctx_kernel.kernel.store.sqlite_index import IndexQueries
-from ctx_kernel.kernel.store.sqlite_vectors import VectorMirror
-from ctx_kernel.kernel.store.sqlite_watch import SQLITE_HAS_NO_ROLES, DataVersionWatch
+from ctx_kernel.kernel.store.sqlite import driver, migrate
+from ctx_kernel.kernel.store.sqlite.copy import SQLiteCopy
+from ctx_kernel.kernel.store.sqlite.fts import match_string
+from ctx_kernel.kernel.store.sqlite.index import IndexQueries
+from ctx_kernel.kernel.store.sqlite.vectors import VectorMirror
+from ctx_kernel.kernel.store.sqlite.watch import SQLITE_HAS_NO_ROLES, DataVersionWatch
 from ctx_kernel.kernel.store.writelock import WriteLock
 
 

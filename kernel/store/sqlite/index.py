@@ -19,10 +19,10 @@ from typing import Any, TypeVar
 from ctx_kernel.kernel.language.query import TextQuery
 from ctx_kernel.kernel.records import Evidence
 from ctx_kernel.kernel.sealing import Vault
-from ctx_kernel.kernel.store import driver
 from ctx_kernel.kernel.store.base import ConflictPair, ConflictRow
-from ctx_kernel.kernel.store.sqlite_fts import match_string
-from ctx_kernel.kernel.store.sqlite_vectors import VectorMirror
+from ctx_kernel.kernel.store.sqlite import driver
+from ctx_kernel.kernel.store.sqlite.fts import match_string
+from ctx_kernel.kernel.store.sqlite.vectors import VectorMirror
 
 KINDS = ("decision", "evidence")
 CHUNK_SLOTS = 16  # chunk_id = owner rowid * CHUNK_SLOTS + chunk number
@@ -465,7 +465,7 @@ class IndexQueries:
         """``(id, cosine similarity)``, most similar first: Hamming KNN over bits, then exact rescoring.
 
         A process that searches a kind more than once holds a copy in memory once it is loaded
-        (kernel/store/sqlite_vectors.py): its bits, and for a small kind its vectors too, which
+        (kernel/store/sqlite/vectors.py): its bits, and for a small kind its vectors too, which
         rescore the nearest there (a large kind's are rescored here); ``vec0`` answers until then.
         """
         table = _table(kind)
