@@ -161,31 +161,29 @@ def build_demo(folder: Path, reviewer: str = "alice") -> Ctx:
             raise UsageError(f"{store} exists and is not a demo store; choose another --path")
         for suffix in ("", "-wal", "-shm"):
             Path(f"{store}{suffix}").unlink(missing_ok=True)
-    kernel, _ = Ctx.init(store)
-    with kernel.store.transaction():
-        kernel.store.set_meta("demo", "1")
-    ids = [
-        kernel.log(body, kind=kind, agent=agent, session="demo-session").id for kind, agent, body in EVIDENCE
-    ]
+    ctx, _ = Ctx.init(store)
+    with ctx.store.transaction():
+        ctx.store.set_meta("demo", "1")
+    ids = [ctx.log(body, kind=kind, agent=agent, session="demo-session").id for kind, agent, body in EVIDENCE]
     for proposer, subject, decision, rationale, cites in HISTORY:
-        proposal = kernel.propose(
+        proposal = ctx.propose(
             subject,
             decision,
             rationale=rationale,
             evidence=[ids[i] for i in cites],
             proposer=proposer,
         )
-        kernel.ratify(proposal.id, reviewer=reviewer)
-    rejected = kernel.propose(
+        ctx.ratify(proposal.id, reviewer=reviewer)
+    rejected = ctx.propose(
         "frontend.build", "Stay on webpack 4.", proposer="gemini", rationale="Nothing to migrate."
     )
-    kernel.reject(rejected.id, reviewer=reviewer, reason="Contradicts the measured build times.")
+    ctx.reject(rejected.id, reviewer=reviewer, reason="Contradicts the measured build times.")
     for proposer, subject, decision, rationale, cites in PENDING:
-        kernel.propose(
+        ctx.propose(
             subject,
             decision,
             rationale=rationale,
             evidence=[ids[i] for i in cites],
             proposer=proposer,
         )
-    return kernel
+    return ctx

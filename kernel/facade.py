@@ -112,7 +112,7 @@ class Ctx:
         self._facts = FactsService(store, self._recall)
 
     @cached_property
-    def _kernel(self) -> DecisionService:
+    def _decisions(self) -> DecisionService:
         from ctx_kernel.kernel.decisions.kernel import DecisionService  # noqa: PLC0415
 
         return DecisionService(self.store, self._queue, self._recall, self._facts)
@@ -149,7 +149,7 @@ class Ctx:
         except BaseException:
             store.close()
             raise
-        kernel = cls(store, embedder=embedder)
+        ctx = cls(store, embedder=embedder)
         try:
             # Only the owner may give the vector columns their dimension, and agents embed what
             # they log only once it is set: the owner's init chooses the model when it is here
@@ -158,11 +158,11 @@ class Ctx:
             if store.owner_sets_vectors and not (
                 store.get_meta("vector_model") is not None and store.vector_tables_exist()
             ):
-                kernel.prepare_vectors()
+                ctx.prepare_vectors()
         except BaseException:
-            kernel.close()
+            ctx.close()
             raise
-        return kernel, created
+        return ctx, created
 
     @classmethod
     def open(cls, path: Path | str, *, embedder: Embedder | str | None = AUTO) -> Ctx:
@@ -311,7 +311,7 @@ class Ctx:
 
     def show(self, item_id: str) -> Evidence | Proposal | Decision:
         """Any record by id."""
-        return self._kernel.show(item_id)
+        return self._decisions.show(item_id)
 
     # -- proposals ------------------------------------------------------------------------
     def propose(
@@ -376,17 +376,17 @@ class Ctx:
 
     def proposal_conflicts(self, proposal_ids: Sequence[str]) -> dict[str, list[Related]]:
         """For each pending proposal, the current decisions on other subjects it contradicts."""
-        return self._kernel.proposal_conflicts(proposal_ids)
+        return self._decisions.proposal_conflicts(proposal_ids)
 
     def proposal_context(self, proposal_id: str, *, related: int = 5) -> ProposalContext:
         """A proposal with everything the detail view shows, and the change ratifying it would make."""
-        return self._kernel.proposal_context(proposal_id, related=related)
+        return self._decisions.proposal_context(proposal_id, related=related)
 
     def plan_ratification(
         self, proposal_id: str, *, decision: str | None = None, settle: Sequence[str] | None = None
     ) -> RatificationPlan:
         """What ratifying would change, to show a person and then pass to :meth:`ratify` as it is."""
-        return self._kernel.plan_ratification(proposal_id, decision=decision, settle=settle)
+        return self._decisions.plan_ratification(proposal_id, decision=decision, settle=settle)
 
     def ratify(
         self,
@@ -397,37 +397,37 @@ class Ctx:
         settle: Sequence[str] | None = None,
     ) -> Ratification:
         """A person's act: carry out a shown plan (or refuse it as stale), or plan and ratify an id."""
-        return self._kernel.ratify(proposal, reviewer=reviewer, decision=decision, settle=settle)
+        return self._decisions.ratify(proposal, reviewer=reviewer, decision=decision, settle=settle)
 
     def ratify_all(self, plans: Sequence[RatificationPlan], *, reviewer: str) -> list[Ratification]:
         """Ratify several shown plans in one transaction: all of them, or none if any is refused."""
-        return self._kernel.ratify_all(plans, reviewer=reviewer)
+        return self._decisions.ratify_all(plans, reviewer=reviewer)
 
     # -- decisions ------------------------------------------------------------------------
     def retire(self, subject: str, *, reviewer: str, reason: str) -> Decision:
         """Close the current decision on a subject with no successor."""
-        return self._kernel.retire(subject, reviewer=reviewer, reason=reason)
+        return self._decisions.retire(subject, reviewer=reviewer, reason=reason)
 
     def decision(self, decision_id: str) -> Decision:
         """One decision by id."""
-        return self._kernel.decision(decision_id)
+        return self._decisions.decision(decision_id)
 
     def decisions(
         self, subject: str | None = None, *, as_of: str | None = None, include_closed: bool = False
     ) -> list[Decision]:
         """Current decisions, those valid at ``as_of``, or all of them; ``subject`` takes a subtree."""
-        return self._kernel.decisions(subject, as_of=as_of, include_closed=include_closed)
+        return self._decisions.decisions(subject, as_of=as_of, include_closed=include_closed)
 
     def history(self, subject: str) -> list[Decision]:
         """A subject's supersede chain, with the decisions on other subjects it links to, oldest first."""
-        return self._kernel.history(subject)
+        return self._decisions.history(subject)
 
     # -- sharing --------------------------------------------------------------------------
     def import_adrs(self, folder: Path, *, reviewer: str, dry_run: bool = False) -> ImportReport:
         """Import a folder of ADR Markdown files; each record is one audit event; re-import is a no-op."""
         from ctx_kernel.kernel.adr.importer import import_adrs  # noqa: PLC0415
 
-        return import_adrs(self._kernel, self._vault, folder, reviewer, dry_run=dry_run)
+        return import_adrs(self._decisions, self._vault, folder, reviewer, dry_run=dry_run)
 
     def export_adrs(self, folder: Path, *, force: bool = False) -> AdrExport:
         """Write decisions and open proposals as ADR files in ``folder``, in place where they came from."""

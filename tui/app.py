@@ -155,7 +155,7 @@ def _runner(screen: Screen[object], action: str) -> Callable[[], object]:
 
 
 def make_app(
-    kernel: Ctx,
+    ctx: Ctx,
     reviewer: str,
     *,
     now: Callable[[], datetime] = utc_now,
@@ -167,7 +167,7 @@ def make_app(
     ``reviewer_confirmed`` is False when ``reviewer`` is only a guess (the login name): the
     title bar says so and the first act asks the person to confirm or correct it.
     """
-    backend = Backend(kernel, reviewer, now, reviewer_confirmed=reviewer_confirmed, watch=bool(poll))
+    backend = Backend(ctx, reviewer, now, reviewer_confirmed=reviewer_confirmed, watch=bool(poll))
     # The queue is the first screen: read it while Textual starts (a long queue takes a while).
     backend.prefetch("queue", lambda k: k.review_queue())
     return ReviewApp(backend, poll=poll)

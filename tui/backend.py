@@ -27,14 +27,14 @@ class Backend:
 
     def __init__(
         self,
-        kernel: Ctx,
+        ctx: Ctx,
         reviewer: str,
         now: Callable[[], datetime] = utc_now,
         *,
         reviewer_confirmed: bool = True,
         watch: bool = False,
     ) -> None:
-        self._kernel = kernel
+        self._ctx = ctx
         self._lock = threading.Lock()
         self.reviewer = reviewer
         # False when the name is only the login name: the first act asks the person to confirm it.
@@ -43,9 +43,9 @@ class Backend:
         self._prefetched: dict[str, Future[object]] = {}
         # Taken before any screen reads, so a commit landing between the first read and the
         # first poll still counts as a change.
-        self._seen_version = kernel.data_version()
+        self._seen_version = ctx.data_version()
         # Opened as early, for the same reason: the app's live view waits on it (wait_for_change).
-        self._watch = kernel.watch_changes() if watch else None
+        self._watch = ctx.watch_changes() if watch else None
         self._closed = False
 
     def confirm_reviewer(self, name: str) -> None:
@@ -58,7 +58,7 @@ class Backend:
         with self._lock:
             if self._closed:
                 raise RuntimeError("the review app has closed")
-            return call(self._kernel)
+            return call(self._ctx)
 
     def close(self) -> None:
         """Wait for the call in flight, then refuse new ones: the owner may now close the store."""
@@ -107,7 +107,7 @@ class Backend:
         try:
             if self._closed:
                 return False
-            version = self._kernel.data_version()
+            version = self._ctx.data_version()
         finally:
             self._lock.release()
         changed, self._seen_version = version != self._seen_version, version

@@ -207,7 +207,7 @@ def _check_cycles(records: list[adr.AdrRecord], folder: Path, successors: Any) -
 
 
 def import_adrs(
-    kernel: DecisionService, vault: VaultService, folder: Path, reviewer: str, *, dry_run: bool = False
+    decisions: DecisionService, vault: VaultService, folder: Path, reviewer: str, *, dry_run: bool = False
 ) -> ImportReport:
     """Import a folder of ADRs: accepted and superseded ones as decisions with rebuilt chains.
 
@@ -239,9 +239,9 @@ def import_adrs(
 
     start, until = _windows(records, folder, now, successors)
     try:
-        with kernel.store.transaction():
+        with decisions.store.transaction():
             _import_all(
-                kernel, vault, folder, records, subjects, reviewer, now, start, until, successors, report
+                decisions, vault, folder, records, subjects, reviewer, now, start, until, successors, report
             )
             if dry_run:
                 raise _DryRun
@@ -290,23 +290,23 @@ def _windows(
     return start, until
 
 
-def _known(kernel: DecisionService, record: adr.AdrRecord) -> Decision | Proposal | None:
+def _known(decisions: DecisionService, record: adr.AdrRecord) -> Decision | Proposal | None:
     """The decision or proposal this file was imported as, or exported from, in this store."""
-    existing = kernel.store.find_source(record.path)
+    existing = decisions.store.find_source(record.path)
     if existing is not None:
-        return kernel.store.get_decision(existing) or kernel.store.get_proposal(existing)
+        return decisions.store.get_decision(existing) or decisions.store.get_proposal(existing)
     exported_id = record.meta.get(KEY_ID, "")
     if not ids.ID_RE.match(exported_id):
         return None
     if exported_id.startswith("dc_"):
-        return kernel.store.get_decision(exported_id)
+        return decisions.store.get_decision(exported_id)
     if exported_id.startswith("pr_"):
-        return kernel.store.get_proposal(exported_id)
+        return decisions.store.get_proposal(exported_id)
     return None
 
 
 def _import_all(
-    kernel: DecisionService,
+    decisions: DecisionService,
     vault: VaultService,
     folder: Path,
     records: list[adr.AdrRecord],
@@ -325,7 +325,7 @@ def _import_all(
         source = record.path
         entry: dict[str, Any] = {"path": source, "number": record.number, "title": record.title}
         report.files.append(entry)
-        known = _known(kernel, record)
+        known = _known(decisions, record)
         if known is not None:
             made_ids[record.path] = known.id
             report.unchanged.append(source)
@@ -333,8 +333,8 @@ def _import_all(
             continue
         try:
             cleaned = _clean(record, subjects[record.path])
-            if kernel.store.current_decision(cleaned.subject) is None:
-                kernel.queue.check_new_subject(cleaned.subject)
+            if decisions.store.current_decision(cleaned.subject) is None:
+                decisions.queue.check_new_subject(cleaned.subject)
             evidence_id = _keep_file(vault, folder / source, inside, source, reviewer)
         except (UsageError, RefusedError) as exc:
             report.skipped.append(f"{source}: {exc.message}")
@@ -345,14 +345,14 @@ def _import_all(
             report.warnings.append(f"{source}: {sum(cleaned.redacted.values())} secrets redacted ({kinds})")
         if record.status in ("proposed", "rejected"):
             proposal = _import_proposal(
-                kernel, record, cleaned, reviewer, start[record.path], now, evidence_id
+                decisions, record, cleaned, reviewer, start[record.path], now, evidence_id
             )
             made_ids[record.path] = proposal.id
             report.proposals.append(proposal.id)
             entry.update(outcome=f"{proposal.status} proposal", subject=proposal.subject, id=proposal.id)
             continue
         decision = _import_decision(
-            kernel, record, cleaned, reviewer, start, until[record.path], now, successors, evidence_id
+            decisions, record, cleaned, reviewer, start, until[record.path], now, successors, evidence_id
         )
         if decision is None:
             why = f"its window overlaps another decision on {cleaned.subject}"
@@ -367,10 +367,10 @@ def _import_all(
     for old, new in pending_links:
         if old.path in made_ids and new.path in made_ids:
             old_id, new_id = made_ids[old.path], made_ids[new.path]
-            if new_id.startswith("dc_") and not kernel.store.is_ancestor(old_id, new_id):
-                _link(kernel, old_id, new_id, start[new.path], reviewer, now)
+            if new_id.startswith("dc_") and not decisions.store.is_ancestor(old_id, new_id):
+                _link(decisions, old_id, new_id, start[new.path], reviewer, now)
     if not report.dry_run:  # conflicts are derived; a dry run leaves every cache as it was
-        kernel.facts.record_conflicts(report.decisions)
+        decisions.facts.record_conflicts(report.decisions)
 
 
 def _keep_file(vault: VaultService, path: Path, inside: Path, source: str, reviewer: str) -> str:
@@ -385,7 +385,7 @@ def _keep_file(vault: VaultService, path: Path, inside: Path, source: str, revie
 
 
 def _import_decision(
-    kernel: DecisionService,
+    decisions: DecisionService,
     record: adr.AdrRecord,
     cleaned: _Cleaned,
     reviewer: str,
@@ -407,7 +407,7 @@ def _import_decision(
         # Deprecated, or superseded by something not in the folder: closed with no successor.
         until = until or max(now, valid_from)
         closed_by, reason = "retired", f"{record.raw_status or record.status} (imported ADR)"
-    for other in kernel.store.decisions(subject, include_closed=True):
+    for other in decisions.store.decisions(subject, include_closed=True):
         if other.subject != subject:
             continue
         overlaps = (other.valid_until is None or other.valid_until > valid_from) and (
@@ -454,8 +454,8 @@ def _import_decision(
     if cleaned.attribution:
         payload["attribution"] = cleaned.attribution
     try:
-        with kernel.store.savepoint():
-            kernel.write(
+        with decisions.store.savepoint():
+            decisions.write(
                 decision,
                 actor=reviewer,
                 at=now,
@@ -469,11 +469,13 @@ def _import_decision(
     return decision
 
 
-def _link(kernel: DecisionService, old_id: str, new_id: str, linked_at: str, reviewer: str, now: str) -> None:
+def _link(
+    decisions: DecisionService, old_id: str, new_id: str, linked_at: str, reviewer: str, now: str
+) -> None:
     """Link an imported supersession and log it, so that the audit log accounts for every link."""
-    old = kernel.store.get_decision(old_id)
+    old = decisions.store.get_decision(old_id)
     until = old.valid_until if old is not None else None
-    kernel.link(
+    decisions.link(
         old_id,
         new_id,
         actor=reviewer,
@@ -485,7 +487,7 @@ def _link(kernel: DecisionService, old_id: str, new_id: str, linked_at: str, rev
 
 
 def _import_proposal(
-    kernel: DecisionService,
+    decisions: DecisionService,
     record: adr.AdrRecord,
     cleaned: _Cleaned,
     reviewer: str,
@@ -517,7 +519,7 @@ def _import_proposal(
         title=cleaned.title,
         deciders=cleaned.deciders,
     )
-    kernel.store.insert_proposal(proposal)
+    decisions.store.insert_proposal(proposal)
     payload: dict[str, Any] = {
         "subject": cleaned.subject,
         "status": proposal.status,
@@ -534,5 +536,5 @@ def _import_proposal(
     }
     if cleaned.attribution:
         payload["attribution"] = cleaned.attribution
-    kernel.store.append_audit(now, reviewer, PROPOSAL_IMPORTED, proposal.id, None, payload)
+    decisions.store.append_audit(now, reviewer, PROPOSAL_IMPORTED, proposal.id, None, payload)
     return proposal

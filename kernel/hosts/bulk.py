@@ -52,7 +52,7 @@ def duration(seconds: float) -> str:
 
 
 def log_items(
-    kernel: Ctx,
+    ctx: Ctx,
     items: Iterable[Item],
     *,
     report: BatchReport,
@@ -87,7 +87,7 @@ def log_items(
                 raise KeyboardInterrupt  # right after a batch committed and the report counted it
 
         try:
-            kernel.log_many(
+            ctx.log_many(
                 items, redact=redact, report=report, progress=progress, origin=origin, parallel=parallel
             )
         except KeyboardInterrupt:

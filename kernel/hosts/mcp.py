@@ -95,19 +95,19 @@ def _same_name(field: str, claimed: str | None, caller: Caller) -> None:
 class Host:
     """One open store served to one MCP client; facade calls run one at a time on a worker thread."""
 
-    def __init__(self, kernel: Ctx, *, agent: str | None = None, session: str | None = None) -> None:
-        self.kernel = kernel
+    def __init__(self, ctx: Ctx, *, agent: str | None = None, session: str | None = None) -> None:
+        self.ctx = ctx
         self.agent = agent
         self.session = session
         # Read once here: on a server a query, which the tool threads then need not make.
-        self.login = kernel.login
+        self.login = ctx.login
         self._warm_thread: threading.Thread | None = None
 
     def caller(self, client_name: str | None) -> Caller:
         """The default name: ``--agent`` / ``CTX_AGENT``, else ``mcp:`` and the client's own name."""
         name = self.agent or (f"mcp:{client_name}" if client_name else "mcp")
         if self.login is not None:  # on a server every act is the login's (the database checks)
-            name = self.kernel.actor(self.agent, self.login, "agent")
+            name = self.ctx.actor(self.agent, self.login, "agent")
         return Caller(name[: text.MAX_NAME_CHARS], self.session)
 
     def start_warming(self) -> None:
@@ -117,7 +117,7 @@ class Host:
 
     def _warm(self) -> None:
         try:
-            self.kernel.warm()
+            self.ctx.warm()
         except Exception as exc:  # recall reports vectors off on its own; say why here too
             print(f"ctx mcp: could not load the embedding model: {exc}", file=sys.stderr)
 
@@ -131,7 +131,7 @@ class Host:
     def propose_decision(self, args: ProposeToolInput, caller: Caller) -> dict[str, Any]:
         """Queue a proposal for a person to ratify, as this server's agent (never another name)."""
         _same_name("proposer", args.proposer, caller)
-        proposal = self.kernel.propose(
+        proposal = self.ctx.propose(
             args.subject,
             args.decision,
             rationale=args.rationale,
@@ -146,7 +146,7 @@ class Host:
     def log_evidence(self, args: LogInput, caller: Caller) -> dict[str, Any]:
         """Append text to the evidence vault, written by this server's agent."""
         _same_name("agent", args.agent, caller)
-        logged = self.kernel.log(
+        logged = self.ctx.log(
             args.text,
             kind=args.kind,
             agent=caller.name,
@@ -158,7 +158,7 @@ class Host:
 
     def recall(self, args: RecallInput, _caller: Caller) -> dict[str, Any]:
         """Decisions in force with what contradicts them, and unratified evidence."""
-        found = self.kernel.recall(
+        found = self.ctx.recall(
             args.query,
             k=args.k,
             as_of=args.as_of,
@@ -170,45 +170,45 @@ class Host:
 
     def inject_context(self, args: InjectInput, _caller: Caller) -> dict[str, Any]:
         """The session-start block within a token budget."""
-        return self.kernel.inject(args.query, budget=args.budget).to_dict()
+        return self.ctx.inject(args.query, budget=args.budget).to_dict()
 
     def decision_history(self, args: SubjectInput, _caller: Caller) -> dict[str, Any]:
         """A subject's supersede chain, oldest first."""
-        return envelopes.history(args.subject, self.kernel.history(args.subject))
+        return envelopes.history(args.subject, self.ctx.history(args.subject))
 
     def get_decision(self, args: SubjectAtInput, _caller: Caller) -> dict[str, Any]:
         """The decision in force on exactly one subject, now or at ``as_of``."""
         subject = text.normalise_subject(args.subject)
-        held = [d for d in self.kernel.decisions(subject, as_of=args.as_of) if d.subject == subject]
+        held = [d for d in self.ctx.decisions(subject, as_of=args.as_of) if d.subject == subject]
         return envelopes.subject_decision(subject, args.as_of, held[0] if held else None)
 
     def list_decisions(self, args: DecisionsInput, _caller: Caller) -> dict[str, Any]:
         """Current decisions, those valid at a moment, or all of them."""
-        found = self.kernel.decisions(args.subject, as_of=args.as_of, include_closed=args.include_closed)
+        found = self.ctx.decisions(args.subject, as_of=args.as_of, include_closed=args.include_closed)
         return envelopes.decisions(found, args.as_of)
 
     def list_pending(self, args: QueueInput, _caller: Caller) -> dict[str, Any]:
         """Pending proposals, oldest first."""
-        return envelopes.queue(self.kernel.queue(args.subject, args.proposer))
+        return envelopes.queue(self.ctx.queue(args.subject, args.proposer))
 
     def show(self, args: ShowInput, _caller: Caller) -> dict[str, Any]:
         """One evidence text, proposal or decision."""
-        return envelopes.show(self.kernel.show(args.id))
+        return envelopes.show(self.ctx.show(args.id))
 
     def search(self, args: SearchInput, _caller: Caller) -> dict[str, Any]:
         """Keyword search in two sections: ratified decisions, unratified evidence."""
-        return self.kernel.search(args.query, limit=args.limit, as_of=args.as_of).to_dict()
+        return self.ctx.search(args.query, limit=args.limit, as_of=args.as_of).to_dict()
 
     def withdraw_proposal(self, args: WithdrawInput, caller: Caller) -> dict[str, Any]:
         """Withdraw a pending proposal this agent made, in this session or an earlier one."""
-        proposal = self.kernel.proposal(args.id)
+        proposal = self.ctx.proposal(args.id)
         if proposal.proposer != caller.name:
             raise RefusedError(
                 f"{proposal.id} was proposed by {text.visible(proposal.proposer)!r}, not by this server's "
                 f"agent {caller.name!r}: only a person withdraws another's proposal "
                 "(ctx withdraw, ctx review)"
             )
-        return self.kernel.withdraw(proposal.id, actor=caller.name, reason=args.reason).to_dict()
+        return self.ctx.withdraw(proposal.id, actor=caller.name, reason=args.reason).to_dict()
 
 
 @dataclass(frozen=True)
@@ -412,8 +412,8 @@ def parse_arguments(spec: ToolSpec, arguments: dict[str, Any] | None) -> BaseMod
         raise ToolArgumentError(f"{prefix}: {contracts.first_problem(exc)}") from None
 
 
-def _client_name(ctx: ServerRequestContext[Any]) -> str | None:
-    params = ctx.session.client_params
+def _client_name(context: ServerRequestContext[Any]) -> str | None:
+    params = context.session.client_params
     return params.client_info.name if params is not None and params.client_info is not None else None
 
 
@@ -455,13 +455,15 @@ class Stores:
         self._find = find
         self._lock = anyio.Lock()
 
-    async def current(self, ctx: ServerRequestContext[Any], limiter: anyio.CapacityLimiter) -> Host | None:
+    async def current(
+        self, context: ServerRequestContext[Any], limiter: anyio.CapacityLimiter
+    ) -> Host | None:
         """The host to serve this call, asking the client for its roots once when there is none."""
         async with self._lock:
             if self.host is not None or self._find is None:
                 return self.host
             find, self._find = self._find, None
-            folders = await _client_roots(ctx)
+            folders = await _client_roots(context)
             if folders:
                 self.host = await anyio.to_thread.run_sync(find, folders, limiter=limiter)
                 if self.host is None:
@@ -470,9 +472,9 @@ class Stores:
             return self.host
 
 
-async def _client_roots(ctx: ServerRequestContext[Any]) -> list[Path]:
+async def _client_roots(context: ServerRequestContext[Any]) -> list[Path]:
     """The client's root folders, or none when it has no roots capability or does not answer."""
-    if not ctx.session.check_client_capability(types.ClientCapabilities(roots=types.RootsCapability())):
+    if not context.session.check_client_capability(types.ClientCapabilities(roots=types.RootsCapability())):
         return []
     with anyio.move_on_after(ROOTS_TIMEOUT_SECONDS):
         try:
@@ -480,7 +482,7 @@ async def _client_roots(ctx: ServerRequestContext[Any]) -> list[Path]:
             # capability speak an earlier one, where roots are how they name their projects.
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", MCPDeprecationWarning)
-                return root_folders(await ctx.session.list_roots())
+                return root_folders(await context.session.list_roots())
         except Exception as exc:  # an error reply or a closed back channel: serve without a store
             print(f"ctx mcp: the client's roots could not be read: {exc}", file=sys.stderr)
     return []
@@ -508,17 +510,17 @@ def make_server(
         return types.ListToolsResult(tools=tool_definitions())
 
     async def call_tool(
-        ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+        context: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
         spec = TOOLS.get(params.name)
         if spec is None:
             return tool_error(f"unknown tool {params.name!r}: {UNKNOWN_TOOL_HINT}{', '.join(TOOLS)}")
         try:
             arguments = parse_arguments(spec, params.arguments)
-            serving = await stores.current(ctx, limiter)
+            serving = await stores.current(context, limiter)
             if serving is None:
                 return tool_error(stores.missing)
-            caller = serving.caller(_client_name(ctx))
+            caller = serving.caller(_client_name(context))
             data = await anyio.to_thread.run_sync(
                 partial(spec.run, serving, arguments, caller), limiter=limiter
             )
@@ -631,7 +633,7 @@ class _AnswerUnreadable:
 
 
 def serve(
-    kernel: Ctx | None,
+    ctx: Ctx | None,
     *,
     agent: str | None = None,
     session: str | None = None,
@@ -640,10 +642,10 @@ def serve(
 ) -> None:
     """Serve MCP over standard input and output until the client closes them.
 
-    With no store (``kernel`` None) every tool answers ``missing``; with ``look_in_roots`` the
+    With no store (``ctx`` None) every tool answers ``missing``; with ``look_in_roots`` the
     first call first looks for a store in the client's roots and serves it if there is one.
     """
-    host = Host(kernel, agent=agent, session=session) if kernel is not None else None
+    host = Host(ctx, agent=agent, session=session) if ctx is not None else None
     if host is not None:
         host.start_warming()
     opened: list[Host] = []
@@ -680,4 +682,4 @@ def serve(
             host.stop_warming()
         for found_host in opened:
             found_host.stop_warming()
-            found_host.kernel.close()
+            found_host.ctx.close()

@@ -51,9 +51,9 @@ class ReviewActions(KernelScreen):
     def _confirm_approve(self, plan: RatificationPlan, note: str | None) -> None:
         reviewer = self.backend.reviewer
 
-        def ratify(kernel: Ctx) -> Ratification | StalePlanError:
+        def ratify(ctx: Ctx) -> Ratification | StalePlanError:
             try:
-                return kernel.ratify(plan, reviewer=reviewer)
+                return ctx.ratify(plan, reviewer=reviewer)
             except StalePlanError as exc:
                 return exc
 
@@ -106,8 +106,8 @@ class ReviewActions(KernelScreen):
             seen[group] = proposal.id
         ids = [p.id for p in proposals]
 
-        def plans(kernel: Ctx) -> list[RatificationPlan]:
-            return [kernel.plan_ratification(pid) for pid in ids]
+        def plans(ctx: Ctx) -> list[RatificationPlan]:
+            return [ctx.plan_ratification(pid) for pid in ids]
 
         def confirm(found: list[RatificationPlan]) -> None:
             reviewer = self.backend.reviewer
@@ -116,9 +116,9 @@ class ReviewActions(KernelScreen):
                 lines.append(f"• {plan.subject}: {plan.text}")
                 lines.extend(f"    {line}" for line in plan.lines()[2:])
 
-            def ratify_all(kernel: Ctx) -> list[Ratification] | StalePlanError:
+            def ratify_all(ctx: Ctx) -> list[Ratification] | StalePlanError:
                 try:
-                    return kernel.ratify_all(found, reviewer=reviewer)
+                    return ctx.ratify_all(found, reviewer=reviewer)
                 except StalePlanError as exc:
                     return exc
 

@@ -52,14 +52,14 @@ class AuditScreen(KernelScreen):
     def reload(self) -> None:
         """Read the log and verify it as `ctx audit verify` does: the chain, then the tables against it."""
 
-        def load(kernel: Ctx) -> tuple[list[AuditEvent], bool, str]:
-            report = kernel.verify_audit(state=True)
+        def load(ctx: Ctx) -> tuple[list[AuditEvent], bool, str]:
+            report = ctx.verify_audit(state=True)
             if report.ok:
                 last = report.last_hash[:12]
                 status = f"audit log verified: {report.rows} rows, tables agree, last hash {last}…"
             else:
                 status = f"AUDIT LOG BROKEN at row {report.first_bad_seq}: {report.problem}"
-            return kernel.audit_events(), report.ok, status
+            return ctx.audit_events(), report.ok, status
 
         self.fetch(load, self._loaded, group="audit")
 

@@ -84,8 +84,8 @@ class DetailScreen(ReviewActions):
         order = self.order
         later = order[order.index(self.proposal_id) + 1 :] if self.proposal_id in order else []
 
-        def first_pending(kernel: Ctx) -> str | None:
-            return next((p for p in later if kernel.proposal(p).status == "pending"), None)
+        def first_pending(ctx: Ctx) -> str | None:
+            return next((p for p in later if ctx.proposal(p).status == "pending"), None)
 
         def pick(nxt: str | None) -> None:
             if nxt is None:

@@ -55,9 +55,14 @@ def _grant_command(role: str) -> None:
     @_db_option
     @click.pass_context
     def grant(
-        ctx: click.Context, name: str, run: bool, create_login: bool, ask_password: bool, db_here: str | None
+        context: click.Context,
+        name: str,
+        run: bool,
+        create_login: bool,
+        ask_password: bool,
+        db_here: str | None,
     ) -> None:
-        location = _locate(db_here or ctx.find_root().obj.get("db"))
+        location = _locate(db_here or context.find_root().obj.get("db"))
         script = Ctx.grant_script(location, role, name, create_login=create_login)
         if not run:
             if ask_password:
@@ -73,8 +78,8 @@ def _grant_command(role: str) -> None:
             password = click.prompt(
                 f"Password for {name}", hide_input=True, confirmation_prompt=True, err=True
             )
-        with Ctx.open(location, embedder=None) as kernel:
-            kernel.grant_role(role, name, create_login=create_login, password=password)
+        with Ctx.open(location, embedder=None) as ctx:
+            ctx.grant_role(role, name, create_login=create_login, password=password)
         _say(f"{name} is now {article} {role} of {paths.display_location(location)}")
 
 

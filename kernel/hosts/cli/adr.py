@@ -26,9 +26,7 @@ def import_group() -> None:
 )
 @click.option("--json", "as_json", is_flag=True, help="Print what was imported as JSON.")
 @_with_store
-def import_adr(
-    kernel: Ctx, folder: str, reviewer: str | None, yes: bool, dry_run: bool, as_json: bool
-) -> None:
+def import_adr(ctx: Ctx, folder: str, reviewer: str | None, yes: bool, dry_run: bool, as_json: bool) -> None:
     """Import a folder of ADR Markdown files (adr-tools/Nygard or MADR); re-import is a no-op.
 
     Each file is kept whole as evidence; its Decision section (or, without one, its whole body) is
@@ -37,9 +35,9 @@ def import_adr(
     if dry_run:
         name = reviewer or paths.configured_reviewer() or getpass.getuser()
     else:
-        name = _reviewer(kernel, reviewer, yes, "importing decisions")
+        name = _reviewer(ctx, reviewer, yes, "importing decisions")
         _confirm(f"Import the ADRs in {folder} as decisions ratified by {name}?", yes)
-    report = kernel.import_adrs(Path(folder), reviewer=name, dry_run=dry_run)
+    report = ctx.import_adrs(Path(folder), reviewer=name, dry_run=dry_run)
     if as_json:
         _emit_json(report.to_dict())
         return
@@ -66,7 +64,7 @@ def export_group() -> None:
 @click.argument("folder", type=click.Path(file_okay=False))
 @click.option("--force", is_flag=True, help="Replace files and links ctx does not own.")
 @_with_store
-def export_adr(kernel: Ctx, folder: str, force: bool) -> None:
+def export_adr(ctx: Ctx, folder: str, force: bool) -> None:
     """Write decisions and pending proposals as ADR files in FOLDER, and a README.md index.
 
     A file ctx imported is updated in place (same name and number, the team's text kept); a new
@@ -74,7 +72,7 @@ def export_adr(kernel: Ctx, folder: str, force: bool) -> None:
     file is replaced only if ctx owns it (it carries a ctx-id, or is unchanged since its import);
     any other file, or a link, refuses the export with nothing written, unless --force.
     """
-    done = kernel.export_adrs(Path(folder), force=force)
+    done = ctx.export_adrs(Path(folder), force=force)
     _say(f"wrote {len(done.written)} files to {folder}; {len(done.unchanged)} already up to date")
     for line in done.warnings:
         _say(f"warning: {line}", err=True)

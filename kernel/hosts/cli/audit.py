@@ -51,14 +51,12 @@ def _passphrase(confirm: bool) -> str:
     "--json", "as_json", is_flag=True, help="Print the signed manifest (schemas/audit-manifest.schema.json)."
 )
 @_with_store
-def audit_export(
-    kernel: Ctx, out: str, since: str | None, until: str | None, fmt: str, as_json: bool
-) -> None:
+def audit_export(ctx: Ctx, out: str, since: str | None, until: str | None, fmt: str, as_json: bool) -> None:
     """Write a signed, tamper-evident export of the audit log that a reviewer can verify without ctx.
 
     Asks for the signing key's passphrase (or reads CTX_KEY_PASSPHRASE); see `ctx keys init`.
     """
-    result = kernel.export_audit(
+    result = ctx.export_audit(
         Path(out), passphrase=lambda: _passphrase(confirm=False), since=since, until=until, fmt=fmt
     )
     if as_json:
@@ -100,7 +98,7 @@ def audit_export(
 @_db_option
 @click.pass_context
 def audit_verify(
-    ctx: click.Context,
+    context: click.Context,
     file: str | None,
     pubkey: str | None,
     manifest: str | None,
@@ -119,7 +117,7 @@ def audit_verify(
     if file is None:
         if manifest:
             raise UsageError("--manifest verifies an export: name its FILE")
-        _verify_store(ctx, checkpoints, pubkey, as_json, db_here)
+        _verify_store(context, checkpoints, pubkey, as_json, db_here)
         return
     if checkpoints:
         raise UsageError("--checkpoint checks the store's log: leave out FILE")
@@ -141,15 +139,19 @@ def audit_verify(
 
 
 def _verify_store(
-    ctx: click.Context, checkpoints: tuple[str, ...], pubkey: str | None, as_json: bool, db_here: str | None
+    context: click.Context,
+    checkpoints: tuple[str, ...],
+    pubkey: str | None,
+    as_json: bool,
+    db_here: str | None,
 ) -> None:
-    kernel = _open(db_here or ctx.find_root().obj.get("db"))
+    ctx = _open(db_here or context.find_root().obj.get("db"))
     try:
-        report = kernel.verify_audit(
+        report = ctx.verify_audit(
             state=True, checkpoints=[Path(c) for c in checkpoints], pubkey=Path(pubkey) if pubkey else None
         )
     finally:
-        kernel.close()
+        ctx.close()
     if as_json:
         _emit_json(report.to_dict())
     elif report.ok:
@@ -172,13 +174,13 @@ def _verify_store(
     "--json", "as_json", is_flag=True, help="Print the checkpoint (schemas/audit-checkpoint.schema.json)."
 )
 @_with_store
-def audit_checkpoint(kernel: Ctx, out: str | None, as_json: bool) -> None:
+def audit_checkpoint(ctx: Ctx, out: str | None, as_json: bool) -> None:
     """Sign the audit chain's head with your key, so a later rewrite of the whole log is caught.
 
     Keeps the signed head in checkpoints/ beside the store and in the store; `ctx audit verify`
     checks the chain against it. Asks for the signing key's passphrase (or reads CTX_KEY_PASSPHRASE).
     """
-    result = kernel.checkpoint_audit(
+    result = ctx.checkpoint_audit(
         passphrase=lambda: _passphrase(confirm=False), out=Path(out) if out else None
     )
     if as_json:

@@ -65,12 +65,12 @@ def _open(explicit: str | None, start: Path | None = None, **kwargs: Any) -> Ctx
 def _with_store(func: Callable[..., Any]) -> Callable[..., Any]:
     """Open the project's store for the command (``--db`` before or after it) and close it afterwards."""
 
-    def wrapper(ctx: click.Context, *args: Any, db_here: str | None, **kwargs: Any) -> Any:
-        kernel = _open(db_here or ctx.find_root().obj.get("db"))
+    def wrapper(context: click.Context, *args: Any, db_here: str | None, **kwargs: Any) -> Any:
+        ctx = _open(db_here or context.find_root().obj.get("db"))
         try:
-            return func(kernel, *args, **kwargs)
+            return func(ctx, *args, **kwargs)
         finally:
-            kernel.close()
+            ctx.close()
 
     # The command's name, help and options (click keeps them on the function) carry over to the wrapper.
     update_wrapper(wrapper, func)
@@ -122,15 +122,15 @@ def _proposal_line(proposal: Proposal) -> str:
     )
 
 
-def _reviewer(kernel: Ctx, given: str | None, yes: bool, action: str) -> str:
+def _reviewer(ctx: Ctx, given: str | None, yes: bool, action: str) -> str:
     """A person's name for a ratification or rejection; refuse without a terminal unless explicit.
 
     On a server store the name is the login, which the database binds every act to."""
     interactive = sys.stdin.isatty()
-    if kernel.login is not None:
+    if ctx.login is not None:
         if not (interactive or yes):
             raise UsageError(f"{action} is a person's act: without a terminal pass --yes")
-        return kernel.actor(given, kernel.login, "reviewer")
+        return ctx.actor(given, ctx.login, "reviewer")
     if not interactive:
         if not (yes and given):
             raise UsageError(f"{action} is a person's act: without a terminal pass --yes and --reviewer NAME")
@@ -146,47 +146,47 @@ def _confirm(question: str, yes: bool) -> None:
         raise click.Abort()
 
 
-def _completion_store(ctx: click.Context) -> Ctx | None:
+def _completion_store(context: click.Context) -> Ctx | None:
     try:
-        return Ctx.open(paths.find_store(ctx.find_root().params.get("db")), embedder=None)
+        return Ctx.open(paths.find_store(context.find_root().params.get("db")), embedder=None)
     except CtxError:
         return None
 
 
-def _complete_pending(ctx: click.Context, _param: click.Parameter, incomplete: str) -> list[Any]:
+def _complete_pending(context: click.Context, _param: click.Parameter, incomplete: str) -> list[Any]:
     """Pending proposal ids (with their subject as help) for shell completion."""
     from click.shell_completion import CompletionItem  # noqa: PLC0415
 
-    kernel = _completion_store(ctx)
-    if kernel is None:
+    ctx = _completion_store(context)
+    if ctx is None:
         return []
-    with kernel:
+    with ctx:
         return [
             CompletionItem(p.id, help=f"{p.subject}: {text.visible(p.decision)[:60]}")
-            for p in kernel.queue()
+            for p in ctx.queue()
             if p.id.lower().startswith(incomplete.lower())
         ]
 
 
-def _complete_subject(ctx: click.Context, _param: click.Parameter, incomplete: str) -> list[Any]:
+def _complete_subject(context: click.Context, _param: click.Parameter, incomplete: str) -> list[Any]:
     """Subjects of decisions and pending proposals for shell completion."""
-    kernel = _completion_store(ctx)
-    if kernel is None:
+    ctx = _completion_store(context)
+    if ctx is None:
         return []
-    with kernel:
-        return sorted(s for s in kernel.store.known_subjects() if s.startswith(incomplete.lower()))
+    with ctx:
+        return sorted(s for s in ctx.store.known_subjects() if s.startswith(incomplete.lower()))
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.option("--db", metavar="STORE", help=_DB_HELP)
 @click.version_option(package_name="ctx-kernel", prog_name="ctx")
 @click.pass_context
-def cli(ctx: click.Context, db: str | None) -> None:
+def cli(context: click.Context, db: str | None) -> None:
     """ctx: a local-first, human-ratified decision kernel for AI coding agents.
 
     Agents log evidence and propose decisions; only a person ratifies them.
     """
-    ctx.ensure_object(dict)["db"] = db
+    context.ensure_object(dict)["db"] = db
 
 
 def _fail(message: str, code: int) -> NoReturn:

@@ -52,7 +52,7 @@ from ctx_kernel.kernel.records import EVIDENCE_KINDS
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @_with_store
 def log(
-    kernel: Ctx,
+    ctx: Ctx,
     body: str | None,
     jsonl: str | None,
     kind: str,
@@ -70,13 +70,13 @@ def log(
     at a time; a bad line is reported by number and skipped (the good lines are stored, and
     the exit status is 1), and running the same file again adds nothing.
     """
-    if kernel.login is not None:
-        agent = kernel.actor(agent, kernel.login, "agent")
+    if ctx.login is not None:
+        agent = ctx.actor(agent, ctx.login, "agent")
     if jsonl is not None:
         if body is not None:
             raise UsageError("give either TEXT or --jsonl FILE, not both")
         defaults = EvidenceInput(text="", kind=kind, agent=agent, session=session, tags=tags)
-        report = _log_jsonl(kernel, jsonl, defaults, redact=not no_redact)
+        report = _log_jsonl(ctx, jsonl, defaults, redact=not no_redact)
         if as_json:
             _emit_json(report.to_dict())
         else:
@@ -92,7 +92,7 @@ def log(
         raise UsageError("missing TEXT (or - for standard input, or --jsonl FILE)")
     if body == "-":
         body = _read_stdin(text.MAX_EVIDENCE_BYTES, "evidence")
-    result = kernel.log(
+    result = ctx.log(
         _check_utf8(body, "evidence"),
         kind=kind,
         agent=agent,
@@ -109,11 +109,11 @@ def log(
         _say(f"redacted {result.redacted} secret(s) before storing", err=True)
 
 
-def _log_jsonl(kernel: Ctx, name: str, defaults: EvidenceInput, *, redact: bool) -> BatchReport:
+def _log_jsonl(ctx: Ctx, name: str, defaults: EvidenceInput, *, redact: bool) -> BatchReport:
     report = BatchReport()
     if name == "-":
         items = read_jsonl(sys.stdin.buffer, defaults=defaults)
-        return bulk.log_items(kernel, items, report=report, total_lines=None, label="logging", redact=redact)
+        return bulk.log_items(ctx, items, report=report, total_lines=None, label="logging", redact=redact)
     try:
         handle = open(name, "rb")  # noqa: SIM115 - closed below, after the generator is drained
     except OSError as error:
@@ -122,7 +122,7 @@ def _log_jsonl(kernel: Ctx, name: str, defaults: EvidenceInput, *, redact: bool)
         total = count_lines(handle)
         items = read_jsonl(handle, defaults=defaults)
         return bulk.log_items(
-            kernel,
+            ctx,
             items,
             report=report,
             total_lines=total,
@@ -151,7 +151,7 @@ def ingest() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (schemas/ingest.schema.json).")
 @_with_store
 def ingest_transcript(
-    kernel: Ctx,
+    ctx: Ctx,
     paths: tuple[Path, ...],
     fmt: str | None,
     thinking: bool,
@@ -165,7 +165,7 @@ def ingest_transcript(
     2,000 characters and binary blobs are left out. A folder is searched for *.jsonl and
     aider history files. Running it again on the same files adds nothing new.
     """
-    report, files, failures = _ingest(kernel, paths, fmt, thinking=thinking, tags=tags, redact=not no_redact)
+    report, files, failures = _ingest(ctx, paths, fmt, thinking=thinking, tags=tags, redact=not no_redact)
     if as_json:
         _emit_json({**report.to_dict(), "files": files})
     else:
@@ -211,7 +211,7 @@ def _transcript_files(paths: tuple[Path, ...]) -> list[Path]:
 
 
 def _ingest(
-    kernel: Ctx,
+    ctx: Ctx,
     paths: tuple[Path, ...],
     fmt: str | None,
     *,
@@ -245,7 +245,7 @@ def _ingest(
         one = BatchReport()
         try:
             bulk.log_items(
-                kernel,
+                ctx,
                 from_turns(turns, tags=tags),
                 report=one,
                 total_lines=sum(sizes.values()),

@@ -37,7 +37,7 @@ from ctx_kernel.kernel.limits import (
 )
 @_db_option
 @click.pass_context
-def hook(ctx: click.Context, event: str, fmt: str | None, budget: int, db_here: str | None) -> None:
+def hook(context: click.Context, event: str, fmt: str | None, budget: int, db_here: str | None) -> None:
     """Run from an agent's hooks; a project without a store is skipped with a note (exit 0).
 
     session-start prints the `ctx inject` block for the session. session-end ingests the
@@ -46,7 +46,7 @@ def hook(ctx: click.Context, event: str, fmt: str | None, budget: int, db_here: 
     above the payload's cwd, so the hooks can be installed for every project.
     """
     if event == "session-start":
-        _session_start(ctx, budget, db_here)
+        _session_start(context, budget, db_here)
         return
     payload = _hook_payload()
     transcript = payload.get("transcript_path")
@@ -55,13 +55,13 @@ def hook(ctx: click.Context, event: str, fmt: str | None, budget: int, db_here: 
     cwd = payload.get("cwd")
     start = Path(cwd) if isinstance(cwd, str) and Path(cwd).is_dir() else None
     try:
-        location = _locate(db_here or ctx.find_root().obj.get("db"), start)
+        location = _locate(db_here or context.find_root().obj.get("db"), start)
     except CtxError as exc:
         _say(f"ctx: {exc.message}; transcript not ingested", err=True)
         return
-    with Ctx.open(location) as kernel:
+    with Ctx.open(location) as ctx:
         report, files, failures = _ingest(
-            kernel, (Path(transcript).expanduser(),), fmt, thinking=False, tags=(), redact=True
+            ctx, (Path(transcript).expanduser(),), fmt, thinking=False, tags=(), redact=True
         )
     if failures:
         raise UsageError(failures[0])
@@ -80,7 +80,7 @@ HOOK_READ_SECONDS = 5.0
 EMPTY_HOOK_PAYLOAD = "the hook payload on stdin is empty"
 
 
-def _session_start(ctx: click.Context, budget: int, db_here: str | None) -> None:
+def _session_start(context: click.Context, budget: int, db_here: str | None) -> None:
     payload: dict[str, Any] = {}
     if not sys.stdin.isatty():
         try:
@@ -91,12 +91,12 @@ def _session_start(ctx: click.Context, budget: int, db_here: str | None) -> None
     cwd = payload.get("cwd")
     start = Path(cwd) if isinstance(cwd, str) and Path(cwd).is_dir() else None
     try:
-        kernel = _open(db_here or ctx.find_root().obj.get("db"), start)
+        ctx = _open(db_here or context.find_root().obj.get("db"), start)
     except CtxError as exc:
         _say(f"ctx: {exc.message}; no decisions injected", err=True)
         return
-    with kernel:
-        _say(kernel.inject(budget=budget).markdown, nl=False)
+    with ctx:
+        _say(ctx.inject(budget=budget).markdown, nl=False)
 
 
 def _hook_payload() -> dict[str, Any]:

@@ -24,9 +24,9 @@ from ctx_kernel.kernel.hosts.cli.base import (
 @cli.command()
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (schemas/status.schema.json).")
 @_with_store
-def status(kernel: Ctx, as_json: bool) -> None:
+def status(ctx: Ctx, as_json: bool) -> None:
     """Show the store at a glance: counts, the queue, vectors, encryption and the last verify."""
-    found = kernel.status()
+    found = ctx.status()
     if as_json:
         _emit_json(found.to_dict())
         return
@@ -61,7 +61,7 @@ def status(kernel: Ctx, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (schemas/doctor.schema.json).")
 @_db_option
 @click.pass_context
-def doctor(ctx: click.Context, as_json: bool, db_here: str | None) -> None:
+def doctor(context: click.Context, as_json: bool, db_here: str | None) -> None:
     """Check the install and the store: its backend, the model, integrity, the audit log.
 
     The backend is the SQLite driver (it loads sqlite-vec), or for a server its version, its
@@ -71,16 +71,16 @@ def doctor(ctx: click.Context, as_json: bool, db_here: str | None) -> None:
     """
     from ctx_kernel.kernel.status import doctor as run_checks  # noqa: PLC0415
 
-    kernel, problem = None, None
+    ctx, problem = None, None
     try:
-        kernel = _open(db_here or ctx.find_root().obj.get("db"))
+        ctx = _open(db_here or context.find_root().obj.get("db"))
     except StoreError as exc:
         problem = exc.message
     try:
-        report = run_checks(kernel, problem)
+        report = run_checks(ctx, problem)
     finally:
-        if kernel is not None:
-            kernel.close()
+        if ctx is not None:
+            ctx.close()
     if as_json:
         _emit_json(report.to_dict())
     else:
@@ -131,9 +131,9 @@ def completion(shell: str) -> None:
 @cli.command("path")
 @_db_option
 @click.pass_context
-def path_command(ctx: click.Context, db_here: str | None) -> None:
+def path_command(context: click.Context, db_here: str | None) -> None:
     """Print the store this folder uses: its file, or its server URL without user or password.
 
     Exits 1 when there is none.
     """
-    _say(paths.display_location(_locate(db_here or ctx.find_root().obj.get("db"))))
+    _say(paths.display_location(_locate(db_here or context.find_root().obj.get("db"))))

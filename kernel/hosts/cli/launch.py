@@ -35,7 +35,7 @@ from ctx_kernel.kernel.hosts.cli.base import (
 )
 @_db_option
 @click.pass_context
-def mcp_server(ctx: click.Context, agent: str | None, session: str | None, db_here: str | None) -> None:
+def mcp_server(context: click.Context, agent: str | None, session: str | None, db_here: str | None) -> None:
     """Serve the store to an agent over MCP (stdio): log, propose, recall; no tool can ratify.
 
     Started where there is no store, it still serves: on the first call it looks in the client's
@@ -45,10 +45,10 @@ def mcp_server(ctx: click.Context, agent: str | None, session: str | None, db_he
     """
     from ctx_kernel.kernel.hosts.mcp import serve  # noqa: PLC0415 - the MCP SDK takes over a second to import
 
-    explicit = db_here or ctx.find_root().obj.get("db")
+    explicit = db_here or context.find_root().obj.get("db")
     named, origin = (explicit, "--db") if explicit else (os.environ.get("CTX_DB") or None, "CTX_DB")
     try:
-        kernel = _open(explicit)
+        ctx = _open(explicit)
     except StoreError as exc:
         message = exc.message
         store = None if named is None or paths.url_scheme(named) else paths.location_file(named)
@@ -58,40 +58,40 @@ def mcp_server(ctx: click.Context, agent: str | None, session: str | None, db_he
         _say(f"ctx mcp: {message}; every tool will say so", err=True)
         serve(None, agent=agent, session=session, missing=message, look_in_roots=named is None)
         return
-    with kernel:
-        _serve_store(kernel, agent, session)
+    with ctx:
+        _serve_store(ctx, agent, session)
 
 
-def _serve_store(kernel: Ctx, agent: str | None, session: str | None) -> None:
+def _serve_store(ctx: Ctx, agent: str | None, session: str | None) -> None:
     if sys.stdin.isatty():
         _say(
-            f"ctx mcp: serving {kernel.location} over MCP on standard input; an MCP client starts "
+            f"ctx mcp: serving {ctx.location} over MCP on standard input; an MCP client starts "
             "this command (see the README). Ctrl+C stops it.",
             err=True,
         )
     from ctx_kernel.kernel.hosts.mcp import serve  # noqa: PLC0415 - the MCP SDK takes over a second to import
 
-    serve(kernel, agent=agent, session=session)
+    serve(ctx, agent=agent, session=session)
 
 
-def _run_review(kernel: Ctx, reviewer: str | None) -> None:
+def _run_review(ctx: Ctx, reviewer: str | None) -> None:
     from ctx_kernel.tui.app import make_app  # noqa: PLC0415 - Textual loads only for the app
 
-    if kernel.login is not None:  # the database binds every act to the login
-        make_app(kernel, kernel.actor(reviewer, kernel.login, "reviewer"), reviewer_confirmed=True).run()
+    if ctx.login is not None:  # the database binds every act to the login
+        make_app(ctx, ctx.actor(reviewer, ctx.login, "reviewer"), reviewer_confirmed=True).run()
         return
     name = reviewer or paths.configured_reviewer()
-    make_app(kernel, name or getpass.getuser(), reviewer_confirmed=name is not None).run()
+    make_app(ctx, name or getpass.getuser(), reviewer_confirmed=name is not None).run()
 
 
 @cli.command()
 @click.option("--reviewer", help="Your name (default: CTX_REVIEWER or config, else your login name).")
 @_with_store
-def review(kernel: Ctx, reviewer: str | None) -> None:
+def review(ctx: Ctx, reviewer: str | None) -> None:
     """Open the review app: ratify or reject what agents proposed, browse decisions, evidence, audit."""
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise UsageError("ctx review needs a terminal; in scripts use ctx queue, ctx ratify and ctx reject")
-    _run_review(kernel, reviewer)
+    _run_review(ctx, reviewer)
 
 
 @cli.command()
@@ -108,24 +108,24 @@ def demo(folder: str, no_review: bool) -> None:
     """Create a demo project with realistic decisions, evidence and proposals, then open the review app."""
     from ctx_kernel.kernel.demo import build_demo  # noqa: PLC0415
 
-    kernel = build_demo(Path(folder))
+    ctx = build_demo(Path(folder))
     try:
         if not no_review and sys.stdin.isatty() and sys.stdout.isatty():
-            _run_review(kernel, None)
-            _say(f"demo store: {kernel.location}; reopen it with: cd {folder} && ctx review")
+            _run_review(ctx, None)
+            _say(f"demo store: {ctx.location}; reopen it with: cd {folder} && ctx review")
             return
-        _say(f"demo store: {kernel.location}\n")
+        _say(f"demo store: {ctx.location}\n")
         _say("Current decisions:")
-        for decision in kernel.decisions():
+        for decision in ctx.decisions():
             _say("  " + _decision_line(decision).replace("\n", "\n  "))
         _say("\nHistory of auth.tokens:")
-        for decision in kernel.history("auth.tokens"):
+        for decision in ctx.history("auth.tokens"):
             _say("  " + _decision_line(decision).replace("\n", "\n  "))
         _say("\nPending proposals:")
-        for proposal in kernel.queue():
+        for proposal in ctx.queue():
             _say("  " + _proposal_line(proposal).replace("\n", "\n  "))
         question = "how do we keep users signed in?"
-        found = kernel.recall(question, k=3)
+        found = ctx.recall(question, k=3)
         _say(f"\nRecall: {question!r} (vectors {found.vectors.state})")
         for hit in found.decisions:
             _say(f"  {hit.rank}. {hit.decision.subject}: {hit.decision.decision}")
@@ -135,8 +135,8 @@ def demo(folder: str, no_review: bool) -> None:
             _say(f"  evidence (unratified): {ev.snippet}")
         if found.vectors.note:
             _say(f"  note: {found.vectors.note}")
-        report = kernel.verify_audit()
+        report = ctx.verify_audit()
         _say(f"\naudit chain {'ok' if report.ok else 'BROKEN'}: {report.rows} rows")
         _say(f"\nTry: cd {folder} && ctx queue && ctx recall 'auth tokens' && ctx inject")
     finally:
-        kernel.close()
+        ctx.close()

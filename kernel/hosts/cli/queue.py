@@ -61,7 +61,7 @@ MAX_JSON_INPUT_BYTES = 200_000
 @click.option("--json-out", "json_out", is_flag=True, hidden=True, help="Deprecated: use --json.")
 @_with_store
 def propose(
-    kernel: Ctx,
+    ctx: Ctx,
     subject: str | None,
     decision: str | None,
     rationale: str | None,
@@ -117,8 +117,8 @@ def propose(
     for key in ("subject", "decision", "rationale", "title"):
         if fields.get(key) is not None:
             _check_utf8(fields[key], key)
-    fields["proposer"] = kernel.actor(fields.get("proposer"), f"cli:{getpass.getuser()}", "proposer")
-    proposal = kernel.propose(**fields)
+    fields["proposer"] = ctx.actor(fields.get("proposer"), f"cli:{getpass.getuser()}", "proposer")
+    proposal = ctx.propose(**fields)
     if as_json:
         _emit_json(proposal.to_dict())
         return
@@ -150,9 +150,9 @@ def _propose_document(raw: bytes) -> dict[str, Any]:
 @click.option("--proposer", help="Only this proposer.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (schemas/queue.schema.json).")
 @_with_store
-def queue(kernel: Ctx, subject: str | None, proposer: str | None, as_json: bool) -> None:
+def queue(ctx: Ctx, subject: str | None, proposer: str | None, as_json: bool) -> None:
     """List pending proposals, oldest first."""
-    found = kernel.queue(subject, proposer)
+    found = ctx.queue(subject, proposer)
     if as_json:
         _emit_json(envelopes.queue(found))
         return
@@ -183,7 +183,7 @@ def queue(kernel: Ctx, subject: str | None, proposer: str | None, as_json: bool)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (schemas/ratification.schema.json).")
 @_with_store
 def ratify(
-    kernel: Ctx,
+    ctx: Ctx,
     proposal_id: str,
     decision: str | None,
     reviewer: str | None,
@@ -199,10 +199,10 @@ def ratify(
     so it approves what the proposal was made against: a current decision ratified since then is
     closed only when named with --closes.
     """
-    plan = kernel.plan_ratification(proposal_id, decision=decision, settle=None if settle else [])
-    name = _reviewer(kernel, reviewer, yes, "ratifying")
+    plan = ctx.plan_ratification(proposal_id, decision=decision, settle=None if settle else [])
+    name = _reviewer(ctx, reviewer, yes, "ratifying")
     if yes:
-        approved = {kernel.resolve_id(d, "decision") for d in approved_closes}
+        approved = {ctx.resolve_id(d, "decision") for d in approved_closes}
         for unseen in plan.closes_unseen():
             if unseen.id not in approved:
                 raise StalePlanError(
@@ -216,7 +216,7 @@ def ratify(
         for line in plan.lines():
             _say(f"  {line}", err=True)
     _confirm(f"Ratify {plan.proposal.id} as {name}?", yes)
-    result = kernel.ratify(plan, reviewer=name)
+    result = ctx.ratify(plan, reviewer=name)
     if as_json:
         _emit_json(result.to_dict())
         return
@@ -236,16 +236,14 @@ def ratify(
     "--json", "as_json", is_flag=True, help="Print the proposal as JSON (schemas/proposal.schema.json)."
 )
 @_with_store
-def reject(
-    kernel: Ctx, proposal_id: str, reason: str, reviewer: str | None, yes: bool, as_json: bool
-) -> None:
+def reject(ctx: Ctx, proposal_id: str, reason: str, reviewer: str | None, yes: bool, as_json: bool) -> None:
     """Reject a pending proposal with a reason."""
-    proposal = kernel.pending(proposal_id)
-    name = _reviewer(kernel, reviewer, yes, "rejecting")
+    proposal = ctx.pending(proposal_id)
+    name = _reviewer(ctx, reviewer, yes, "rejecting")
     if not yes:
         _say(f"{proposal.id} on {proposal.subject} by {proposal.proposer}:\n  {proposal.decision}", err=True)
     _confirm(f"Reject {proposal.id} ({proposal.subject}) as {name}?", yes)
-    rejected = kernel.reject(proposal.id, reviewer=name, reason=_check_utf8(reason, "reason"))
+    rejected = ctx.reject(proposal.id, reviewer=name, reason=_check_utf8(reason, "reason"))
     if as_json:
         _emit_json(rejected.to_dict())
         return
@@ -266,10 +264,10 @@ def reject(
     "--json", "as_json", is_flag=True, help="Print the proposal as JSON (schemas/proposal.schema.json)."
 )
 @_with_store
-def withdraw(kernel: Ctx, proposal_id: str, reason: str | None, actor: str | None, as_json: bool) -> None:
+def withdraw(ctx: Ctx, proposal_id: str, reason: str | None, actor: str | None, as_json: bool) -> None:
     """Withdraw a pending proposal."""
-    withdrawn = kernel.withdraw(
-        proposal_id, actor=kernel.actor(actor, f"cli:{getpass.getuser()}", "agent"), reason=reason
+    withdrawn = ctx.withdraw(
+        proposal_id, actor=ctx.actor(actor, f"cli:{getpass.getuser()}", "agent"), reason=reason
     )
     if as_json:
         _emit_json(withdrawn.to_dict())
@@ -286,15 +284,15 @@ def withdraw(kernel: Ctx, proposal_id: str, reason: str | None, actor: str | Non
     "--json", "as_json", is_flag=True, help="Print the decision as JSON (schemas/decision.schema.json)."
 )
 @_with_store
-def retire(kernel: Ctx, subject: str, reason: str, reviewer: str | None, yes: bool, as_json: bool) -> None:
+def retire(ctx: Ctx, subject: str, reason: str, reviewer: str | None, yes: bool, as_json: bool) -> None:
     """Close the current decision on SUBJECT with no successor."""
-    name = _reviewer(kernel, reviewer, yes, "retiring")
+    name = _reviewer(ctx, reviewer, yes, "retiring")
     if not yes:
-        for current in kernel.decisions(subject):
+        for current in ctx.decisions(subject):
             if current.subject == text.normalise_subject(subject):
                 _say(f"{current.id} on {current.subject}:\n  {current.decision}", err=True)
     _confirm(f"Retire the current decision on {text.normalise_subject(subject)} as {name}?", yes)
-    decision = kernel.retire(subject, reviewer=name, reason=reason)
+    decision = ctx.retire(subject, reviewer=name, reason=reason)
     if as_json:
         _emit_json(decision.to_dict())
         return

@@ -39,11 +39,9 @@ from ctx_kernel.kernel.recall import fusion
 @click.option("--all", "include_closed", is_flag=True, help="Include superseded and retired decisions.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (schemas/decisions.schema.json).")
 @_with_store
-def decisions(
-    kernel: Ctx, subject: str | None, as_of: str | None, include_closed: bool, as_json: bool
-) -> None:
+def decisions(ctx: Ctx, subject: str | None, as_of: str | None, include_closed: bool, as_json: bool) -> None:
     """List current decisions (or those valid at a date, or all)."""
-    found = kernel.decisions(subject, as_of=as_of, include_closed=include_closed)
+    found = ctx.decisions(subject, as_of=as_of, include_closed=include_closed)
     if as_json:
         _emit_json(envelopes.decisions(found, as_of))
         return
@@ -57,9 +55,9 @@ def decisions(
 @click.argument("subject", shell_complete=_complete_subject)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (schemas/history.schema.json).")
 @_with_store
-def history(kernel: Ctx, subject: str, as_json: bool) -> None:
+def history(ctx: Ctx, subject: str, as_json: bool) -> None:
     """Show SUBJECT's supersede chain with validity windows, oldest first."""
-    chain = kernel.history(subject)
+    chain = ctx.history(subject)
     if as_json:
         _emit_json(envelopes.history(subject, chain))
         return
@@ -72,7 +70,7 @@ def history(kernel: Ctx, subject: str, as_json: bool) -> None:
         for old in decision.supersedes:
             _say(f"    supersedes {old}")
         if decision.amended and decision.proposal_id:
-            proposed = kernel.proposal(decision.proposal_id).decision
+            proposed = ctx.proposal(decision.proposal_id).decision
             _say(f"    amended by {decision.ratified_by}: {plain_diff(proposed, decision.decision)}")
         if decision.closed_by == "retired":
             _say(f"    retired: {decision.close_reason}")
@@ -82,9 +80,9 @@ def history(kernel: Ctx, subject: str, as_json: bool) -> None:
 @click.argument("item_id", metavar="ID", shell_complete=_complete_pending)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (schemas/show.schema.json).")
 @_with_store
-def show(kernel: Ctx, item_id: str, as_json: bool) -> None:
+def show(ctx: Ctx, item_id: str, as_json: bool) -> None:
     """Show one evidence text, proposal or decision by id."""
-    record = kernel.show(item_id)
+    record = ctx.show(item_id)
     if as_json:
         _emit_json(envelopes.show(record))
         return
@@ -101,9 +99,9 @@ def show(kernel: Ctx, item_id: str, as_json: bool) -> None:
 @click.option("--as-of", "as_of", metavar="DATE", help="Search decisions valid at DATE.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (schemas/search.schema.json).")
 @_with_store
-def search(kernel: Ctx, query: str, limit: int, as_of: str | None, as_json: bool) -> None:
+def search(ctx: Ctx, query: str, limit: int, as_of: str | None, as_json: bool) -> None:
     """Keyword search: ratified decisions and unratified evidence, in two sections."""
-    results = kernel.search(_check_utf8(query, "query"), limit=limit, as_of=as_of)
+    results = ctx.search(_check_utf8(query, "query"), limit=limit, as_of=as_of)
     if as_json:
         _emit_json(results.to_dict())
         return
@@ -180,7 +178,7 @@ def _explain(
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (schemas/recall.schema.json).")
 @_with_store
 def recall(
-    kernel: Ctx,
+    ctx: Ctx,
     query: str,
     k: int,
     as_of: str | None,
@@ -191,7 +189,7 @@ def recall(
     as_json: bool,
 ) -> None:
     """Decisions in force (with what contradicts them) and unratified evidence, in two sections."""
-    found = kernel.recall(
+    found = ctx.recall(
         _check_utf8(query, "query"), k=k, as_of=as_of, mode=mode, rrf_k=rrf_k, min_scores=_minimums(minimums)
     )
     if found.vectors.note and found.vectors.state in ("off", "partial"):
@@ -268,9 +266,9 @@ def _minimums(pairs: tuple[str, ...]) -> dict[str, float]:
     "--json", "as_json", is_flag=True, help="Print JSON (schemas/inject.schema.json): --format json."
 )
 @_with_store
-def inject(kernel: Ctx, query: str | None, budget: int, fmt: str, as_json: bool) -> None:
+def inject(ctx: Ctx, query: str | None, budget: int, fmt: str, as_json: bool) -> None:
     """Print the context block an agent reads at session start, within a token budget."""
-    block = kernel.inject(_check_utf8(query, "query") if query is not None else None, budget=budget)
+    block = ctx.inject(_check_utf8(query, "query") if query is not None else None, budget=budget)
     if as_json or fmt == "json":
         _emit_json(block.to_dict())
     else:

@@ -32,13 +32,13 @@ _KEY_FILE_HELP = (
 @click.option("--key-file", type=click.Path(dir_okay=False, path_type=Path), help=_KEY_FILE_HELP)
 @_db_option
 @click.pass_context
-def init(ctx: click.Context, encrypt: bool, key_file: Path | None, db_here: str | None) -> None:
+def init(context: click.Context, encrypt: bool, key_file: Path | None, db_here: str | None) -> None:
     """Create the store (.ctx/ctx.db in the working folder, or --db / CTX_DB / .ctx/config.toml).
 
     With --db postgresql://host/dbname it creates the schema on the server and names the store
     in .ctx/config.toml (never with a user or password), so teammates' commands find it.
     """
-    explicit = db_here or ctx.obj.get("db")
+    explicit = db_here or context.obj.get("db")
     target = paths.init_target(explicit)
     here = Path.cwd().resolve()
     shadowed = None if explicit or os.environ.get("CTX_DB") else paths.enclosing_store(here)
@@ -47,8 +47,8 @@ def init(ctx: click.Context, encrypt: bool, key_file: Path | None, db_here: str 
     shown = paths.display_location(target)
     if isinstance(target, str) and paths.is_server_url(target) and explicit is not None:
         paths.write_project_config(here, target, check_only=True)  # before the server is touched
-    kernel, created = Ctx.init(target)
-    with kernel:
+    ctx, created = Ctx.init(target)
+    with ctx:
         _say(f"{'created' if created else 'already present, schema up to date:'} {shown}")
         if created and shadowed is not None:
             _say(
@@ -64,8 +64,8 @@ def init(ctx: click.Context, encrypt: bool, key_file: Path | None, db_here: str 
                 "private text); commit checkpoints/ beside it, and share decisions with `ctx export adr`",
                 err=True,
             )
-        if encrypt and not (kernel.encrypted and not created):
-            _seal(kernel, kernel.encrypt, key_file, "encrypting")
+        if encrypt and not (ctx.encrypted and not created):
+            _seal(ctx, ctx.encrypt, key_file, "encrypting")
         elif key_file is not None:
             raise UsageError("--key-file goes with --encrypt")
 
@@ -131,27 +131,27 @@ def _name_shared_store(project: Path, url: str, from_option: bool) -> None:
 @cli.command("encrypt")
 @click.option("--key-file", type=click.Path(dir_okay=False, path_type=Path), help=_KEY_FILE_HELP)
 @_with_store
-def encrypt_command(kernel: Ctx, key_file: Path | None) -> None:
+def encrypt_command(ctx: Ctx, key_file: Path | None) -> None:
     """Encrypt every evidence text at rest; resumable, and new evidence is encrypted from then on.
 
     Evidence vectors and entity mentions are dropped (they would give the text away); keyword
     search keeps working on keyed tokens. Keep the key safe: without it the evidence is lost.
     """
-    _seal(kernel, kernel.encrypt, key_file, "encrypting")
+    _seal(ctx, ctx.encrypt, key_file, "encrypting")
 
 
 @cli.command()
 @click.option("--key-file", type=click.Path(dir_okay=False, path_type=Path), help="The current key file.")
 @_with_store
-def rekey(kernel: Ctx, key_file: Path | None) -> None:
+def rekey(ctx: Ctx, key_file: Path | None) -> None:
     """Encrypt every evidence text again under a new key; safe to interrupt and run again.
 
     The new key waits in <key file>.new until every row uses it, then replaces the key file.
     """
-    _seal(kernel, kernel.rekey, key_file, "re-encrypting")
+    _seal(ctx, ctx.rekey, key_file, "re-encrypting")
 
 
-def _seal(kernel: Ctx, step: Callable[..., Any], key_file: Path | None, label: str) -> None:
+def _seal(ctx: Ctx, step: Callable[..., Any], key_file: Path | None, label: str) -> None:
     show = sys.stderr.isatty()
     bar: Any = (
         click.progressbar(length=1, label=label, file=sys.stderr, show_pos=True) if show else nullcontext()
@@ -176,10 +176,10 @@ def _seal(kernel: Ctx, step: Callable[..., Any], key_file: Path | None, label: s
 @click.option("--download", is_flag=True, help="Let fastembed download the model if no local copy exists.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (schemas/reindex.schema.json).")
 @_with_store
-def reindex(kernel: Ctx, download: bool, as_json: bool) -> None:
+def reindex(ctx: Ctx, download: bool, as_json: bool) -> None:
     """Embed every decision and evidence text again with the configured model."""
     if as_json or not sys.stderr.isatty():
-        report = kernel.reindex(download=download)
+        report = ctx.reindex(download=download)
     else:
         with click.progressbar(length=1, label="embedding", file=sys.stderr, show_eta=False) as bar:
             rate = bulk.Throughput()
@@ -191,7 +191,7 @@ def reindex(kernel: Ctx, download: bool, as_json: bool) -> None:
                 bar.length = max(total, 1)
                 bar.update(done - bar.pos)
 
-            report = kernel.reindex(download=download, progress=progress)
+            report = ctx.reindex(download=download, progress=progress)
     if as_json:
         _emit_json(report.to_dict())
         return
@@ -238,7 +238,7 @@ _MIGRATE_STAGES = {
 )
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (schemas/migrate.schema.json).")
 @_with_store
-def migrate_command(kernel: Ctx, to: str, batch_size: int, force: bool, as_json: bool) -> None:
+def migrate_command(ctx: Ctx, to: str, batch_size: int, force: bool, as_json: bool) -> None:
     """Copy this store to another file or server: evidence, proposals, decisions, the audit chain.
 
     Stopped at any point, the same command carries on where it stopped: rows the target holds are
@@ -247,9 +247,9 @@ def migrate_command(kernel: Ctx, to: str, batch_size: int, force: bool, as_json:
     vectors are copied when the target uses the same model.
     """
     if as_json or not sys.stderr.isatty():
-        report = kernel.migrate(to, batch_size=batch_size, force=force)
+        report = ctx.migrate(to, batch_size=batch_size, force=force)
     else:
-        report = _migrate_with_bars(kernel, to, batch_size, force)
+        report = _migrate_with_bars(ctx, to, batch_size, force)
     if as_json:
         _emit_json(report.to_dict())
         return
@@ -262,7 +262,7 @@ def migrate_command(kernel: Ctx, to: str, batch_size: int, force: bool, as_json:
     )
 
 
-def _migrate_with_bars(kernel: Ctx, to: str, batch_size: int, force: bool) -> Any:
+def _migrate_with_bars(ctx: Ctx, to: str, batch_size: int, force: bool) -> Any:
     """``Ctx.migrate`` with a progress bar per table on the terminal (standard error)."""
     from rich.console import Console  # noqa: PLC0415 - only ctx migrate draws bars
     from rich.progress import (  # noqa: PLC0415
@@ -288,4 +288,4 @@ def _migrate_with_bars(kernel: Ctx, to: str, batch_size: int, force: bool) -> An
         bars.update(tasks[stage], completed=done, total=total)
 
     with bars:
-        return kernel.migrate(to, batch_size=batch_size, progress=progress, force=force)
+        return ctx.migrate(to, batch_size=batch_size, progress=progress, force=force)
