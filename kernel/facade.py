@@ -85,9 +85,9 @@ if TYPE_CHECKING:
     from ctx_kernel.kernel.chain import ChainReport
     from ctx_kernel.kernel.decisions.kernel import DecisionService
     from ctx_kernel.kernel.recall import embeddings as embed
-    from ctx_kernel.kernel.recall import engine as recall
     from ctx_kernel.kernel.recall.embeddings import Embedder
     from ctx_kernel.kernel.recall.inject import Injection
+    from ctx_kernel.kernel.recall.results import Recall
     from ctx_kernel.kernel.reports import (
         ExportReport,
         MigrateReport,
@@ -449,7 +449,7 @@ class Ctx:
         mode: str = DEFAULT_MODE,
         rrf_k: int = DEFAULT_RRF_K,
         min_scores: dict[str, float] | None = None,
-    ) -> recall.Recall:
+    ) -> Recall:
         """Decisions that hold (with what contradicts them) and unratified evidence matching ``query``."""
         self._facts.keep_current()
         return self._recall.recall(query, k=k, as_of=as_of, mode=mode, rrf_k=rrf_k, min_scores=min_scores)

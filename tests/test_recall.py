@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 from test_json_schemas import assert_valid
 
 from ctx_kernel.kernel import Ctx
-from ctx_kernel.kernel.recall.engine import SUPERSEDED_WARNING, fuse
+from ctx_kernel.kernel.recall.engine import fuse
+from ctx_kernel.kernel.recall.expansion import SUPERSEDED_WARNING
 
 
 def decide(kernel: Ctx, subject: str, text: str, rationale: str | None = None):

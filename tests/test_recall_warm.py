@@ -180,7 +180,7 @@ def test_a_query_whose_vector_is_all_zeros_is_no_vector_match(store_path):
 
 
 def test_the_entity_prefilter_of_a_warm_process_finds_what_scoring_every_name_finds(store_path, monkeypatch):
-    from ctx_kernel.kernel.recall import engine as recall
+    from ctx_kernel.kernel.recall import entity_index
 
     rng = random.Random(11)
     ctx, _ = Ctx.init(store_path, embedder=None)
@@ -195,17 +195,17 @@ def test_the_entity_prefilter_of_a_warm_process_finds_what_scoring_every_name_fi
         "shards_replica",
     ]
     expected = _entity_answers(ctx, queries)  # the first match of a process scores every name
-    monkeypatch.setattr(recall, "PREFILTER_NAMES", 1)
-    monkeypatch.setattr(recall, "CACHED_PHRASES", 0)  # score the phrases again, through the prefilter
+    monkeypatch.setattr(entity_index, "PREFILTER_NAMES", 1)
+    monkeypatch.setattr(entity_index, "CACHED_PHRASES", 0)  # score the phrases again, through the prefilter
     ctx.recall("warm up", mode="entity")
     assert _entity_answers(ctx, queries) == expected
     for n in range(400, 700):  # names added after the masks were built are merged into them
         first, second = rng.sample(WORDS, 2)
         ctx.log(f"Touched `{second}_{first}_{n % 41}` and {second}.{first}.server in this change.")
     with Ctx.open(store_path, embedder=None) as fresh:
-        monkeypatch.setattr(recall, "PREFILTER_NAMES", 10**9)  # the fresh process scores every name
+        monkeypatch.setattr(entity_index, "PREFILTER_NAMES", 10**9)  # the fresh process scores every name
         grown = _entity_answers(fresh, queries)
-    monkeypatch.setattr(recall, "PREFILTER_NAMES", 1)
+    monkeypatch.setattr(entity_index, "PREFILTER_NAMES", 1)
     assert _entity_answers(ctx, queries) == grown
     ctx.close()
 

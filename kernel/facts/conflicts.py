@@ -7,7 +7,7 @@ from ctx_kernel.kernel import clock
 from ctx_kernel.kernel.language import conflicts, entities
 from ctx_kernel.kernel.language import query as fulltext
 from ctx_kernel.kernel.language.query import TextQuery
-from ctx_kernel.kernel.recall.engine import EntityIndex
+from ctx_kernel.kernel.recall.entity_index import EntityIndex
 from ctx_kernel.kernel.records import Decision, Proposal
 from ctx_kernel.kernel.store.base import Store
 

@@ -75,12 +75,12 @@ class FactsService:
     def proposal_conflicts(self, proposals: Sequence[Proposal]) -> dict[str, list[Related]]:
         """The current decisions on other subjects that each proposal contradicts."""
         from ctx_kernel.kernel.facts.conflicts import as_decision  # noqa: PLC0415
-        from ctx_kernel.kernel.recall import engine as recall  # noqa: PLC0415
+        from ctx_kernel.kernel.recall.expansion import conflict_item  # noqa: PLC0415
 
         detector = self._detector()
         return {
             proposal.id: [
-                recall.conflict_item(other, c.term, c.clause, c.other_clause)
+                conflict_item(other, c.term, c.clause, c.other_clause)
                 for other, c in detector.find(as_decision(proposal))
             ]
             for proposal in proposals

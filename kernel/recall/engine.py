@@ -1,4 +1,7 @@
-"""Recall: keyword, entity and vector rankers, fused (see kernel/recall/fusion.py).
+"""Recall: keyword, entity and vector rankers, run and fused (see kernel/recall/fusion.py).
+
+What a recall answers is in results.py, how a hit is expanded in expansion.py, the entity names a
+process keeps in entity_index.py and what earlier recalls read in cache.py.
 
 Each store (kernel decisions, vault evidence) is ranked on its own; the two answers are
 never blended. Decision hits are then expanded with what contradicts them: their
@@ -9,14 +12,12 @@ contains the moment asked about.
 
 from __future__ import annotations
 
-import functools
 import math
 import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, Future
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 from ctx_kernel.kernel.errors import UsageError
 from ctx_kernel.kernel.language import entities
@@ -24,19 +25,17 @@ from ctx_kernel.kernel.language import query as fulltext
 from ctx_kernel.kernel.language.query import TextQuery
 from ctx_kernel.kernel.limits import RECALL_MODES
 from ctx_kernel.kernel.recall import fusion, snippets, vocabulary
+from ctx_kernel.kernel.recall.cache import DecisionCache
 from ctx_kernel.kernel.recall.embeddings import Embedder, chunks
+from ctx_kernel.kernel.recall.entity_index import EntityIndex
+from ctx_kernel.kernel.recall.expansion import chain_item, clip_text, closed_why, conflict_related, lineage_of
 from ctx_kernel.kernel.recall.fusion import Ranked
-from ctx_kernel.kernel.records import Decision, Evidence, Proposal
+from ctx_kernel.kernel.recall.results import ClosedHit, DecisionHit, EvidenceHit
+from ctx_kernel.kernel.records import Decision, Proposal
 from ctx_kernel.kernel.reports import (
-    DecisionSource,
-    EvidenceSource,
-    RankerScore,
     Related,
-    Scores,
-    VectorStatus,
 )
 from ctx_kernel.kernel.store.base import ConflictRow, Store
-from ctx_kernel.kernel.text import clip
 
 MODES = RECALL_MODES
 # Every ranker fetches this many candidates (or 5 * k) before fusion.
@@ -55,162 +54,16 @@ SEARCH_ASIDE = 50_000
 # all-MiniLM-L6-v2 puts unrelated English texts at cosine 0.0-0.2; below this a
 # "nearest" neighbour is noise and would only dilute the fused list.
 MIN_SIMILARITY = 0.25
-# fuzz.ratio between a query phrase and an entity name ("authn" vs "auth" scores 89).
-ENTITY_CUTOFF = 85.0
 ENTITY_ITEMS = 200
-# From this many distinct entity names, a warm index prefilters them with numpy (see EntityIndex).
-PREFILTER_NAMES = 5000
 # Evidence postings one keyword search may rank (see Recaller._keyword): FTS5 ranks about one
 # per microsecond, so this bounds the search to about 20 ms whatever the store's size.
 KEYWORD_POSTINGS = 20_000
-# Decision records a warm process keeps between recalls (about 1 KB each).
-CACHED_DECISIONS = 50_000
-# From this recall over unchanged decisions on, a process holds every decision (see DecisionCache).
-PRELOAD_AFTER = 2
-# Decisions whose conflicts one statement of the preload reads.
-PRELOAD_BATCH = 5_000
-# Entities whose counts and newest items (up to ENTITY_ITEMS ids) a warm process keeps.
-CACHED_POSTINGS = 2_000
-# Query phrases whose fuzzy matches over the entity names a warm process keeps.
-CACHED_PHRASES = 20_000
-SUPERSEDED_WARNING = "superseded: do not apply"
 # Hybrid fusion settings, chosen on the labelled set in tests/data/recall (`just quality`):
 # results were flat for vector weights 1.5-2 and a vector floor of 0.7-0.8. Sentence
 # similarity is the strongest single signal on paraphrased questions, so it weighs most,
 # and each list drops its weak tail before fusion.
 WEIGHTS: dict[str, float] = {"keyword": 1.0, "entity": 0.5, "vector": 1.5}
 RELATIVE_FLOOR: dict[str, float] = {"keyword": 0.3, "entity": 0.5, "vector": 0.8}
-
-
-@dataclass(frozen=True)
-class DecisionHit:
-    """A decision that holds at the moment asked about, with what contradicts it."""
-
-    decision: Decision
-    rank: int
-    rrf: float
-    scores: dict[str, RankerScore | None]
-    via: str | None = None
-    superseded: list[Related] = field(default_factory=list)
-    conflicts: list[Related] = field(default_factory=list)
-    pending: list[Related] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready form (an item of ``decisions`` in ``schemas/recall.schema.json``)."""
-        d = self.decision
-        return {
-            "id": d.id,
-            "subject": d.subject,
-            "decision": d.decision,
-            "rationale": d.rationale,
-            "current": d.current,
-            "valid_from": d.valid_from,
-            "valid_until": d.valid_until,
-            "source": _decision_source(d),
-            "ratified_by": d.ratified_by,
-            "rank": self.rank,
-            "rrf": self.rrf,
-            "scores": _scores_dict(self.scores),
-            "via": self.via,
-            "superseded": [r.to_dict() for r in self.superseded],
-            "conflicts": [r.to_dict() for r in self.conflicts],
-            "pending": [r.to_dict() for r in self.pending],
-        }
-
-
-@dataclass(frozen=True)
-class ClosedHit:
-    """A matching decision that no longer holds and has no successor in force."""
-
-    decision: Decision
-    scores: dict[str, RankerScore | None]
-    why: str
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready form (an item of ``closed``)."""
-        d = self.decision
-        return {
-            "id": d.id,
-            "subject": d.subject,
-            "decision": d.decision,
-            "current": False,
-            "valid_from": d.valid_from,
-            "valid_until": d.valid_until,
-            "source": _decision_source(d),
-            "scores": _scores_dict(self.scores),
-            "why": self.why,
-            "warning": SUPERSEDED_WARNING
-            if d.closed_by == "superseded"
-            else "no longer in force: do not apply",
-        }
-
-
-@dataclass(frozen=True)
-class EvidenceHit:
-    """An unratified evidence text that matches."""
-
-    evidence: Evidence
-    rank: int
-    rrf: float
-    scores: dict[str, RankerScore | None]
-    snippet: str
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready form (an item of ``evidence``): labelled unratified, with no window of its own."""
-        e = self.evidence
-        return {
-            "id": e.id,
-            "label": "unratified",
-            "ratified": False,
-            "current": None,
-            "valid_from": e.created_at,
-            "valid_until": None,
-            "source": EvidenceSource(e.kind, e.agent, e.session, e.tags).to_dict(),
-            "created_at": e.created_at,
-            "snippet": self.snippet,
-            "rank": self.rank,
-            "rrf": self.rrf,
-            "scores": _scores_dict(self.scores),
-        }
-
-
-@dataclass(frozen=True)
-class Recall:
-    """The answer to a recall query: decisions and evidence, never blended."""
-
-    query: str
-    mode: str
-    as_of: str | None
-    k: int
-    rrf_k: int
-    vectors: VectorStatus
-    decisions: list[DecisionHit]
-    closed: list[ClosedHit]
-    evidence: list[EvidenceHit]
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready form (``schemas/recall.schema.json``)."""
-        return {
-            "query": self.query,
-            "mode": self.mode,
-            "as_of": self.as_of,
-            "k": self.k,
-            "rrf_k": self.rrf_k,
-            "vectors": self.vectors.to_dict(),
-            "decisions": [h.to_dict() for h in self.decisions],
-            "closed": [h.to_dict() for h in self.closed],
-            "evidence": [h.to_dict() for h in self.evidence],
-        }
-
-
-def _decision_source(decision: Decision) -> dict[str, Any]:
-    kind: Literal["adr", "proposal"] = "adr" if decision.source else "proposal"
-    return DecisionSource(kind, decision.source, decision.proposal_id, decision.adr_number).to_dict()
-
-
-def _scores_dict(scores: dict[str, RankerScore | None]) -> dict[str, Any]:
-    # Fusion keys every hit's scores by all of RANKERS, the fields of Scores.
-    return Scores(**scores).to_dict()
 
 
 def fuse(lists: dict[str, Ranked], rrf_k: int, weights: dict[str, float] | None = None) -> fusion.Fused:
@@ -223,272 +76,6 @@ def valid_at(decision: Decision, moment: str | None) -> bool:
     if moment is None:
         return decision.valid_until is None
     return decision.valid_from <= moment and (decision.valid_until is None or decision.valid_until > moment)
-
-
-class EntityIndex:
-    """The distinct entity names, kept in memory and refreshed when new ones appear.
-
-    Matching a phrase against every name with ``fuzz.ratio`` costs tens of milliseconds at
-    100k names. Each name also keeps its length and a bitmask of its characters: a name can
-    reach the cutoff only if both differ from the phrase's by little (lower bounds of the
-    Indel distance that ``fuzz.ratio`` normalises), so numpy rules out almost every name
-    and rapidfuzz scores only the few left, with the same results.
-    """
-
-    def __init__(self) -> None:
-        # A long-running host reads the names on a thread of its own (RecallService.warm) while
-        # a recall may match against them.
-        self._lock = threading.RLock()
-        self._reset()
-
-    def _reset(self) -> None:
-        self._version = -1
-        self._ids: list[int] = []
-        self._names: list[str] = []
-        self._display: list[str] = []
-        self._known: set[str] = set()
-        # The names ordered by length (a phrase's candidates are one contiguous slice), equal
-        # lengths in index order: their indexes, lengths and masks (numpy; see _char_masks).
-        self._by_length: Any = None  # int64, one per name
-        self._sorted_lengths: Any = None  # int32
-        self._sorted_masks: Any = None  # uint64, shape (2, names)
-        self._asked = 0
-        # phrase -> (name index, fuzz.ratio) in process.extract's order, while the names are unchanged
-        self._phrases: dict[str, list[tuple[int, float]]] = {}
-
-    def refresh(self, store: Store) -> None:
-        """Reload the names when the store has new ones."""
-        with self._lock:
-            self._refresh(store)
-
-    def known(self, store: Store, words: list[str]) -> list[str]:
-        """Those of ``words`` that some record names as an entity."""
-        with self._lock:
-            self._refresh(store)
-            return [w for w in words if w in self._known]
-
-    def match(self, store: Store, query: str) -> list[tuple[int, str, float]]:
-        """``(entity id, name, best fuzz.ratio)`` of entities a phrase of ``query`` names."""
-        with self._lock:
-            return self._match(store, query)
-
-    def _refresh(self, store: Store) -> None:
-        version = store.entity_version()
-        if version < self._version:  # a rolled-back write or another store: start again
-            self._reset()
-        if version != self._version:
-            # Entity ids only grow (rows are never deleted), so only the new names are read.
-            pairs = store.entity_names(self._ids[-1] if self._ids else 0)
-            names = [name for _, name in pairs]
-            self._ids += [entity_id for entity_id, _ in pairs]
-            self._names += entities.normalise_many(names)
-            self._display += names
-            self._known.update(names)
-            self._version = version
-            self._phrases.clear()
-
-    def _match(self, store: Store, query: str) -> list[tuple[int, str, float]]:
-        self._refresh(store)
-        phrases = query_phrases(query)
-        if not phrases or not self._names:
-            return []
-        from rapidfuzz import fuzz, process  # noqa: PLC0415 - only recall needs it
-
-        self._asked += 1
-        # A one-shot process (a cold `ctx inject --query`) or a small vocabulary: scoring every
-        # name costs less than importing numpy and building the masks.
-        prefilter = self._asked > 1 and len(self._names) >= PREFILTER_NAMES
-        if prefilter:
-            self._mask_new_names()
-        if len(self._phrases) > CACHED_PHRASES:
-            self._phrases.clear()
-        best: dict[int, float] = {}
-        for phrase in phrases:
-            found = self._phrases.get(phrase)
-            if found is None:
-                near = self._near(phrase) if prefilter else None
-                # In index order, so ties among more than ``limit`` names break as over the full list.
-                names = self._names if near is None else [self._names[i] for i in near]
-                found = [
-                    (index if near is None else near[index], float(score))
-                    for _, score, index in process.extract(
-                        phrase, names, scorer=fuzz.ratio, score_cutoff=ENTITY_CUTOFF, limit=50
-                    )
-                ]
-                if CACHED_PHRASES:
-                    self._phrases[phrase] = found
-            for index, score in found:
-                best[index] = max(best.get(index, 0.0), score)
-        return [(self._ids[i], self._display[i], score) for i, score in best.items()]
-
-    def _mask_new_names(self) -> None:
-        """Lengths and character masks of the names added since the last call (names only grow)."""
-        import numpy as np  # noqa: PLC0415 - only a warm recall over many names needs it
-
-        built = 0 if self._by_length is None else len(self._by_length)
-        if built < len(self._names):
-            lengths, masks = _all_char_masks(self._names[built:])
-            indexes = np.arange(built, len(self._names))
-            if built:  # after the names held: a stable sort keeps equal lengths in index order
-                lengths = np.concatenate([self._sorted_lengths, lengths])
-                masks = np.concatenate([self._sorted_masks, masks], axis=1)
-                indexes = np.concatenate([self._by_length, indexes])
-            order = np.argsort(lengths, kind="stable")
-            self._by_length = indexes[order]
-            self._sorted_lengths = lengths[order]
-            self._sorted_masks = np.ascontiguousarray(masks[:, order])
-
-    def _near(self, phrase: str) -> list[int]:
-        """Indexes of the names that may reach the cutoff against ``phrase``, in index order."""
-        import numpy as np  # noqa: PLC0415
-
-        # fuzz.ratio = 100 * (1 - indel / (len(a) + len(b))); the cutoff bounds the distance.
-        share = 1.0 - ENTITY_CUTOFF / 100.0
-        size = len(phrase)
-        # |n - size| <= share * (n + size) + 0.5 holds only for n in [shortest, longest]: only the
-        # names of those lengths (one slice of the names ordered by length) are looked at.
-        shortest = math.floor((size * (1.0 - share) - 0.5) / (1.0 + share)) - 1
-        longest = math.ceil((size * (1.0 + share) + 0.5) / (1.0 - share)) + 1
-        first, last = np.searchsorted(self._sorted_lengths, [shortest, longest + 1])
-        lengths = self._sorted_lengths[first:last]
-        once, twice = _char_masks(phrase)
-        allowed = share * (lengths + size) + 0.5  # + 0.5: a bound, not a test
-        distance = np.bitwise_count(self._sorted_masks[0, first:last] ^ np.uint64(once)) + np.bitwise_count(
-            self._sorted_masks[1, first:last] ^ np.uint64(twice)
-        )
-        near = self._by_length[first:last][(np.abs(lengths - size) <= allowed) & (distance <= allowed)]
-        near.sort()
-        found: list[int] = near.tolist()
-        return found
-
-
-def _all_char_masks(names: list[str]) -> tuple[Any, Any]:
-    """The lengths of ``names`` and their :func:`_char_masks` as a (2, n) array, computed by numpy.
-
-    A cold ``ctx inject --query`` builds these for every entity name: no Python loop per character.
-    """
-    import numpy as np  # noqa: PLC0415
-
-    table = np.arange(0x110000, dtype=np.int64) % 27 + 37  # each code point's bit, as _char_masks
-    table[97:123] = np.arange(26)
-    table[48:58] = np.arange(26, 36)
-    table[32] = 36
-    lengths = np.fromiter(map(len, names), dtype=np.int64, count=len(names))
-    masks = np.zeros((len(names), 2), dtype=np.uint64)
-    step = 1 << 15  # names per pass: bounds the (step x 64) count matrix
-    for first in range(0, len(names), step):
-        part = names[first : first + step]
-        codes = np.frombuffer("".join(part).encode("utf-32-le"), dtype=np.uint32)
-        owners = np.repeat(np.arange(len(part), dtype=np.int64), lengths[first : first + step])
-        counts = np.bincount(owners * 64 + table[codes], minlength=len(part) * 64).reshape(-1, 64)
-        for column, least in ((0, 1), (1, 2)):
-            packed = np.packbits(counts >= least, axis=1, bitorder="little")
-            masks[first : first + len(part), column] = packed.view("<u8").ravel()
-    return lengths.astype(np.int32), np.ascontiguousarray(masks.T)  # rows: once, twice
-
-
-def _char_masks(text: str) -> tuple[int, int]:
-    """Bitmasks of the characters ``text`` holds at least once and at least twice.
-
-    Each character sets one of 64 bits (letters, digits and space their own). A bit that
-    differs between two strings' masks stands for characters whose counts differ, so the
-    number of differing bits never exceeds the Indel distance between the strings.
-    """
-    once = twice = 0
-    for char in text:
-        code = ord(char)
-        if 97 <= code <= 122:
-            bit = code - 97
-        elif 48 <= code <= 57:
-            bit = code - 22
-        elif code == 32:
-            bit = 36
-        else:
-            bit = 37 + code % 27
-        twice |= once & (1 << bit)
-        once |= 1 << bit
-    return once, twice
-
-
-def query_phrases(query: str) -> list[str]:
-    """The content words of ``query`` with their pairs and triples, plus identifiers it names."""
-    words = [w for w in entities.normalise(query).split() if w not in fulltext.STOPWORDS]
-    phrases = dict.fromkeys(words)
-    for size in (2, 3):
-        for start in range(len(words) - size + 1):
-            phrases[" ".join(words[start : start + size])] = None
-    for name in entities.extract(query):
-        phrases[entities.normalise(name)] = None
-    return [p for p in phrases if len(p) >= 2][:40]
-
-
-class DecisionCache:
-    """What earlier recalls of this process read, kept while it still holds.
-
-    Decision records and supersession chains stay until a decision is written, closed or linked
-    (the store's ``decision_version``): agents log evidence all the time and that changes none of
-    them. From the second recall over the same decisions, every decision is read at once (when
-    there are at most CACHED_DECISIONS), so later recalls read none. Entity postings and item
-    counts cover evidence too: they are forgotten on any commit (``data_version``) or change by
-    this connection.
-    """
-
-    def __init__(self) -> None:
-        self._decisions: tuple[object, ...] | None = None
-        self._data: tuple[int, int] | None = None
-        self._recalls = 0  # recalls since the decisions last changed
-        self.complete = False  # every decision of the store is in ``records``
-        self.records: dict[str, Decision] = {}
-        self.chains: dict[str, list[str]] = {}  # decision id -> ids of its chain (itself included)
-        self.conflicts: dict[tuple[str, str | None], list[ConflictRow]] = {}  # (id, moment) -> conflicts_at
-        # (id prefix, entity id) -> (items mentioning it, the newest ENTITY_ITEMS of them)
-        self.postings: dict[tuple[str, int], tuple[int, list[str]]] = {}
-        self.sizes: dict[str, int] = {}  # kind -> item_count
-
-    def check(self, store: Store) -> None:
-        """Forget what the store changed since the last recall (or what grew too large)."""
-        decisions = store.decision_version()
-        full = len(self.records) > CACHED_DECISIONS or len(self.conflicts) > CACHED_DECISIONS
-        if decisions != self._decisions or full:
-            self.records, self.chains, self.conflicts, self.complete, self._recalls = {}, {}, {}, False, 0
-            self._decisions = decisions
-        data = (store.data_version(), store.change_count())
-        if data != self._data or len(self.postings) > CACHED_POSTINGS:
-            self.postings, self.sizes = {}, {}
-            self._data = data
-        self._recalls += 1
-        if self._recalls >= PRELOAD_AFTER and not self.complete:
-            self._preload(store)
-
-    def _preload(self, store: Store) -> None:
-        """Read every decision, its chain and its conflicts with the decisions in force (about
-        20 ms per 1,000 decisions), when not too many."""
-        if store.item_count("decision") > CACHED_DECISIONS:
-            return
-        conflicts: dict[tuple[str, str | None], list[ConflictRow]] = {}
-        with store.snapshot():
-            if store.decision_version() != self._decisions:
-                return  # changed since check(): the next recall reads them
-            records = {d.id: d for d in store.decisions(include_closed=True)}
-            ids = list(records)
-            for first in range(0, len(ids), PRELOAD_BATCH):
-                for decision_id, rows in store.conflicts_at(ids[first : first + PRELOAD_BATCH], None).items():
-                    conflicts[(decision_id, None)] = rows
-        chains: dict[str, list[str]] = {}
-        for start in records:
-            if start in chains:
-                continue
-            members, todo = {start: None}, [start]
-            while todo:
-                current = records[todo.pop()]
-                for linked in (*current.supersedes, *current.superseded_by):
-                    if linked not in members and linked in records:
-                        members[linked] = None
-                        todo.append(linked)
-            chain = list(members)
-            for member in chain:
-                chains[member] = chain
-        self.records, self.chains, self.conflicts, self.complete = records, chains, conflicts, True
 
 
 class Recaller:
@@ -788,7 +375,7 @@ class Recaller:
             in_force = self._in_force(decision, moment)
             if not in_force:
                 if len(closed) < k and decision.valid_from <= (moment or "9999"):
-                    closed.append(ClosedHit(decision, scores, _closed_why(decision)))
+                    closed.append(ClosedHit(decision, scores, closed_why(decision)))
                 continue
             for successor in in_force:
                 if successor.id not in seen and len(hits) < k:
@@ -851,11 +438,11 @@ class Recaller:
         chain = self._chain(hit.decision.id)
         # Only its own line: what it replaced and what replaced it. A sibling successor (a decision
         # split in two) shares a predecessor with it, and is neither.
-        lineage = _lineage(hit.decision.id, chain, "supersedes") | _lineage(
+        lineage = lineage_of(hit.decision.id, chain, "supersedes") | lineage_of(
             hit.decision.id, chain, "superseded_by"
         )
         superseded = [
-            _chain_item(d, hit.decision, d.id in matched)
+            chain_item(d, hit.decision, d.id in matched)
             for d in sorted((chain[i] for i in lineage), key=lambda d: (d.valid_from, d.id))
         ]
         return DecisionHit(
@@ -890,7 +477,7 @@ class Recaller:
             found = self.store.conflicts_at([decision.id], moment)[decision.id]
         # conflicts_at keeps only the others that hold at ``moment``, and reads what is shown of them.
         return [
-            _conflict_related(other_id, subject, text, valid_from, valid_until, term, clause, other_clause)
+            conflict_related(other_id, subject, text, valid_from, valid_until, term, clause, other_clause)
             for other_id, term, clause, other_clause, subject, text, valid_from, valid_until in found
         ]
 
@@ -929,88 +516,9 @@ class Recaller:
         ]
 
 
-def conflict_item(other: Decision, term: str, clause: str, other_clause: str) -> Related:
-    """The entry for ``other``, which takes the opposite stance on ``term``."""
-    return _conflict_related(
-        other.id,
-        other.subject,
-        other.decision,
-        other.valid_from,
-        other.valid_until,
-        term,
-        clause,
-        other_clause,
-    )
-
-
-# A pure function of its arguments, whose result is frozen: a warm process builds each entry once
-# (a hit of a contested subject carries tens of them, each clipping two clauses).
-@functools.lru_cache(maxsize=4096)
-def _conflict_related(
-    other_id: str,
-    subject: str,
-    text: str,
-    valid_from: str,
-    valid_until: str | None,
-    term: str,
-    clause: str,
-    other_clause: str,
-) -> Related:
-    return Related(
-        "conflict", other_id, subject, text, valid_until is None, valid_from, valid_until,
-        f"opposite stance on {term!r}: {_clip(clause)!r} here, {_clip(other_clause)!r} in {subject}",
-        "conflict: needs a person to reconcile",
-    )  # fmt: skip
-
-
-def _lineage(start: str, chain: dict[str, Decision], direction: str) -> set[str]:
-    """Decisions reached from ``start`` by following only ``supersedes`` or only ``superseded_by``."""
-    found: set[str] = set()
-    todo = [start]
-    while todo:
-        current = chain.get(todo.pop())
-        if current is None:
-            continue
-        for nxt in getattr(current, direction):
-            if nxt not in found and nxt != start and nxt in chain:
-                found.add(nxt)
-                todo.append(nxt)
-    return found
-
-
-def _chain_item(item: Decision, hit: Decision, matched: bool) -> Related:
-    later = item.valid_from > hit.valid_from
-    if later:
-        why = f"replaced it on {item.valid_from[:10]}, after the moment asked about"
-        return Related(
-            "later", item.id, item.subject, item.decision, item.valid_until is None,
-            item.valid_from, item.valid_until, why, None, matched,
-        )  # fmt: skip
-    until = item.valid_until[:10] if item.valid_until else "?"
-    successors = ", ".join(item.superseded_by) or "a later decision"
-    why = f"held {item.valid_from[:10]} to {until}; superseded by {successors}"
-    if item.closed_by == "retired":
-        why = f"held {item.valid_from[:10]} to {until}; retired: {item.close_reason or ''}".rstrip(": ")
-    return Related(
-        "superseded", item.id, item.subject, item.decision, False,
-        item.valid_from, item.valid_until, why, SUPERSEDED_WARNING, matched,
-    )  # fmt: skip
-
-
-def _closed_why(decision: Decision) -> str:
-    until = decision.valid_until[:10] if decision.valid_until else "?"
-    if decision.closed_by == "retired":
-        return f"retired on {until} ({decision.close_reason or 'no reason given'}): do not apply"
-    return f"closed on {until} with no successor in force: do not apply"
-
-
-def _clip(value: str, limit: int = 80) -> str:
-    return clip(value, limit)
-
-
 def _snippet(text: str, terms: Sequence[str]) -> str:
     """The window of ``text`` around the query's words, else its start."""
-    return snippets.snippet(text, terms) or _clip(text, 240)
+    return snippets.snippet(text, terms) or clip_text(text, 240)
 
 
 def backfill(

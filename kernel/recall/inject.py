@@ -12,7 +12,8 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ctx_kernel.kernel.recall.engine import SUPERSEDED_WARNING, Recall
+from ctx_kernel.kernel.recall.expansion import SUPERSEDED_WARNING
+from ctx_kernel.kernel.recall.results import Recall
 from ctx_kernel.kernel.records import Decision, Evidence, Proposal
 from ctx_kernel.kernel.reports import Related
 from ctx_kernel.kernel.text import clip, visible

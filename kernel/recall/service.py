@@ -38,9 +38,11 @@ if TYPE_CHECKING:
     from concurrent.futures import Future, ThreadPoolExecutor
 
     from ctx_kernel.kernel.recall import embeddings as embed
-    from ctx_kernel.kernel.recall import engine as recall
+    from ctx_kernel.kernel.recall.cache import DecisionCache
     from ctx_kernel.kernel.recall.embeddings import Embedder
+    from ctx_kernel.kernel.recall.entity_index import EntityIndex
     from ctx_kernel.kernel.recall.inject import Injection
+    from ctx_kernel.kernel.recall.results import Recall
     from ctx_kernel.kernel.reports import ReindexReport, Related, VectorStatus
 
 
@@ -55,8 +57,8 @@ class RecallService:
         self._resolution: embed.Resolution | None = None
         # warm() may resolve the model on another thread while a recall asks for it.
         self._resolution_lock = threading.Lock()
-        self._entity_index_cache: recall.EntityIndex | None = None
-        self._decision_cache: recall.DecisionCache | None = None
+        self._entity_index_cache: EntityIndex | None = None
+        self._decision_cache: DecisionCache | None = None
         self._executor: ThreadPoolExecutor | None = None
         # (embedder, the store's data version) when every row last had a vector: nothing to check
         # again until something is written.
@@ -68,12 +70,12 @@ class RecallService:
             self._executor.shutdown()
 
     @property
-    def entity_index(self) -> recall.EntityIndex:
+    def entity_index(self) -> EntityIndex:
         """The names decisions and evidence mention, built on first use."""
-        from ctx_kernel.kernel.recall import engine as recall  # noqa: PLC0415 - lazy, see the module
+        from ctx_kernel.kernel.recall.entity_index import EntityIndex  # noqa: PLC0415 - lazy, see the module
 
         if self._entity_index_cache is None:
-            self._entity_index_cache = recall.EntityIndex()
+            self._entity_index_cache = EntityIndex()
         return self._entity_index_cache
 
     def forget_entities(self) -> None:
@@ -114,7 +116,7 @@ class RecallService:
         mode: str = DEFAULT_MODE,
         rrf_k: int = DEFAULT_RRF_K,
         min_scores: dict[str, float] | None = None,
-    ) -> recall.Recall:
+    ) -> Recall:
         """Decisions that hold (with what contradicts them) and unratified evidence matching ``query``.
 
         ``min_scores`` drops a ranker's hits whose raw score is below the given value
@@ -156,14 +158,18 @@ class RecallService:
         if unknown:
             raise UsageError(f"unknown ranker {unknown[0]!r}: use one of {', '.join(fusion.RANKERS)}")
         if self._decision_cache is None:
-            self._decision_cache = recall.DecisionCache()
+            from ctx_kernel.kernel.recall.cache import DecisionCache  # noqa: PLC0415
+
+            self._decision_cache = DecisionCache()
         recaller = recall.Recaller(self.store, self.entity_index, embedder, min_scores, self._decision_cache)
         if embedder is not None:
             recaller.start_vectors(query, max(recall.OVERFETCH, 5 * k), self._pool(), early)
         elif early is not None:
             early.cancel()
         decisions, closed = recaller.decisions(query, mode, k, rrf_k, moment)
-        return recall.Recall(
+        from ctx_kernel.kernel.recall.results import Recall  # noqa: PLC0415
+
+        return Recall(
             query=query,
             mode=mode,
             as_of=moment,
@@ -189,12 +195,12 @@ class RecallService:
 
     def recorded_conflicts(self) -> list[tuple[Decision, Related]]:
         """The recorded pairs of current decisions that take opposite stances, newest first."""
-        from ctx_kernel.kernel.recall import engine as recall  # noqa: PLC0415
+        from ctx_kernel.kernel.recall.expansion import conflict_item  # noqa: PLC0415
 
         pairs = self.store.current_conflict_pairs()
         found = self.store.decisions_by_ids(sorted({i for p in pairs for i in p[:2]}))
         return [
-            (found[decision_id], recall.conflict_item(found[other_id], term, clause, other_clause))
+            (found[decision_id], conflict_item(found[other_id], term, clause, other_clause))
             for decision_id, other_id, term, clause, other_clause in pairs
         ]
 
