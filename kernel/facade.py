@@ -494,7 +494,8 @@ class Ctx:
         download: bool = False,
         progress: Callable[[int, int], None] | None = None,
     ) -> ReindexReport:
-        """Embed every decision and evidence text again with the configured model."""
+        """Embed every decision and evidence text again with the configured model, carrying on
+        after the texts an interrupted reindex with the same model embedded."""
         return self._recall.reindex(download=download, progress=progress)
 
     def migrate(

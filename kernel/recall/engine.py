@@ -13,7 +13,7 @@ import functools
 import math
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -21,7 +21,7 @@ from typing import Any, Literal
 from ctx_kernel.kernel.errors import UsageError
 from ctx_kernel.kernel.limits import RECALL_MODES
 from ctx_kernel.kernel.recall import conflicts, entities, fusion, snippets, vocabulary
-from ctx_kernel.kernel.recall.embeddings import Embedder, chunks
+from ctx_kernel.kernel.recall.embeddings import Embedder
 from ctx_kernel.kernel.recall.fusion import Ranked
 from ctx_kernel.kernel.records import Decision, Evidence, Proposal
 from ctx_kernel.kernel.reports import (
@@ -1084,36 +1084,3 @@ def _clip(value: str, limit: int = 80) -> str:
 def _snippet(text: str, terms: Sequence[str]) -> str:
     """The window of ``text`` around the query's words, else its start."""
     return snippets.snippet(text, terms) or _clip(text, 240)
-
-
-def backfill(
-    store: Store,
-    embedder: Embedder,
-    limit: int,
-    progress: Callable[[int], None] | None = None,
-    batch: int = 64,
-) -> int:
-    """Embed up to ``limit`` rows that have no vector yet (decisions first); returns how many."""
-    done = 0
-    for kind in ("decision", "evidence"):
-        while done < limit:
-            rows = store.pending_vectors(kind, min(batch, limit - done))
-            if not rows:
-                break
-            pieces = [(item, i, piece) for item, text in rows for i, piece in enumerate(chunks(text))]
-            vectors = embedder.embed_documents([p for _, _, p in pieces])
-            with store.transaction():
-                if store.get_meta("vector_model") != embedder.model_id:
-                    return done  # the model changed under us (ctx reindex in another process)
-                store.insert_vectors(
-                    kind, [(item, i, vector) for (item, i, _), vector in zip(pieces, vectors, strict=True)]
-                )
-            done += len(rows)
-            if progress is not None:
-                progress(len(rows))
-    return done
-
-
-def pending_total(store: Store) -> int:
-    """Rows of both stores that still wait for a vector."""
-    return store.pending_vector_count("decision") + store.pending_vector_count("evidence")
