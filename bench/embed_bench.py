@@ -15,7 +15,10 @@ The generator comes from --generator, else $CTX_BENCH_EVIDENCE_GENERATOR, else
 ../shared/eval/realistic-evidence/gen_evidence.py beside the repository; the bench stops and says
 so when there is none.
 
-    python bench/embed_bench.py [--counts 1500,20000] [--floor-batch 16] [--generator PATH]
+With --floor-twice the floor is measured again after ctx and ctx compared with their mean, which
+halves the effect of load that changes during the run.
+
+    python bench/embed_bench.py [--counts 1500,20000] [--floor-batch 32] [--floor-twice] [--generator PATH]
 """
 
 from __future__ import annotations
@@ -49,7 +52,11 @@ def generator_path(given: str | None) -> Path:
 def evidence_file(generator: Path, count: int, folder: Path) -> Path:
     """The generator's first ``count`` records (prefix-stable: a longer file's first lines are these)."""
     out = folder / f"evidence-{count}.jsonl"
-    subprocess.run([sys.executable, str(generator), str(out), str(count), "--stdlib-only"], check=True)
+    subprocess.run(
+        [sys.executable, str(generator), str(out), str(count), "--stdlib-only"],
+        check=True,
+        capture_output=True,
+    )
     return out
 
 
@@ -92,7 +99,7 @@ def floor_main(texts_file: Path, batch: int) -> None:
     print(json.dumps({"seconds": seconds, "chunks": len(vectors)}))
 
 
-def measure(count: int, generator: Path, folder: Path, floor_batch: int) -> None:
+def measure(count: int, generator: Path, folder: Path, floor_batch: int, floor_twice: bool) -> None:
     from ctx_kernel.kernel import Ctx
 
     work = folder / str(count)
@@ -112,35 +119,47 @@ def measure(count: int, generator: Path, folder: Path, floor_batch: int) -> None
     mean = sum(map(len, texts)) / len(texts)
     print(f"{len(texts):,} texts, mean {mean:.0f} characters", flush=True)
 
-    before_floor = load()
-    wall, cpu, rss, out = run_measured(
-        [sys.executable, __file__, "--floor", str(texts_file), "--floor-batch", str(floor_batch)], env
-    )
-    floor = json.loads(out)
-    floor_rate = len(texts) / floor["seconds"]
-    print(
-        f"  floor  {floor_rate:7.2f} texts/s  ({floor['chunks']:,} chunks sorted by length, batch "
-        f"{floor_batch}, all cores: {floor['seconds']:.1f} s; process CPU/wall {cpu / wall:.2f}; "
-        f"load {before_floor:.2f})",
-        flush=True,
-    )
+    floor_args = [sys.executable, __file__, "--floor", str(texts_file), "--floor-batch", str(floor_batch)]
+    floors = [_floor(floor_args, env, len(texts), floor_batch, "floor")]
     before_ctx = load()
     wall, cpu, rss, out = run_measured([CTX, "reindex", "--json"], env)
     report = json.loads(out)
+    if floor_twice:
+        floors.append(_floor(floor_args, env, len(texts), floor_batch, "floor again"))
+    floor_rate = sum(floors) / len(floors)
+    which = "the mean of the floors before and after" if floor_twice else "the floor"
     inside, whole = len(texts) / report["seconds"], len(texts) / wall
     print(
-        f"  ctx    {inside:7.2f} texts/s  = {inside / floor_rate:.0%} of the floor "
+        f"  ctx         {inside:7.2f} texts/s  = {inside / floor_rate:.0%} of {which} "
         f"({report['seconds']:.1f} s inside `ctx reindex`; load {before_ctx:.2f})\n"
-        f"         {whole:7.2f} texts/s  = {whole / floor_rate:.0%} of the floor (whole process "
+        f"              {whole:7.2f} texts/s  = {whole / floor_rate:.0%} of {which} (whole process "
         f"{wall:.1f} s with start-up and model load; CPU/wall {cpu / wall:.2f}; peak RSS {rss:.0f} MiB)",
         flush=True,
     )
 
 
+def _floor(args: list[str], env: dict[str, str], texts: int, batch: int, label: str) -> float:
+    """Run the floor in a process of its own; print and return its texts/s."""
+    before = load()
+    wall, cpu, rss, out = run_measured(args, env)
+    floor = json.loads(out)
+    rate = texts / floor["seconds"]
+    print(
+        f"  {label:<11} {rate:7.2f} texts/s  ({floor['chunks']:,} chunks sorted by length, batch {batch}, "
+        f"all cores: {floor['seconds']:.1f} s; CPU/wall {cpu / wall:.2f}; peak RSS {rss:.0f} MiB; "
+        f"load {before:.2f})",
+        flush=True,
+    )
+    return rate
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--counts", default="1500,20000", help="texts per run, comma-separated")
-    parser.add_argument("--floor-batch", type=int, default=16, help="the floor's batch size")
+    parser.add_argument("--floor-batch", type=int, default=32, help="the floor's batch size")
+    parser.add_argument(
+        "--floor-twice", action="store_true", help="measure the floor before and after ctx (a noisy machine)"
+    )
     parser.add_argument("--generator", help="gen_evidence.py of the realistic evidence generator")
     parser.add_argument("--floor", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -151,7 +170,7 @@ def main() -> None:
     print(f"{os.cpu_count()} CPUs; floor and ctx measured back to back on the same texts", flush=True)
     with tempfile.TemporaryDirectory(prefix="ctx-embed-bench-") as folder:
         for count in (int(c) for c in args.counts.split(",")):
-            measure(count, generator, Path(folder), args.floor_batch)
+            measure(count, generator, Path(folder), args.floor_batch, args.floor_twice)
 
 
 if __name__ == "__main__":
