@@ -18,7 +18,7 @@ so when there is none.
 With --floor-twice the floor is measured again after ctx and ctx compared with their mean, which
 halves the effect of load that changes during the run.
 
-    python bench/embed_bench.py [--counts 1500,20000] [--floor-batch 32] [--floor-twice] [--generator PATH]
+    python bench/embed_bench.py [--counts 1500,20000] [--floor-batch 16] [--floor-twice] [--generator PATH]
 """
 
 from __future__ import annotations
@@ -31,6 +31,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from ctx_kernel.kernel.recall.embeddings import DOCUMENT_BATCH  # ctx's batch: the floor's by default
 
 HERE = Path(__file__).resolve().parent
 CTX = str(Path(sys.executable).parent / "ctx")
@@ -156,7 +158,9 @@ def _floor(args: list[str], env: dict[str, str], texts: int, batch: int, label: 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--counts", default="1500,20000", help="texts per run, comma-separated")
-    parser.add_argument("--floor-batch", type=int, default=32, help="the floor's batch size")
+    parser.add_argument(
+        "--floor-batch", type=int, default=DOCUMENT_BATCH, help="the floor's batch size (default: ctx's)"
+    )
     parser.add_argument(
         "--floor-twice", action="store_true", help="measure the floor before and after ctx (a noisy machine)"
     )
