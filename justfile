@@ -66,7 +66,12 @@ bench-redact:
     {{venv}}python bench/redact_bench.py
 
 # Every benchmark.
-bench: bench-cli quality bench-recall bench-review bench-mcp bench-ingest bench-writers bench-vault
+bench: bench-cli quality bench-recall bench-review bench-mcp bench-ingest bench-writers bench-vault bench-embed
+
+# `ctx reindex` beside the model's own floor (sorted batches on all cores) on the realistic generator's
+# texts: texts/s of each, their ratio, load and RSS (e.g. `just bench-embed --counts 300` for a quick run).
+bench-embed *args:
+    {{venv}}python bench/embed_bench.py {{args}}
 
 # Bulk evidence capture: `ctx log --jsonl` and `ctx ingest transcript` on 50,000-line files.
 bench-ingest lines="50000":

@@ -490,7 +490,8 @@ class Ctx:
         download: bool = False,
         progress: Callable[[int, int], None] | None = None,
     ) -> ReindexReport:
-        """Embed every decision and evidence text again with the configured model."""
+        """Embed every decision and evidence text again with the configured model, carrying on
+        after the texts an interrupted reindex with the same model embedded."""
         report = self._recall.reindex(download=download, progress=progress)
         self._facts.ensure_conflicts(force=True)
         return report

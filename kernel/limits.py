@@ -50,6 +50,8 @@ NEAR_DUPLICATE_SCORE: Final = 82.0
 META_CONFLICT_RULES: Final = "conflict_rules"
 # The store's record of the last full `ctx audit verify` (not audited itself).
 META_LAST_VERIFY: Final = "last_verify"
+# The model a `ctx reindex` under way embeds with; left by an interrupted one, so the next resumes.
+META_REINDEX: Final = "reindex_model"
 
 # -- audit actions: every row of the audit log names one ----------------------------------
 EVIDENCE_LOGGED: Final = "evidence.logged"

@@ -91,6 +91,9 @@ class ReindexReport(Record):
     decisions: int
     evidence: int
     seconds: float
+    resumed: Annotated[
+        bool, Spec(description="True when this run carried on after an interrupted reindex.")
+    ] = False
 
 
 @dataclass(frozen=True)

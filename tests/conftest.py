@@ -36,6 +36,7 @@ SLOW_MODULES = frozenset(
         "test_recall_quality",
         "test_recall_locomo",
         "test_embedding_model",
+        "test_reindex_cli",
         "test_adr_fidelity",
         "test_types",
         "test_docs",

@@ -315,3 +315,24 @@ def test_a_model_folder_with_other_tokenizer_files_gets_a_query_copy_of_its_own(
     assert (Path(folder) / "tokenizer_config.json").read_text() == (own / "tokenizer_config.json").read_text()
     # The quantiser's advice was not printed, and no handler was left on the root logger by it.
     assert handlers == "0" and "pre-processing" not in run.stderr
+
+
+@pytest.mark.usefixtures("real_model")
+def test_documents_embedded_together_keep_their_order_and_their_vectors():
+    import numpy as np
+
+    embedder = embed.resolve().embedder
+    assert embedder is not None
+    texts = [
+        "a long note about retry budgets, exponential backoff and the timeouts of the billing queue " * 6,
+        "kafka",
+        "session tokens are refreshed by the auth service",
+        "",
+        "deploys go out behind a feature flag",
+    ]
+    together = embedder.embed_documents(texts)
+    alone = [embedder.embed_documents([text])[0] for text in texts]
+    for batched, single in zip(together, alone, strict=True):
+        # Padding to a batch's longest text changes the float sums a little, never the meaning.
+        a, b = (np.frombuffer(v, dtype="<f4") for v in (batched, single))
+        assert float(a @ b) > 0.999

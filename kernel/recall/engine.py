@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import Executor, Future
 from typing import Literal
 
@@ -26,7 +26,7 @@ from ctx_kernel.kernel.language.query import TextQuery
 from ctx_kernel.kernel.limits import RECALL_MODES
 from ctx_kernel.kernel.recall import fusion, snippets, vocabulary
 from ctx_kernel.kernel.recall.cache import DecisionCache
-from ctx_kernel.kernel.recall.embeddings import Embedder, chunks
+from ctx_kernel.kernel.recall.embeddings import Embedder
 from ctx_kernel.kernel.recall.entity_index import EntityIndex
 from ctx_kernel.kernel.recall.expansion import chain_item, clip_text, closed_why, conflict_related, lineage_of
 from ctx_kernel.kernel.recall.fusion import Ranked
@@ -519,36 +519,3 @@ class Recaller:
 def _snippet(text: str, terms: Sequence[str]) -> str:
     """The window of ``text`` around the query's words, else its start."""
     return snippets.snippet(text, terms) or clip_text(text, 240)
-
-
-def backfill(
-    store: Store,
-    embedder: Embedder,
-    limit: int,
-    progress: Callable[[int], None] | None = None,
-    batch: int = 64,
-) -> int:
-    """Embed up to ``limit`` rows that have no vector yet (decisions first); returns how many."""
-    done = 0
-    for kind in (k for k in ("decision", "evidence") if store.embeds(k)):
-        while done < limit:
-            rows = store.pending_vectors(kind, min(batch, limit - done))
-            if not rows:
-                break
-            pieces = [(item, i, piece) for item, text in rows for i, piece in enumerate(chunks(text))]
-            vectors = embedder.embed_documents([p for _, _, p in pieces])
-            with store.transaction():
-                if store.get_meta("vector_model") != embedder.model_id:
-                    return done  # the model changed under us (ctx reindex in another process)
-                store.insert_vectors(
-                    kind, [(item, i, vector) for (item, i, _), vector in zip(pieces, vectors, strict=True)]
-                )
-            done += len(rows)
-            if progress is not None:
-                progress(len(rows))
-    return done
-
-
-def pending_total(store: Store) -> int:
-    """Rows of both stores that still wait for a vector this login may write."""
-    return sum(store.pending_vector_count(kind) for kind in ("decision", "evidence") if store.embeds(kind))

@@ -26,6 +26,7 @@ from ctx_kernel.kernel.limits import (
     MAX_RECALL_K,
     MAX_RRF_K,
     MAX_SEARCH_LIMIT,
+    META_REINDEX,
     MIN_BUDGET,
     RECALL_MODES,
     VECTOR_MODES,
@@ -259,13 +260,13 @@ class RecallService:
 
     def prepare_vectors(self, backfill: int = 0) -> tuple[Embedder | None, VectorStatus]:
         """The embedder to query with (None when vectors are off), after embedding up to ``backfill`` rows."""
-        from ctx_kernel.kernel.recall import engine as recall  # noqa: PLC0415
+        from ctx_kernel.kernel.recall import backfill as vectorfill  # noqa: PLC0415
         from ctx_kernel.kernel.reports import VectorStatus  # noqa: PLC0415 - not on the hot paths
 
         resolution = self.embedding()
         embedder = resolution.embedder
         if embedder is None:
-            pending = recall.pending_total(self.store)
+            pending = vectorfill.pending_total(self.store)
             return None, VectorStatus("off", None, pending, f"vectors are off: {resolution.reason}")
         # Seven statements otherwise (the model, the tables, the rows still to embed): a warm
         # process skips them while no commit, here or elsewhere, has changed the store.
@@ -285,10 +286,10 @@ class RecallService:
             except StoreError as exc:
                 # A login that may not choose the model (a team store's agent: only its owner sets
                 # the vector dimension) or a read-only store still answers, without vectors.
-                pending = recall.pending_total(self.store)
+                pending = vectorfill.pending_total(self.store)
                 return None, VectorStatus("off", stored, pending, f"vectors are off: {exc}")
         if stored != embedder.model_id or self.store.get_meta("vector_dim") != str(embedder.dim):
-            pending = recall.pending_total(self.store)
+            pending = vectorfill.pending_total(self.store)
             note = (
                 f"vectors are off: this store was embedded with {stored}, and the configured model is "
                 f"{embedder.model_id}; run `ctx reindex` to re-embed"
@@ -297,8 +298,8 @@ class RecallService:
         if backfill:
             # A read-only or busy store still answers; its rows wait for `ctx reindex`.
             with contextlib.suppress(StoreError):
-                recall.backfill(self.store, embedder, backfill)
-        pending = recall.pending_total(self.store)
+                vectorfill.backfill(self.store, embedder, backfill)
+        pending = vectorfill.pending_total(self.store)
         if pending:
             note = (
                 f"{pending} records have no vector yet (found by keyword and entity only): run `ctx reindex`"
@@ -320,9 +321,10 @@ class RecallService:
         download: bool = False,
         progress: Callable[[int, int], None] | None = None,
     ) -> ReindexReport:
-        """Embed every decision and evidence text again with the configured model."""
+        """Embed every decision and evidence text again with the configured model, carrying on
+        after the texts an interrupted reindex with the same model embedded."""
+        from ctx_kernel.kernel.recall import backfill as vectorfill  # noqa: PLC0415
         from ctx_kernel.kernel.recall import embeddings as embed  # noqa: PLC0415
-        from ctx_kernel.kernel.recall import engine as recall  # noqa: PLC0415
         from ctx_kernel.kernel.reports import ReindexReport  # noqa: PLC0415 - not on the hot paths
 
         # Before the model loads: a login that may not alter the tables is told who may, at once.
@@ -337,9 +339,19 @@ class RecallService:
         started = time.perf_counter()
         with self.store.transaction():
             previous = self.store.get_meta("vector_model")
-            self.store.drop_vectors()
-            self._adopt_model(embedder)
-        total = recall.pending_total(self.store)
+            # A reindex with this model that was interrupted (Ctrl-C, a kill) left the rows it
+            # embedded, oldest first, and its mark: carry on after them instead of starting over.
+            resumed = (
+                self.store.get_meta(META_REINDEX) == embedder.model_id
+                and previous == embedder.model_id
+                and self.store.get_meta("vector_dim") == str(embedder.dim)
+                and self.store.vector_tables_exist()
+            )
+            if not resumed:
+                self.store.drop_vectors()
+                self._adopt_model(embedder)
+                self.store.set_meta(META_REINDEX, embedder.model_id)
+        total = vectorfill.pending_total(self.store)
         done = 0
 
         def step(count: int) -> None:
@@ -350,15 +362,18 @@ class RecallService:
 
         if progress is not None:
             progress(0, total)
-        recall.backfill(self.store, embedder, total, step)
+        vectorfill.backfill(self.store, embedder, total, step)
         from ctx_kernel.kernel.recall.derived import rebuild_index  # noqa: PLC0415
 
         rebuild_index(self.store)
         self._entity_index_cache = None
+        with self.store.transaction():
+            self.store.delete_meta(META_REINDEX)
         return ReindexReport(
             model=embedder.model_id,
             dim=embedder.dim,
             previous_model=previous,
+            resumed=resumed,
             decisions=self.store.item_count("decision"),
             evidence=self.store.item_count("evidence"),
             seconds=round(time.perf_counter() - started, 2),

@@ -16,7 +16,7 @@ from ctx_kernel.kernel import paths
 from ctx_kernel.kernel.errors import UsageError
 from ctx_kernel.kernel.facade import Ctx
 from ctx_kernel.kernel.hosts import bulk
-from ctx_kernel.kernel.hosts.cli.base import _confirm, _db_option, _emit_json, _say, _with_store, cli
+from ctx_kernel.kernel.hosts.cli.base import _confirm, _db_option, _emit_json, _fail, _say, _with_store, cli
 from ctx_kernel.kernel.limits import (
     COPY_BATCH,
 )
@@ -177,28 +177,40 @@ def _seal(ctx: Ctx, step: Callable[..., Any], key_file: Path | None, label: str)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (schemas/reindex.schema.json).")
 @_with_store
 def reindex(ctx: Ctx, download: bool, as_json: bool) -> None:
-    """Embed every decision and evidence text again with the configured model."""
-    if as_json or not sys.stderr.isatty():
-        report = ctx.reindex(download=download)
-    else:
-        with click.progressbar(length=1, label="embedding", file=sys.stderr, show_eta=False) as bar:
-            rate = bulk.Throughput()
+    """Embed every decision and evidence text again with the configured model; stopped midway
+    (Ctrl-C, a kill), the next run carries on after the texts already embedded."""
+    reached = [0, 0]
 
-            def progress(done: int, total: int) -> None:
-                left = rate.left(done, total)
-                if left is not None:
-                    bar.label = f"embedding, about {bulk.duration(left)} left"
-                bar.length = max(total, 1)
-                bar.update(done - bar.pos)
+    def count(done: int, total: int) -> None:
+        reached[:] = [done, total]
 
-            report = ctx.reindex(download=download, progress=progress)
+    try:
+        if as_json or not sys.stderr.isatty():
+            report = ctx.reindex(download=download, progress=count)
+        else:
+            with click.progressbar(length=1, label="embedding", file=sys.stderr, show_eta=False) as bar:
+                rate = bulk.Throughput()
+
+                def progress(done: int, total: int) -> None:
+                    count(done, total)
+                    left = rate.left(done, total)
+                    if left is not None:
+                        bar.label = f"embedding, about {bulk.duration(left)} left"
+                    bar.length = max(total, 1)
+                    bar.update(done - bar.pos)
+
+                report = ctx.reindex(download=download, progress=progress)
+    except KeyboardInterrupt:
+        done, total = reached
+        _fail(f"interrupted after {done} of {total} texts: run `ctx reindex` again to embed the rest", 130)
     if as_json:
         _emit_json(report.to_dict())
         return
     changed = f" (was {report.previous_model})" if report.previous_model not in (None, report.model) else ""
+    resumed = ", carrying on after an interrupted reindex" if report.resumed else ""
     _say(
         f"embedded {report.decisions} decisions and {report.evidence} evidence texts with "
-        f"{report.model}{changed}, {report.dim} dimensions, in {report.seconds:.1f} s"
+        f"{report.model}{changed}, {report.dim} dimensions, in {report.seconds:.1f} s{resumed}"
     )
 
 
