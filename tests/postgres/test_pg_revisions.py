@@ -37,7 +37,7 @@ def test_shipped_revisions_run_the_statements_they_shipped_with() -> None:
         "p003_window_rule": schema.P003_STATEMENTS,
         "p004_login_binding": schema.P004_STATEMENTS,
         "p005_input_rules": schema.P005_STATEMENTS,
-        "p006_lookalikes_and_vectors": schema.P006_STATEMENTS,
+        "p006_lookalikes_and_vectors": list(schema.p006_statements()),
     }
     for name, statements in runs.items():
         assert _digest(statements) == SHIPPED[name], HOW.format(name=name)

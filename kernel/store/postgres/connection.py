@@ -247,7 +247,7 @@ def _shipped() -> list[str]:
         *schema.P003_STATEMENTS,
         *schema.P004_STATEMENTS,
         *schema.P005_STATEMENTS,
-        *schema.P006_STATEMENTS,
+        *schema.p006_statements(),
     ]
 
 
@@ -258,8 +258,9 @@ _PRIVILEGES = ("SELECT", "INSERT", "UPDATE", "DELETE", "TRUNCATE", "REFERENCES",
 _COMMANDS = {"r": "SELECT", "a": "INSERT", "w": "UPDATE", "d": "DELETE", "*": "ALL"}
 
 
-# A policy's expected expressions: (USING, WITH CHECK), each None when the statement has none.
-_Policy = tuple[str, frozenset[str], str | None, str | None]
+# A policy as shipped: (command, roles, USING, WITH CHECK, the statement that makes it), the
+# expressions None when the statement has none.
+_Policy = tuple[str, frozenset[str], str | None, str | None, str]
 _Expressions = tuple[str | None, str | None]
 _EXPRESSION = re.compile(r"(USING|WITH CHECK) \((.*?)\)(?= WITH CHECK|$)")
 
@@ -267,7 +268,7 @@ _EXPRESSION = re.compile(r"(USING|WITH CHECK) \((.*?)\)(?= WITH CHECK|$)")
 @cache
 def _expected_security() -> tuple[set[str], dict[tuple[str, str], _Policy], set[tuple[str, str, str]]]:
     """From the shipped statements: the tables with row-level security, each policy (table, name)
-    -> (command, roles, USING, WITH CHECK), and the privileges (group, table, privilege) granted on
+    -> (command, roles, USING, WITH CHECK, statement), and the privileges (group, table, privilege) granted on
     whole tables or some of their columns."""
     secured: set[str] = set()
     policies: dict[tuple[str, str], _Policy] = {}
@@ -281,7 +282,13 @@ def _expected_security() -> tuple[set[str], dict[tuple[str, str], _Policy], set[
             name, table, command, to = found.groups()
             parts = dict(_EXPRESSION.findall(flat[found.end() - 5 :]))
             roles_named = frozenset(r.strip() for r in to.split(","))
-            policies[(table, name)] = (command, roles_named, parts.get("USING"), parts.get("WITH CHECK"))
+            policies[(table, name)] = (
+                command,
+                roles_named,
+                parts.get("USING"),
+                parts.get("WITH CHECK"),
+                statement,
+            )
         if found := _REVOKE.match(flat):
             privileges, tables, groups = found.groups()
             for group in (g.strip() for g in groups.split(",")):
@@ -306,7 +313,7 @@ def shipped_policy_expressions(url: str) -> dict[tuple[str, str], _Expressions] 
     itself: in a transaction that is rolled back, on a second connection (a verify reads in a
     read-only snapshot), each policy statement runs unchanged against a temporary copy of its
     table, which shadows the real one for unqualified names."""
-    statements = _policy_statements()
+    statements = {key: policy[4] for key, policy in _expected_security()[1].items()}
     try:
         with connect(url) as conn, conn.transaction(force_rollback=True):
             for table in sorted({table for table, _ in statements}):
@@ -330,17 +337,6 @@ def shipped_policy_expressions(url: str) -> dict[tuple[str, str], _Expressions] 
 def _schema_of(conn: psycopg.Connection[Any]) -> str:
     found = conn.execute("SELECT current_schema()").fetchone()
     return str(found[0]) if found and found[0] else "public"
-
-
-@cache
-def _policy_statements() -> dict[tuple[str, str], str]:
-    """The shipped statement that last defines each policy (table, name), whitespace collapsed."""
-    made: dict[tuple[str, str], str] = {}
-    for statement in _shipped():
-        flat = " ".join(statement.split())
-        if found := _POLICY.search(flat):
-            made[(found.group(2), found.group(1))] = statement
-    return made
 
 
 def _loosened(expected: str | None, live: str | None) -> bool:
@@ -383,7 +379,7 @@ def security_problems(
     }
     for key in sorted(set(live) - set(policies)):
         problems.append(f"policy {key[1]} on {key[0]} is not one of ctx's")
-    for key, (command, names, using, checked) in sorted(policies.items()):
+    for key, (command, names, using, checked, _) in sorted(policies.items()):
         if key not in live:
             problems.append(f"policy {key[1]} on {key[0]} is missing")
             continue

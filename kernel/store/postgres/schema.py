@@ -40,6 +40,8 @@ theirs each time a column is added).
 
 from __future__ import annotations
 
+from functools import cache
+
 from ctx_kernel.kernel.chain import GENESIS_HASH
 from ctx_kernel.kernel.store.postgres import lookalikes
 
@@ -816,16 +818,27 @@ P005_STATEMENTS = [
 # - A decision's vector decides where it ranks in every agent's recall and injection. An agent's
 #   login no longer inserts them (a reviewer's or the owner's process embeds decisions); an agent
 #   still embeds evidence.
-P006_STATEMENTS = [
-    "CREATE TABLE ctx_lookalike_char (source text PRIMARY KEY, target text NOT NULL)",
-    lookalikes.insert_statement(),
-    "GRANT SELECT ON ctx_lookalike_char TO ctx_agent, ctx_reviewer, ctx_auditor",
-    """CREATE OR REPLACE FUNCTION ctx_lookalike(subject text) RETURNS text LANGUAGE sql STABLE AS $$
+_LOOKALIKE_FUNCTION = (
+    "CREATE OR REPLACE FUNCTION ctx_lookalike(subject text) RETURNS text LANGUAGE sql STABLE AS $$"
+    """
        SELECT CASE WHEN subject ~ '^[\x01-\x7f]*$' THEN subject ELSE normalize(coalesce(
          (SELECT string_agg(coalesce(l.target, c.ch), '' ORDER BY c.i)
             FROM regexp_split_to_table(normalize(subject, NFD), '') WITH ORDINALITY AS c (ch, i)
             LEFT JOIN ctx_lookalike_char l ON l.source = c.ch), ''), NFC) END
-       $$""",
-    "REVOKE INSERT ON decision_vector FROM ctx_agent",
-    PIN_SEARCH_PATH,
-]
+       $$"""
+)
+
+
+@cache
+def p006_statements() -> tuple[str, ...]:
+    """Revision p006's statements, made on first use: the table's INSERT is built from 8,096 rows
+    of lookalikes.txt (about 20 ms), which only a migration or a verify needs, never a command
+    that reads or writes records."""
+    return (
+        "CREATE TABLE ctx_lookalike_char (source text PRIMARY KEY, target text NOT NULL)",
+        lookalikes.insert_statement(),
+        "GRANT SELECT ON ctx_lookalike_char TO ctx_agent, ctx_reviewer, ctx_auditor",
+        _LOOKALIKE_FUNCTION,
+        "REVOKE INSERT ON decision_vector FROM ctx_agent",
+        PIN_SEARCH_PATH,
+    )

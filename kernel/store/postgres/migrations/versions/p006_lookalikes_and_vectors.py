@@ -3,7 +3,7 @@
 Revision ID: p006_lookalikes_and_vectors
 Revises: p005_input_rules
 
-Runs :data:`ctx_kernel.kernel.store.postgres.schema.P006_STATEMENTS` in this revision's one
+Runs :func:`ctx_kernel.kernel.store.postgres.schema.p006_statements` in this revision's one
 transaction, as the tables' owner: new subjects are compared by the look-alike key of every letter,
 digit and mark the facade knows (``ctx_lookalike_char``), and an agent's login may no longer insert
 decisions' vectors.
@@ -19,4 +19,4 @@ depends_on = None
 
 
 def upgrade() -> None:
-    run(schema.P006_STATEMENTS)
+    run(schema.p006_statements())
