@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ctx_kernel.kernel import paths
 from ctx_kernel.kernel.errors import RefusedError, UsageError
-from ctx_kernel.kernel.store.base import Missing, Store
+from ctx_kernel.kernel.store.base import Store, offered
 from ctx_kernel.kernel.store.sqlite.watch import SQLITE_HAS_NO_ROLES
 
 ROLES = ("agent", "reviewer", "auditor")
@@ -34,7 +34,4 @@ def grant(
         raise UsageError(f"unknown role {role}: {', '.join(ROLES)}")
     if password is not None and not create_login:
         raise UsageError("a password goes with --create-login")
-    roles = store.roles()
-    if isinstance(roles, Missing):
-        raise RefusedError(roles.reason)
-    roles.grant_role(role, login, create_login=create_login, password=password)
+    offered(store.roles()).grant_role(role, login, create_login=create_login, password=password)

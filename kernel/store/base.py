@@ -46,8 +46,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeVar
 
+from ctx_kernel.kernel.errors import RefusedError
 from ctx_kernel.kernel.language.query import TextQuery
 from ctx_kernel.kernel.records import AuditEvent, Decision, Evidence, Proposal
 
@@ -97,11 +98,21 @@ class ChangeWatch(Protocol):
         """Release the watch's own connection; a ``wait`` in progress returns soon after."""
 
 
+Port = TypeVar("Port")
+
+
 @dataclass(frozen=True)
 class Missing:
     """A capability a backend does not offer, and why, in one line for a person."""
 
     reason: str
+
+
+def offered(port: Port | Missing) -> Port:
+    """``port`` when the backend offers it; refused, in the backend's words, when it does not."""
+    if isinstance(port, Missing):
+        raise RefusedError(port.reason)
+    return port
 
 
 class Sealing(Protocol):

@@ -8,12 +8,13 @@ import base64
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from ctx_kernel.kernel import clock
 from ctx_kernel.kernel.errors import RefusedError, StoreError
 from ctx_kernel.kernel.limits import SEAL_BATCH, VAULT_ENCRYPTED, VAULT_REKEYED
-from ctx_kernel.kernel.store.base import Missing, Sealing, Store
+from ctx_kernel.kernel.store.base import Sealing, Store, offered
 
 
 class EncryptionService:
@@ -24,14 +25,12 @@ class EncryptionService:
 
     def _check_backend(self) -> None:
         """Refuse, before anything is read or written, on a backend that cannot keep the vault's promise."""
-        self._ops()
+        offered(self.store.sealing())
 
-    def _ops(self) -> Sealing:
-        """The store's sealing operations; refused on a backend that cannot keep the vault's promise."""
-        ops = self.store.sealing()
-        if isinstance(ops, Missing):
-            raise RefusedError(ops.reason)
-        return ops
+    @cached_property
+    def _sealing(self) -> Sealing:
+        """The store's sealing operations (a backend that has none was refused before)."""
+        return offered(self.store.sealing())
 
     @property
     def encrypted(self) -> bool:
@@ -61,8 +60,8 @@ class EncryptionService:
             raise vault.VaultError(
                 f"the key from {where} is not the key this store's encryption started with"
             )
-        self._ops().offer_key(where, key)
-        self._ops().secure_delete()
+        self._sealing.offer_key(where, key)
+        self._sealing.secure_delete()
         if current is None:
             index_key = vault.new_key()
             with self.store.transaction():
@@ -74,24 +73,24 @@ class EncryptionService:
                 self.store.append_audit(
                     clock.now(), _operator(), VAULT_ENCRYPTED, store_id, None, {"key_id": vault.key_id(key)}
                 )
-            self._ops().forget_vault()
+            self._sealing.forget_vault()
         sealer = self.store.vault()
         assert sealer is not None
-        total, done = self._ops().count_evidence_to_seal(None), 0
-        while rows := self._ops().plain_evidence(SEAL_BATCH):
+        total, done = self._sealing.count_evidence_to_seal(None), 0
+        while rows := self._sealing.plain_evidence(SEAL_BATCH):
             with self.store.transaction():
                 for evidence_id, text in rows:
                     blob = sealer.seal(evidence_id, text)
-                    self._ops().seal_evidence(evidence_id, blob, text, sealer.index_text(text))
+                    self._sealing.seal_evidence(evidence_id, blob, text, sealer.index_text(text))
             done += len(rows)
             if progress is not None:
                 progress(done, total)
         with self.store.transaction():
-            self._ops().forget_evidence_derivatives()
+            self._sealing.forget_evidence_derivatives()
             self.store.set_meta("vault_encrypting", "0")
             self.store.set_meta(vault.SCRUB_PENDING, "1")
-        self._ops().forget_vault()
-        self._ops().scrub()
+        self._sealing.forget_vault()
+        self._sealing.scrub()
         return SealReport(sealed=done, key_id=vault.key_id(key), key_source=where, key_created=created)
 
     def rekey(
@@ -114,7 +113,7 @@ class EncryptionService:
         if key_file is not None:
             current_key = vault.read_key_file(key_file)
             if current_key is not None:
-                self._ops().offer_key(str(key_file), current_key)
+                self._sealing.offer_key(str(key_file), current_key)
         _settle_key_file(path, self.store.get_meta("vault_key_id") or "")
         pending = vault.pending_path(path)
         upcoming = self.store.get_meta("vault_rekey_to")
@@ -139,15 +138,15 @@ class EncryptionService:
                     f"an interrupted rekey left rows sealed with key {upcoming}, which is not in {pending}"
                 )
             new = new_read
-        self._ops().offer_key(str(pending), new)
-        self._ops().secure_delete()
+        self._sealing.offer_key(str(pending), new)
+        self._sealing.secure_delete()
         sealer = self.store.vault()
         assert sealer is not None and sealer.seal_id == upcoming
-        total, done = self._ops().count_evidence_to_seal(upcoming), 0
-        while rows := self._ops().sealed_evidence_not_under(upcoming, SEAL_BATCH):
+        total, done = self._sealing.count_evidence_to_seal(upcoming), 0
+        while rows := self._sealing.sealed_evidence_not_under(upcoming, SEAL_BATCH):
             with self.store.transaction():
                 for evidence_id, blob in rows:
-                    self._ops().seal_evidence(
+                    self._sealing.seal_evidence(
                         evidence_id, sealer.seal(evidence_id, sealer.open(evidence_id, blob)), None, None
                     )
             done += len(rows)
@@ -169,13 +168,13 @@ class EncryptionService:
                 {"key_id": upcoming},
             )
         _settle_key_file(path, upcoming)
-        self._ops().forget_vault()
-        self._ops().scrub()
+        self._sealing.forget_vault()
+        self._sealing.scrub()
         return SealReport(sealed=done, key_id=upcoming, key_source=str(path), key_created=True)
 
     def _finish_scrub(self, key_source: Path) -> SealReport:
         """Rewrite the file after an encrypt or rekey that sealed every row but was cut short there."""
-        self._ops().scrub()
+        self._sealing.scrub()
         return SealReport(
             sealed=0,
             key_id=self.store.get_meta("vault_key_id") or "",
