@@ -16,7 +16,7 @@ import functools
 import json
 import operator
 import sys
-from dataclasses import is_dataclass
+from dataclasses import MISSING, fields, is_dataclass
 from pathlib import Path
 from types import UnionType
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Union, get_args, get_origin, get_type_hints
@@ -31,17 +31,9 @@ from pydantic import (
     create_model,
 )
 
-from ctx_kernel.kernel import records, reports, text
+from ctx_kernel.kernel import inputs, records, reports
 from ctx_kernel.kernel.chain import ChainReport
 from ctx_kernel.kernel.limits import (
-    DEFAULT_BUDGET,
-    DEFAULT_MODE,
-    DEFAULT_RRF_K,
-    MAX_BUDGET,
-    MAX_QUERY_CHARS,
-    MAX_RECALL_K,
-    MAX_RRF_K,
-    MIN_BUDGET,
     AuditEventType,
     RecallMode,
 )
@@ -72,167 +64,55 @@ class _ToolInput(_Strict):
     format: OutputFormat = Field(default="text", description=FORMAT_HELP)
 
 
-Name = Annotated[str, StringConstraints(min_length=1, max_length=text.MAX_NAME_CHARS)]
-SessionText = Annotated[str, StringConstraints(max_length=text.MAX_NAME_CHARS)]
-SubjectText = Annotated[str, StringConstraints(min_length=1, max_length=text.MAX_SUBJECT_CHARS)]
-QueryText = Annotated[str, StringConstraints(min_length=1, max_length=MAX_QUERY_CHARS)]
-# Ids in tool arguments are plain strings: the kernel checks them and names the problem
-# ("malformed id 'x': ...", "no decision dc_..."), the same message the CLI gives.
-AnyIdText = Annotated[str, StringConstraints(min_length=1, max_length=100)]
-AsOf = Annotated[
-    str | None,
-    Field(description="A date (its end, UTC) or an ISO 8601 time; null means now."),
-]
-# The facade's EVIDENCE_KINDS, spelled out for the type checker; a test checks they agree.
-# A character count bounds the UTF-8 size only from below; the kernel checks the bytes.
-EvidenceText = Annotated[str, StringConstraints(min_length=1, max_length=text.MAX_EVIDENCE_BYTES)]
-Ranker = Literal["keyword", "entity", "vector"]
-
-
-class ProposeInput(_Strict):
-    """A proposal as an agent sends it (``ctx propose --input -``, MCP ``propose_decision``)."""
-
-    subject: SubjectText = Field(description="Dotted subject, e.g. auth.tokens.")
-    decision: Annotated[str, StringConstraints(min_length=1, max_length=text.MAX_DECISION_CHARS)] = Field(
-        description="The decision, one or two sentences."
+def input_model(args: type[Any], name: str, base: type[BaseModel] = _Strict) -> type[BaseModel]:
+    """The model that validates an operation's arguments, built from its input record
+    (:mod:`kernel.inputs`): each field with its type, limits, default and description."""
+    hints = get_type_hints(args, include_extras=True)
+    shape: dict[str, Any] = {}
+    for item in fields(args):
+        description = item.metadata.get("description")
+        if item.default_factory is not MISSING:
+            spec = Field(default_factory=item.default_factory, description=description)
+        elif item.default is not MISSING:
+            spec = Field(default=item.default, description=description)
+        else:
+            spec = Field(description=description)
+        shape[item.name] = (hints[item.name], spec)
+    model: type[BaseModel] = create_model(
+        name, __base__=base, __doc__=args.__doc__, __module__=__name__, **shape
     )
-    rationale: Annotated[str, StringConstraints(max_length=text.MAX_RATIONALE_CHARS)] | None = Field(
-        default=None, description="Why."
-    )
-    evidence: list[EvidenceId] = Field(
-        default_factory=list, max_length=100, description="Ids of logged evidence it cites."
-    )
-    supersedes: list[DecisionId] = Field(
-        default_factory=list,
-        max_length=100,
-        description="Decisions it replaces besides the subject's current one (which it replaces anyway).",
-    )
-    proposer: Name | None = Field(
-        default=None,
-        description="Who proposes (default: the agent's name). Over MCP the server's agent name is "
-        "recorded and any other name is refused.",
-    )
-    session: Annotated[str, StringConstraints(max_length=text.MAX_NAME_CHARS)] | None = Field(
-        default=None, description="The agent's session id."
-    )
-    title: Annotated[str, StringConstraints(min_length=1, max_length=text.MAX_TITLE_CHARS)] | None = Field(
-        default=None, description="A short title, as an ADR's heading (default: none)."
-    )
+    return model
 
 
-class ProposeToolInput(ProposeInput):
-    """MCP ``propose_decision``: the ``ctx propose --input`` document, and how the result comes back."""
-
-    format: OutputFormat = Field(default="text", description=FORMAT_HELP)
-
-
-class LogInput(_ToolInput):
-    """Evidence as an agent logs it (MCP ``log_evidence``; ``ctx log``)."""
-
-    text: EvidenceText = Field(
-        description="Raw text: a conversation excerpt, a note, a log. Logging the same text again "
-        "returns its first id."
-    )
-    kind: EvidenceKind = Field(default="note", description="What the text is.")
-    agent: Name | None = Field(
-        default=None,
-        description="Who logged it (default: the agent's name). Over MCP the server's agent name is "
-        "recorded and any other name is refused.",
-    )
-    session: SessionText | None = Field(default=None, description="The agent's session id.")
-    tags: list[SessionText] = Field(default_factory=list, max_length=50)
-    source: Annotated[str, StringConstraints(max_length=2_000)] | None = Field(
-        default=None, description="Where the text came from: a path, URL or path#Lline."
-    )
-
-
-class RecallInput(_ToolInput):
-    """Arguments of ``ctx recall`` (MCP ``recall``)."""
-
-    query: QueryText = Field(description="A question or keywords, in plain words.")
-    k: Annotated[int, Field(ge=1, le=MAX_RECALL_K)] = Field(default=10, description="Hits per section.")
-    as_of: AsOf = None
-    mode: RecallMode = Field(
-        default=DEFAULT_MODE, description="Which rankers to use; hybrid fuses all three."
-    )
-    rrf_k: Annotated[int, Field(ge=1, le=MAX_RRF_K)] = Field(
-        default=DEFAULT_RRF_K,
-        description=(
-            "Reciprocal rank fusion constant (decisions, and evidence in single-ranker modes;"
-            " hybrid evidence fuses normalised scores)."
-        ),
-    )
-    min_scores: dict[Ranker, Annotated[float, Field(allow_inf_nan=False)]] | None = Field(
-        default=None,
-        description='Drop a ranker\'s hits below this raw score, e.g. {"vector": 0.4} (cosine).',
-    )
+# Each operation's arguments as JSON: ``ctx propose --input`` reads ProposeInput, and each MCP tool
+# validates its arguments with the model built from its input record (which adds ``format``).
+ProposeInput = input_model(inputs.ProposeArgs, "ProposeInput")
+ProposeToolInput = create_model(
+    "ProposeToolInput",
+    __base__=ProposeInput,
+    __doc__="MCP ``propose_decision``: the ``ctx propose --input`` document, and how the result comes back.",
+    __module__=__name__,
+    format=(OutputFormat, Field(default="text", description=FORMAT_HELP)),
+)
+TOOL_INPUTS: dict[type[Any], type[BaseModel]] = {inputs.ProposeArgs: ProposeToolInput}
+for _args, _name in (
+    (inputs.LogArgs, "LogInput"),
+    (inputs.RecallArgs, "RecallInput"),
+    (inputs.InjectArgs, "InjectInput"),
+    (inputs.SubjectArgs, "SubjectInput"),
+    (inputs.SubjectAtArgs, "SubjectAtInput"),
+    (inputs.DecisionsArgs, "DecisionsInput"),
+    (inputs.QueueArgs, "QueueInput"),
+    (inputs.ShowArgs, "ShowInput"),
+    (inputs.SearchArgs, "SearchInput"),
+    (inputs.WithdrawArgs, "WithdrawInput"),
+):
+    TOOL_INPUTS[_args] = input_model(_args, _name, _ToolInput)
 
 
-class InjectInput(_ToolInput):
-    """Arguments of ``ctx inject`` (MCP ``inject_context``)."""
-
-    query: QueryText | None = Field(
-        default=None, description="What the session is about (default: every current decision)."
-    )
-    budget: Annotated[int, Field(ge=MIN_BUDGET, le=MAX_BUDGET)] = Field(
-        default=DEFAULT_BUDGET, description="Token budget (1 token ~ 4 characters)."
-    )
-
-
-class SubjectInput(_ToolInput):
-    """A subject (MCP ``decision_history``)."""
-
-    subject: SubjectText = Field(description="Dotted subject, e.g. auth.tokens.")
-
-
-class SubjectAtInput(_ToolInput):
-    """A subject and a moment (MCP ``get_decision``)."""
-
-    subject: SubjectText = Field(description="Dotted subject, e.g. auth.tokens.")
-    as_of: AsOf = None
-
-
-class DecisionsInput(_ToolInput):
-    """Arguments of ``ctx decisions`` (MCP ``list_decisions``)."""
-
-    subject: SubjectText | None = Field(
-        default=None, description="Only this subject and its sub-subjects (auth includes auth.tokens)."
-    )
-    as_of: AsOf = None
-    include_closed: bool = Field(default=False, description="Include superseded and retired decisions.")
-
-
-class QueueInput(_ToolInput):
-    """Arguments of ``ctx queue`` (MCP ``list_pending``)."""
-
-    subject: SubjectText | None = Field(default=None, description="Only this subject and its sub-subjects.")
-    proposer: Name | None = Field(default=None, description="Only this proposer.")
-
-
-class ShowInput(_ToolInput):
-    """An id of any record (MCP ``show``)."""
-
-    id: AnyIdText = Field(
-        description="An evidence (ev_), proposal (pr_) or decision (dc_) id, or a unique prefix of one "
-        "(four or more characters after the underscore)."
-    )
-
-
-class SearchInput(_ToolInput):
-    """Arguments of ``ctx search`` (MCP ``search``)."""
-
-    query: QueryText = Field(description="Keywords; any text is searched as plain words.")
-    limit: Annotated[int, Field(ge=1, le=1000)] = Field(default=10, description="Hits per section.")
-    as_of: AsOf = None
-
-
-class WithdrawInput(_ToolInput):
-    """A proposal to withdraw (MCP ``withdraw_proposal``: only one this server made)."""
-
-    id: AnyIdText = Field(description="A pending proposal's id (pr_) that this server proposed.")
-    reason: Annotated[str, StringConstraints(max_length=text.MAX_REASON_CHARS)] | None = Field(
-        default=None, description="Why it is withdrawn."
-    )
+def input_schema_name(model: type[BaseModel]) -> str:
+    """The file in ``schemas/`` (without ``.schema.json``) that is this model's schema."""
+    return next(name for name, known in SCHEMAS.items() if known is model)
 
 
 _MODELS: dict[type, type[BaseModel]] = {}
@@ -345,13 +225,15 @@ class LogRecordInput(_Strict):
     source: Annotated[str, StringConstraints(max_length=2_000)] | None = Field(
         default=None, description="Where the text came from: a path, URL or path#Lline."
     )
-    tags: list[Name] | None = Field(default=None, max_length=50)
+    tags: list[inputs.Name] | None = Field(default=None, max_length=50)
     created_at: str | None = Field(
         default=None, description="When the text was written (ISO 8601; no zone means UTC)."
     )
-    agent: Name | None = None
-    session: Name | None = None
-    speaker: Name | None = Field(default=None, description="Who wrote it: user, assistant, tool, system.")
+    agent: inputs.Name | None = None
+    session: inputs.Name | None = None
+    speaker: inputs.Name | None = Field(
+        default=None, description="Who wrote it: user, assistant, tool, system."
+    )
 
 
 class TranscriptOut(_Strict):
@@ -678,16 +560,16 @@ class InjectOut(_Strict):
 SCHEMAS: dict[str, type[BaseModel]] = {
     "propose-input": ProposeInput,
     "propose-tool-input": ProposeToolInput,
-    "log-input": LogInput,
-    "recall-input": RecallInput,
-    "inject-input": InjectInput,
-    "subject-input": SubjectInput,
-    "subject-at-input": SubjectAtInput,
-    "decisions-input": DecisionsInput,
-    "queue-input": QueueInput,
-    "show-input": ShowInput,
-    "search-input": SearchInput,
-    "withdraw-input": WithdrawInput,
+    "log-input": TOOL_INPUTS[inputs.LogArgs],
+    "recall-input": TOOL_INPUTS[inputs.RecallArgs],
+    "inject-input": TOOL_INPUTS[inputs.InjectArgs],
+    "subject-input": TOOL_INPUTS[inputs.SubjectArgs],
+    "subject-at-input": TOOL_INPUTS[inputs.SubjectAtArgs],
+    "decisions-input": TOOL_INPUTS[inputs.DecisionsArgs],
+    "queue-input": TOOL_INPUTS[inputs.QueueArgs],
+    "show-input": TOOL_INPUTS[inputs.ShowArgs],
+    "search-input": TOOL_INPUTS[inputs.SearchArgs],
+    "withdraw-input": TOOL_INPUTS[inputs.WithdrawArgs],
     "subject-decision": SubjectDecisionOut,
     "log": LogOut,
     "log-record": LogRecordInput,

@@ -20,7 +20,7 @@ EVIDENCE_KINDS: tuple[EvidenceKind, ...] = get_args(EvidenceKind)
 
 @dataclass(frozen=True)
 class Spec:
-    """What a field's JSON Schema says beyond its type: a pattern, a minimum, a description.
+    """What a field's JSON Schema says beyond its type: a pattern, bounds, lengths, a description.
 
     Pydantic calls the two hooks when ``kernel/contracts.py`` generates ``schemas/``; nothing reads
     them at run time, so records stay free of pydantic.
@@ -28,15 +28,22 @@ class Spec:
 
     pattern: str | None = None
     ge: int | None = None
+    le: int | None = None
+    # Characters of a string, items of a list.
+    min_length: int | None = None
+    max_length: int | None = None
+    # A float that must be a number (no NaN or infinity).
+    finite: bool = False
     description: str | None = None
 
     def __get_pydantic_core_schema__(self, source: Any, handler: Any) -> Any:
-        """The core schema of the annotated type, with this pattern and minimum."""
+        """The core schema of the annotated type, with these constraints."""
         schema = handler(source)
-        if self.pattern is not None:
-            schema["pattern"] = self.pattern
-        if self.ge is not None:
-            schema["ge"] = self.ge
+        for key in ("pattern", "ge", "le", "min_length", "max_length"):
+            if getattr(self, key) is not None:
+                schema[key] = getattr(self, key)
+        if self.finite:
+            schema["allow_inf_nan"] = False
         return schema
 
     def __get_pydantic_json_schema__(self, core_schema: Any, handler: Any) -> Any:

@@ -22,7 +22,6 @@ import threading
 import traceback
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import cache, partial
 from importlib.metadata import version
 from pathlib import Path
@@ -39,24 +38,13 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
 from pydantic import BaseModel, ValidationError
 
-from ctx_kernel.kernel import contracts, envelopes, paths, text
+from ctx_kernel.kernel import contracts, paths, text
 from ctx_kernel.kernel.capture.json_input import JSONInputError, read_json
-from ctx_kernel.kernel.contracts import (
-    DecisionsInput,
-    InjectInput,
-    LogInput,
-    ProposeToolInput,
-    QueueInput,
-    RecallInput,
-    SearchInput,
-    ShowInput,
-    SubjectAtInput,
-    SubjectInput,
-    WithdrawInput,
-)
-from ctx_kernel.kernel.errors import CtxError, RefusedError, StoreError
+from ctx_kernel.kernel.errors import CtxError, StoreError
 from ctx_kernel.kernel.facade import Ctx
 from ctx_kernel.kernel.hosts import mcp_text
+from ctx_kernel.kernel.hosts.operations import TOOLS, Caller, Operation
+from ctx_kernel.kernel.inputs import ProposeArgs
 
 INSTRUCTIONS = """\
 ctx holds this project's decisions, ratified by people, and an evidence vault of raw notes.
@@ -73,23 +61,6 @@ WARM_JOIN_SECONDS = 30
 NO_STORE = "no ctx store here: run `ctx init`"
 # Seconds to wait for the client's answer to roots/list before serving without a store.
 ROOTS_TIMEOUT_SECONDS = 10
-
-
-@dataclass(frozen=True)
-class Caller:
-    """Who is calling: the name written as proposer or evidence author when the call names none."""
-
-    name: str
-    session: str | None
-
-
-def _same_name(field: str, claimed: str | None, caller: Caller) -> None:
-    """Refuse a call that names someone other than the server's agent as its author."""
-    if claimed is not None and claimed.strip() and claimed.strip() != caller.name:
-        raise RefusedError(
-            f"{field} {text.visible(claimed.strip())!r} is not this server's agent {caller.name!r}: "
-            "an MCP client acts under the name the server was started with (ctx mcp --agent NAME)"
-        )
 
 
 class Host:
@@ -126,218 +97,11 @@ class Host:
         if self._warm_thread is not None:
             self._warm_thread.join(WARM_JOIN_SECONDS)
 
-    # -- tools: each takes validated arguments and returns JSON valid against its result schema --
+    def call(self, operation: Operation, arguments: BaseModel, caller: Caller) -> dict[str, Any]:
+        """Run a tool on this store: its JSON answer, valid against the operation's result schema."""
+        args = operation.arguments(**arguments.model_dump(exclude={"format"}))
+        return operation.answer(args, operation.run(self.ctx, args, caller))
 
-    def propose_decision(self, args: ProposeToolInput, caller: Caller) -> dict[str, Any]:
-        """Queue a proposal for a person to ratify, as this server's agent (never another name)."""
-        _same_name("proposer", args.proposer, caller)
-        proposal = self.ctx.propose(
-            args.subject,
-            args.decision,
-            rationale=args.rationale,
-            evidence=args.evidence,
-            supersedes=args.supersedes,
-            proposer=caller.name,
-            session=args.session or caller.session,
-            title=args.title,
-        )
-        return proposal.to_dict()
-
-    def log_evidence(self, args: LogInput, caller: Caller) -> dict[str, Any]:
-        """Append text to the evidence vault, written by this server's agent."""
-        _same_name("agent", args.agent, caller)
-        logged = self.ctx.log(
-            args.text,
-            kind=args.kind,
-            agent=caller.name,
-            session=args.session or caller.session,
-            tags=args.tags,
-            source=args.source,
-        )
-        return logged.to_dict()
-
-    def recall(self, args: RecallInput, _caller: Caller) -> dict[str, Any]:
-        """Decisions in force with what contradicts them, and unratified evidence."""
-        found = self.ctx.recall(
-            args.query,
-            k=args.k,
-            as_of=args.as_of,
-            mode=args.mode,
-            rrf_k=args.rrf_k,
-            min_scores={str(ranker): score for ranker, score in (args.min_scores or {}).items()},
-        )
-        return found.to_dict()
-
-    def inject_context(self, args: InjectInput, _caller: Caller) -> dict[str, Any]:
-        """The session-start block within a token budget."""
-        return self.ctx.inject(args.query, budget=args.budget).to_dict()
-
-    def decision_history(self, args: SubjectInput, _caller: Caller) -> dict[str, Any]:
-        """A subject's supersede chain, oldest first."""
-        return envelopes.history(args.subject, self.ctx.history(args.subject))
-
-    def get_decision(self, args: SubjectAtInput, _caller: Caller) -> dict[str, Any]:
-        """The decision in force on exactly one subject, now or at ``as_of``."""
-        subject = text.normalise_subject(args.subject)
-        held = [d for d in self.ctx.decisions(subject, as_of=args.as_of) if d.subject == subject]
-        return envelopes.subject_decision(subject, args.as_of, held[0] if held else None)
-
-    def list_decisions(self, args: DecisionsInput, _caller: Caller) -> dict[str, Any]:
-        """Current decisions, those valid at a moment, or all of them."""
-        found = self.ctx.decisions(args.subject, as_of=args.as_of, include_closed=args.include_closed)
-        return envelopes.decisions(found, args.as_of)
-
-    def list_pending(self, args: QueueInput, _caller: Caller) -> dict[str, Any]:
-        """Pending proposals, oldest first."""
-        return envelopes.queue(self.ctx.queue(args.subject, args.proposer))
-
-    def show(self, args: ShowInput, _caller: Caller) -> dict[str, Any]:
-        """One evidence text, proposal or decision."""
-        return envelopes.show(self.ctx.show(args.id))
-
-    def search(self, args: SearchInput, _caller: Caller) -> dict[str, Any]:
-        """Keyword search in two sections: ratified decisions, unratified evidence."""
-        return self.ctx.search(args.query, limit=args.limit, as_of=args.as_of).to_dict()
-
-    def withdraw_proposal(self, args: WithdrawInput, caller: Caller) -> dict[str, Any]:
-        """Withdraw a pending proposal this agent made, in this session or an earlier one."""
-        proposal = self.ctx.proposal(args.id)
-        if proposal.proposer != caller.name:
-            raise RefusedError(
-                f"{proposal.id} was proposed by {text.visible(proposal.proposer)!r}, not by this server's "
-                f"agent {caller.name!r}: only a person withdraws another's proposal "
-                "(ctx withdraw, ctx review)"
-            )
-        return self.ctx.withdraw(proposal.id, actor=caller.name, reason=args.reason).to_dict()
-
-
-@dataclass(frozen=True)
-class ToolSpec:
-    """One MCP tool: its arguments' model, its result's schema and the host method that runs it."""
-
-    name: str
-    title: str
-    description: str
-    arguments: type[BaseModel]
-    result: str
-    run: Callable[[Host, Any, Caller], dict[str, Any]]
-    writes: bool = False
-
-    @property
-    def input_schema_name(self) -> str:
-        """The file in ``schemas/`` that is this tool's input schema."""
-        return next(name for name, model in contracts.SCHEMAS.items() if model is self.arguments)
-
-
-TOOLS: dict[str, ToolSpec] = {
-    spec.name: spec
-    for spec in (
-        ToolSpec(
-            "propose_decision",
-            "Propose a decision",
-            "Queue a decision for a person to ratify; it is not in force until they do. By default it "
-            "supersedes the subject's current decision. Cite logged evidence ids. Returns the proposal "
-            "with what it would supersede and any near-duplicate pending proposal.",
-            ProposeToolInput,
-            "proposal",
-            Host.propose_decision,
-            writes=True,
-        ),
-        ToolSpec(
-            "log_evidence",
-            "Log evidence",
-            "Append raw text (a conversation excerpt, a note, a log) to the evidence vault, append-only "
-            "and unratified. Logging the same text again returns its first id (duplicate: true).",
-            LogInput,
-            "log",
-            Host.log_evidence,
-            writes=True,
-        ),
-        ToolSpec(
-            "recall",
-            "Recall decisions and evidence",
-            "Hybrid search (keyword, entity, vector): ratified decisions in force, each with the "
-            "superseded decisions it replaced (do not apply those), conflicts and pending proposals, "
-            "and unratified evidence in a separate section.",
-            RecallInput,
-            "recall",
-            Host.recall,
-        ),
-        ToolSpec(
-            "inject_context",
-            "Session context",
-            "The context block to read at the start of a session, within a token budget: current "
-            "decisions (relevant to query, if given), superseded ones not to apply, conflicts, pending "
-            "proposals and a few evidence snippets. The text content is the Markdown block.",
-            InjectInput,
-            "inject",
-            Host.inject_context,
-        ),
-        ToolSpec(
-            "decision_history",
-            "Decision history",
-            "A subject's supersede chain, oldest first, with validity windows, including decisions on "
-            "other subjects linked to it.",
-            SubjectInput,
-            "history",
-            Host.decision_history,
-        ),
-        ToolSpec(
-            "get_decision",
-            "Decision on a subject",
-            "The decision in force on exactly this subject, now or at as_of; decision is null when "
-            "none holds.",
-            SubjectAtInput,
-            "subject-decision",
-            Host.get_decision,
-        ),
-        ToolSpec(
-            "list_decisions",
-            "List decisions",
-            "Current decisions (a subject takes its whole subtree), those valid at as_of, or all of "
-            "them including superseded and retired ones.",
-            DecisionsInput,
-            "decisions",
-            Host.list_decisions,
-        ),
-        ToolSpec(
-            "list_pending",
-            "Pending proposals",
-            "Proposals awaiting a person's review, oldest first: not in force.",
-            QueueInput,
-            "queue",
-            Host.list_pending,
-        ),
-        ToolSpec(
-            "show",
-            "Show a record",
-            "Expand an id: the whole evidence text (ev_), proposal (pr_) or decision (dc_), by id or "
-            "by a unique prefix of one.",
-            ShowInput,
-            "show",
-            Host.show,
-        ),
-        ToolSpec(
-            "search",
-            "Keyword search",
-            "Keyword search in two sections that are never blended: ratified decisions and unratified "
-            "evidence.",
-            SearchInput,
-            "search",
-            Host.search,
-        ),
-        ToolSpec(
-            "withdraw_proposal",
-            "Withdraw own proposal",
-            "Withdraw a pending proposal this agent made, in this session or an earlier one (the "
-            "proposer is the agent's name). Another agent's proposal cannot be withdrawn here.",
-            WithdrawInput,
-            "proposal",
-            Host.withdraw_proposal,
-            writes=True,
-        ),
-    )
-}
 
 UNKNOWN_TOOL_HINT = (
     "ratifying, rejecting and retiring decisions are a person's acts (ctx review, or ctx ratify in a "
@@ -359,24 +123,28 @@ def tool_definitions() -> list[types.Tool]:
     valid against ``schemas/<result>.schema.json``, named in the description.
     """
     documents = _schemas()
-    return [
-        types.Tool(
-            name=spec.name,
-            title=spec.title,
-            description=f"{spec.description} Compact text by default; format json returns the object "
-            f"of schemas/{spec.result}.schema.json.",
-            input_schema=documents[f"{spec.input_schema_name}.schema.json"],
-            annotations=types.ToolAnnotations(
-                title=spec.title,
-                read_only_hint=not spec.writes,
-                destructive_hint=False,
-                # Logging the same text twice returns the same id; proposing twice queues two.
-                idempotent_hint=spec.name != "propose_decision",
-                open_world_hint=False,
-            ),
+    tools = []
+    for operation in TOOLS.values():
+        tool = operation.tool
+        assert tool is not None  # TOOLS holds the operations the server offers
+        schema = contracts.input_schema_name(contracts.TOOL_INPUTS[operation.arguments])
+        tools.append(
+            types.Tool(
+                name=tool.name,
+                title=tool.title,
+                description=f"{tool.description} Compact text by default; format json returns the object "
+                f"of schemas/{operation.result}.schema.json.",
+                input_schema=documents[f"{schema}.schema.json"],
+                annotations=types.ToolAnnotations(
+                    title=tool.title,
+                    read_only_hint=not tool.writes,
+                    destructive_hint=False,
+                    idempotent_hint=tool.idempotent,
+                    open_world_hint=False,
+                ),
+            )
         )
-        for spec in TOOLS.values()
-    ]
+    return tools
 
 
 def tool_error(message: str) -> types.CallToolResult:
@@ -398,17 +166,17 @@ def _integral_floats_as_ints(value: Any) -> Any:
     return value
 
 
-def parse_arguments(spec: ToolSpec, arguments: dict[str, Any] | None) -> BaseModel:
+def parse_arguments(operation: Operation, arguments: dict[str, Any] | None) -> BaseModel:
     """The call's arguments as the tool's input model, or a one-line ToolArgumentError."""
     try:
         # Strict JSON validation accepts what the schema accepts: no "5" for an integer. JSON
         # Schema counts 5.0 as an integer, and strict pydantic does not, so integral floats go in
         # as ints (a number field takes an int as well).
         document = json.dumps(_integral_floats_as_ints(arguments or {}))
-        return spec.arguments.model_validate_json(document, strict=True)
+        return contracts.TOOL_INPUTS[operation.arguments].model_validate_json(document, strict=True)
     except ValidationError as exc:
         # propose_decision takes the document `ctx propose --input` reads, and says so the same way.
-        prefix = "invalid proposal JSON" if spec.arguments is ProposeToolInput else "invalid arguments"
+        prefix = "invalid proposal JSON" if operation.arguments is ProposeArgs else "invalid arguments"
         raise ToolArgumentError(f"{prefix}: {contracts.first_problem(exc)}") from None
 
 
@@ -417,14 +185,14 @@ def _client_name(context: ServerRequestContext[Any]) -> str | None:
     return params.client_info.name if params is not None and params.client_info is not None else None
 
 
-def result_for(spec: ToolSpec, data: dict[str, Any], output: str) -> types.CallToolResult:
+def result_for(operation: Operation, data: dict[str, Any], output: str) -> types.CallToolResult:
     """A tool's answer: the compact text alone, or the JSON as text and as structured content."""
     if output == "text":
         return types.CallToolResult(
-            content=[types.TextContent(type="text", text=mcp_text.RENDERERS[spec.result](data))]
+            content=[types.TextContent(type="text", text=mcp_text.RENDERERS[operation.result](data))]
         )
     # The Markdown block is what an agent reads at session start; the JSON is in structuredContent.
-    shown = data["markdown"] if spec.name == "inject_context" else json.dumps(data, ensure_ascii=False)
+    shown = data["markdown"] if operation.result == "inject" else json.dumps(data, ensure_ascii=False)
     return types.CallToolResult(content=[types.TextContent(type="text", text=shown)], structured_content=data)
 
 
@@ -512,19 +280,19 @@ def make_server(
     async def call_tool(
         context: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
-        spec = TOOLS.get(params.name)
-        if spec is None:
+        operation = TOOLS.get(params.name)
+        if operation is None:
             return tool_error(f"unknown tool {params.name!r}: {UNKNOWN_TOOL_HINT}{', '.join(TOOLS)}")
         try:
-            arguments = parse_arguments(spec, params.arguments)
+            arguments = parse_arguments(operation, params.arguments)
             serving = await stores.current(context, limiter)
             if serving is None:
                 return tool_error(stores.missing)
             caller = serving.caller(_client_name(context))
             data = await anyio.to_thread.run_sync(
-                partial(spec.run, serving, arguments, caller), limiter=limiter
+                partial(serving.call, operation, arguments, caller), limiter=limiter
             )
-            return result_for(spec, data, getattr(arguments, "format", "text"))
+            return result_for(operation, data, getattr(arguments, "format", "text"))
         except ToolArgumentError as exc:
             return tool_error(str(exc))
         except CtxError as exc:
