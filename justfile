@@ -22,6 +22,10 @@ typecheck:
 schemas:
     {{venv}}python -m ctx_kernel.kernel.contracts && {{venv}}python -m ctx_kernel.kernel.audit.schema
 
+# Rewrite docs/reference.md from the commands and the operations' declarations.
+reference:
+    {{venv}}python -m ctx_kernel.kernel.hosts.cli.reference
+
 # Build the demo store and show it.
 demo:
     {{venv}}ctx demo

@@ -40,7 +40,7 @@ AnyIdText = Annotated[str, Spec(min_length=1, max_length=100)]
 # A character count bounds the UTF-8 size only from below; the kernel checks the bytes.
 EvidenceText = Annotated[str, Spec(min_length=1, max_length=text.MAX_EVIDENCE_BYTES)]
 Ranker = Literal["keyword", "entity", "vector"]
-AS_OF_HELP = "A date (its end, UTC) or an ISO 8601 time; null means now."
+AS_OF_HELP = "A date (its end, UTC) or an ISO 8601 time (default: now)."
 
 
 def arg(

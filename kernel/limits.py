@@ -10,6 +10,8 @@ from typing import Final, Literal, get_args
 
 # -- input limits ---------------------------------------------------------------------------
 MAX_QUERY_CHARS: Final = 2000
+# Bytes of one JSON document read from a file or standard input (`ctx propose --input`).
+MAX_JSON_INPUT_BYTES: Final = 200_000
 # `ctx inject` token budgets (see recall/inject.py for how tokens are counted).
 DEFAULT_BUDGET: Final = 2000
 MIN_BUDGET: Final = 200

@@ -14,7 +14,10 @@ from pathlib import Path
 import click
 import pytest
 
-from ctx_kernel.kernel.hosts.cli import cli as ctx_cli
+from ctx_kernel.kernel.hosts.cli import load_all
+from ctx_kernel.kernel.hosts.cli.base import AREAS
+
+ctx_cli = load_all()
 
 REPO = Path(__file__).resolve().parent.parent
 README = REPO / "README.md"
@@ -172,3 +175,74 @@ def test_the_readme_team_walk_through_runs_as_written(tmp_path):
     assert "refused by the database, as it must be" in out
     assert "this login may not do that (permission denied" in err
     assert "audit chain ok" in out and "export ok" in out
+
+
+def test_the_command_reference_is_written_from_the_commands():
+    """docs/reference.md is what `just reference` writes now: no command or option drifts from it."""
+    from ctx_kernel.kernel.hosts.cli import reference
+
+    assert reference.REFERENCE.read_text(encoding="utf-8") == reference.render(), (
+        "docs/reference.md is stale: run `just reference`"
+    )
+    text = reference.render()
+    for path, command in COMMANDS:
+        if path:
+            assert f"## `{label(path)}`" in text
+            for option in command.params:
+                if isinstance(option, click.Option) and not option.hidden and option.name != "help":
+                    assert option.opts[0] in text, (label(path), option.opts[0])
+
+
+def test_each_tool_and_its_command_come_from_one_declaration(cli):
+    """A command made from an operation takes the same fields as its MCP tool, with the same help."""
+    from dataclasses import fields
+
+    from ctx_kernel.kernel import contracts
+    from ctx_kernel.kernel.hosts.operations import OPERATIONS
+
+    made = [op for op in OPERATIONS.values() if op.command]
+    assert {op.name for op in made} >= {"recall", "search", "show", "history", "decisions", "queue", "inject"}
+    for operation in made:
+        command = ctx_cli.commands[operation.name]
+        schema = contracts.TOOL_INPUTS[operation.arguments].model_json_schema()
+        names = {param.name for param in command.params}
+        help_text = " ".join(cli(operation.name, "--help", db=False).out.split())
+        for item in fields(operation.arguments):
+            assert item.name in names, (operation.name, item.name)
+            assert item.name in schema["properties"], (operation.name, item.name)
+            description = item.metadata["description"]
+            assert schema["properties"][item.name]["description"] == description
+            if item.name not in operation.positional and item.name != "min_scores":
+                assert " ".join(description.split()[:5]) in help_text, (operation.name, item.name)
+
+
+@pytest.mark.parametrize("area", sorted(set(AREAS.values())))
+def test_each_command_is_found_in_the_module_that_defines_it(area):
+    """The root group imports a command's module when the command is asked for: the map must be right."""
+    script = (
+        "import sys\n"
+        "from ctx_kernel.kernel.hosts.cli import base, cli\n"
+        "before = set(cli.commands)\n"
+        f"import ctx_kernel.kernel.hosts.cli.{area}\n"
+        "print(' '.join(sorted(set(cli.commands) - before)))\n"
+        "prefix = 'ctx_kernel.kernel.hosts.cli.'\n"
+        "print(' '.join(m.removeprefix(prefix) for m in sys.modules if m.startswith(prefix)))\n"
+    )
+    made = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    commands, modules = (line.split() for line in made.stdout.splitlines())
+    assert {name for name, module in AREAS.items() if module == area} <= set(commands)
+    # A module that imports another (hooks uses evidence's ingest) adds that one's commands too.
+    assert {AREAS[name] for name in commands} <= set(modules)
+
+
+def test_a_command_loads_only_its_own_module():
+    script = (
+        "import sys\n"
+        "from ctx_kernel.kernel.hosts.cli import main\n"
+        "try:\n    main(['log', '--help'])\nexcept SystemExit:\n    pass\n"
+        "print(' '.join(sorted(m for m in sys.modules if m.startswith('ctx_kernel.kernel.hosts.cli.'))))\n"
+    )
+    made = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    loaded = made.stdout.splitlines()[-1].split()
+    assert "ctx_kernel.kernel.hosts.cli.evidence" in loaded
+    assert "ctx_kernel.kernel.hosts.cli.read" not in loaded

@@ -1,7 +1,7 @@
 """The ``ctx`` command line: parses arguments, calls the facade, prints text or JSON.
 
 ``base`` holds the root group and what every command shares; each other module adds one area's
-commands to the group when this package imports it.
+commands to the group, imported when one of its commands is asked for (``base.AREAS``).
 """
 
 from __future__ import annotations
@@ -12,25 +12,11 @@ import sys
 import click
 
 from ctx_kernel.kernel.errors import CtxError
-
-# Imported for their effect: each module adds its commands to the root group.
-from ctx_kernel.kernel.hosts.cli import (  # noqa: F401
-    admin,
-    adr,
-    audit,
-    evidence,
-    hooks,
-    info,
-    launch,
-    queue,
-    read,
-    store,
-)
-from ctx_kernel.kernel.hosts.cli.base import _fail, _say, cli
-from ctx_kernel.kernel.hosts.cli.queue import MAX_JSON_INPUT_BYTES
+from ctx_kernel.kernel.hosts.cli.base import _fail, _say, cli, load_all
+from ctx_kernel.kernel.limits import MAX_JSON_INPUT_BYTES
 from ctx_kernel.kernel.store.sqlite import driver, migrate
 
-__all__ = ["MAX_JSON_INPUT_BYTES", "cli", "main"]
+__all__ = ["MAX_JSON_INPUT_BYTES", "cli", "load_all", "main"]
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -1,4 +1,4 @@
-"""The proposal queue: propose, queue, ratify, reject, withdraw, retire."""
+"""The proposal queue: propose, ratify, reject, withdraw, retire."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from ctx_kernel.kernel import envelopes, text
+from ctx_kernel.kernel import text
 from ctx_kernel.kernel.capture.json_input import read_json
 from ctx_kernel.kernel.errors import StalePlanError, UsageError
 from ctx_kernel.kernel.facade import Ctx
@@ -17,14 +17,12 @@ from ctx_kernel.kernel.hosts.cli.base import (
     _complete_subject,
     _confirm,
     _emit_json,
-    _proposal_line,
     _reviewer,
     _say,
     _with_store,
     cli,
 )
-
-MAX_JSON_INPUT_BYTES = 200_000
+from ctx_kernel.kernel.limits import MAX_JSON_INPUT_BYTES
 
 
 @cli.command()
@@ -143,23 +141,6 @@ def _propose_document(raw: bytes) -> dict[str, Any]:
         return ProposeInput.model_validate(document).model_dump()
     except ValidationError as exc:
         raise UsageError(f"invalid proposal JSON: {first_problem(exc)}") from None
-
-
-@cli.command()
-@click.option("--subject", help="Only this subject and its sub-subjects.")
-@click.option("--proposer", help="Only this proposer.")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON (schemas/queue.schema.json).")
-@_with_store
-def queue(ctx: Ctx, subject: str | None, proposer: str | None, as_json: bool) -> None:
-    """List pending proposals, oldest first."""
-    found = ctx.queue(subject, proposer)
-    if as_json:
-        _emit_json(envelopes.queue(found))
-        return
-    if not found:
-        _say("no pending proposals")
-    for proposal in found:
-        _say(_proposal_line(proposal))
 
 
 @cli.command()

@@ -1,66 +1,58 @@
-"""Commands that read decisions and evidence: decisions, history, show, search, recall, inject."""
+"""Commands that read: decisions, queue, history, show, search, recall, inject.
+
+Each is made from its operation's declaration (``kernel/hosts/operations.py``); this module says
+only how each answer reads to a person.
+"""
 
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from ctx_kernel.kernel import envelopes
 from ctx_kernel.kernel.errors import UsageError
-from ctx_kernel.kernel.facade import Ctx, plain_diff
-from ctx_kernel.kernel.hosts.cli.base import (
-    _check_utf8,
-    _complete_pending,
-    _complete_subject,
-    _decision_line,
-    _emit_json,
-    _say,
-    _with_store,
-    cli,
-)
-from ctx_kernel.kernel.limits import (
-    DEFAULT_BUDGET,
-    DEFAULT_MODE,
-    DEFAULT_RRF_K,
-    MAX_BUDGET,
-    MAX_RECALL_K,
-    MAX_RRF_K,
-    MIN_BUDGET,
-    RECALL_MODES,
-)
+from ctx_kernel.kernel.facade import Ctx, Decision, Evidence, Proposal, plain_diff
+from ctx_kernel.kernel.hosts.cli.base import _decision_line, _emit_json, _proposal_line, _say
+from ctx_kernel.kernel.hosts.cli.operations import operation_command
 from ctx_kernel.kernel.recall import fusion
 
+if TYPE_CHECKING:
+    from ctx_kernel.kernel.inputs import (
+        DecisionsArgs,
+        InjectArgs,
+        QueueArgs,
+        RecallArgs,
+        SearchArgs,
+        ShowArgs,
+        SubjectArgs,
+    )
+    from ctx_kernel.kernel.recall.inject import Injection
+    from ctx_kernel.kernel.recall.results import Recall
+    from ctx_kernel.kernel.records import SearchResults
 
-@cli.command()
-@click.option("--subject", help="Only this subject and its sub-subjects.")
-@click.option("--as-of", "as_of", metavar="DATE", help="Decisions valid at DATE (a bare date means its end).")
-@click.option("--all", "include_closed", is_flag=True, help="Include superseded and retired decisions.")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON (schemas/decisions.schema.json).")
-@_with_store
-def decisions(ctx: Ctx, subject: str | None, as_of: str | None, include_closed: bool, as_json: bool) -> None:
-    """List current decisions (or those valid at a date, or all)."""
-    found = ctx.decisions(subject, as_of=as_of, include_closed=include_closed)
-    if as_json:
-        _emit_json(envelopes.decisions(found, as_of))
-        return
+
+def _decisions(_ctx: Ctx, _args: DecisionsArgs, found: list[Decision]) -> None:
     if not found:
         _say("no decisions")
     for decision in found:
         _say(_decision_line(decision))
 
 
-@cli.command()
-@click.argument("subject", shell_complete=_complete_subject)
-@click.option("--json", "as_json", is_flag=True, help="Print JSON (schemas/history.schema.json).")
-@_with_store
-def history(ctx: Ctx, subject: str, as_json: bool) -> None:
-    """Show SUBJECT's supersede chain with validity windows, oldest first."""
-    chain = ctx.history(subject)
-    if as_json:
-        _emit_json(envelopes.history(subject, chain))
-        return
+operation_command("decisions", _decisions)
+
+
+def _queue(_ctx: Ctx, _args: QueueArgs, found: list[Proposal]) -> None:
+    if not found:
+        _say("no pending proposals")
+    for proposal in found:
+        _say(_proposal_line(proposal))
+
+
+operation_command("queue", _queue)
+
+
+def _history(ctx: Ctx, _args: SubjectArgs, chain: list[Decision]) -> None:
     for decision in chain:
         _say(_decision_line(decision))
         if decision.title:
@@ -76,35 +68,19 @@ def history(ctx: Ctx, subject: str, as_json: bool) -> None:
             _say(f"    retired: {decision.close_reason}")
 
 
-@cli.command()
-@click.argument("item_id", metavar="ID", shell_complete=_complete_pending)
-@click.option("--json", "as_json", is_flag=True, help="Print JSON (schemas/show.schema.json).")
-@_with_store
-def show(ctx: Ctx, item_id: str, as_json: bool) -> None:
-    """Show one evidence text, proposal or decision by id."""
-    record = ctx.show(item_id)
-    if as_json:
-        _emit_json(envelopes.show(record))
-        return
+operation_command("history", _history)
+
+
+def _show(_ctx: Ctx, _args: ShowArgs, record: Evidence | Proposal | Decision) -> None:
     for key, value in record.to_dict().items():
         if value not in (None, [], ""):
             _say(f"{key}: {value}")
 
 
-@cli.command()
-@click.argument("query")
-@click.option(
-    "--limit", default=10, show_default=True, type=click.IntRange(1, 1000), help="Hits per section."
-)
-@click.option("--as-of", "as_of", metavar="DATE", help="Search decisions valid at DATE.")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON (schemas/search.schema.json).")
-@_with_store
-def search(ctx: Ctx, query: str, limit: int, as_of: str | None, as_json: bool) -> None:
-    """Keyword search: ratified decisions and unratified evidence, in two sections."""
-    results = ctx.search(_check_utf8(query, "query"), limit=limit, as_of=as_of)
-    if as_json:
-        _emit_json(results.to_dict())
-        return
+operation_command("show", _show)
+
+
+def _search(_ctx: Ctx, _args: SearchArgs, results: SearchResults) -> None:
     _say("Decisions (ratified):")
     for match in results.decisions:
         _say("  " + _decision_line(match.decision).replace("\n", "\n  "))
@@ -115,6 +91,9 @@ def search(ctx: Ctx, query: str, limit: int, as_of: str | None, as_json: bool) -
         _say(f"  {found.evidence.id}  {found.evidence.kind}  {found.snippet}")
     if not results.evidence:
         _say("  none")
+
+
+operation_command("search", _search)
 
 
 def _explain(
@@ -143,60 +122,7 @@ def _explain(
     return " · ".join(parts) or "no ranker matched it directly"
 
 
-@cli.command()
-@click.argument("query")
-@click.option(
-    "--k", "k", default=10, show_default=True, type=click.IntRange(1, MAX_RECALL_K), help="Hits per section."
-)
-@click.option("--as-of", "as_of", metavar="DATE", help="Answer with the decisions valid at DATE.")
-@click.option(
-    "--mode",
-    type=click.Choice(RECALL_MODES),
-    default=DEFAULT_MODE,
-    show_default=True,
-    help="Which rankers to use; hybrid fuses all three.",
-)
-@click.option(
-    "--rrf-k",
-    "rrf_k",
-    default=DEFAULT_RRF_K,
-    show_default=True,
-    type=click.IntRange(1, MAX_RRF_K),
-    help=(
-        "Reciprocal rank fusion constant (decisions, and evidence in single-ranker modes;"
-        " hybrid evidence fuses normalised scores)."
-    ),
-)
-@click.option(
-    "--min",
-    "minimums",
-    multiple=True,
-    metavar="RANKER=SCORE",
-    help="Drop a ranker's hits below this raw score, e.g. vector=0.4 (cosine); repeat per ranker.",
-)
-@click.option("--explain", is_flag=True, help="Show each ranker's raw score and rank per hit.")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON (schemas/recall.schema.json).")
-@_with_store
-def recall(
-    ctx: Ctx,
-    query: str,
-    k: int,
-    as_of: str | None,
-    mode: str,
-    rrf_k: int,
-    minimums: tuple[str, ...],
-    explain: bool,
-    as_json: bool,
-) -> None:
-    """Decisions in force (with what contradicts them) and unratified evidence, in two sections."""
-    found = ctx.recall(
-        _check_utf8(query, "query"), k=k, as_of=as_of, mode=mode, rrf_k=rrf_k, min_scores=_minimums(minimums)
-    )
-    if found.vectors.note and found.vectors.state in ("off", "partial"):
-        _say(f"ctx: note: {found.vectors.note}", err=True)
-    if as_json:
-        _emit_json(found.to_dict())
-        return
+def _recall(_ctx: Ctx, args: RecallArgs, found: Recall, *, explain: bool) -> None:
     moment = f"at {found.as_of[:19]}" if found.as_of else "now"
     _say(f"Decisions (ratified, in force {moment}):")
     for hit in found.decisions:
@@ -219,7 +145,7 @@ def recall(
             _say(f"  {closed.decision.id}  {closed.decision.subject}: {closed.decision.decision}")
             _say(f"     why: {closed.why}")
     _say("Evidence (unratified, not decisions):")
-    asks_when = found.mode == "hybrid" and fusion.asks_when(query)
+    asks_when = found.mode == "hybrid" and fusion.asks_when(args.query)
     for ev in found.evidence:
         _say(
             f"  {ev.rank}. {ev.evidence.id}  {ev.evidence.kind}  {ev.evidence.created_at[:10]}  {ev.snippet}"
@@ -231,7 +157,11 @@ def recall(
         _say("  none")
 
 
-def _minimums(pairs: tuple[str, ...]) -> dict[str, float]:
+def _vectors_note(found: Recall) -> str | None:
+    return found.vectors.note if found.vectors.note and found.vectors.state in ("off", "partial") else None
+
+
+def _minimums(_context: click.Context, _param: click.Parameter, pairs: tuple[str, ...]) -> dict[str, float]:
     """``--min RANKER=SCORE`` options as a ranker -> lowest raw score map."""
     min_scores: dict[str, float] = {}
     for pair in pairs:
@@ -245,31 +175,42 @@ def _minimums(pairs: tuple[str, ...]) -> dict[str, float]:
     return min_scores
 
 
-@cli.command()
-@click.option("--query", "-q", help="What the session is about (default: every current decision).")
-@click.option(
-    "--budget",
-    default=DEFAULT_BUDGET,
-    show_default=True,
-    type=click.IntRange(MIN_BUDGET, MAX_BUDGET),
-    help="Token budget (1 token ~ 4 characters).",
+operation_command(
+    "recall",
+    _recall,
+    extra=[
+        click.option(
+            "--min",
+            "min_scores",
+            multiple=True,
+            metavar="RANKER=SCORE",
+            callback=_minimums,
+            help="Drop a ranker's hits below this raw score, e.g. vector=0.4 (cosine); repeat per ranker.",
+        ),
+        click.option("--explain", is_flag=True, help="Show each ranker's raw score and rank per hit."),
+    ],
+    note=_vectors_note,
 )
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["markdown", "json"]),
-    default="markdown",
-    show_default=True,
-    help="Markdown for an agent's context, or JSON (schemas/inject.schema.json).",
-)
-@click.option(
-    "--json", "as_json", is_flag=True, help="Print JSON (schemas/inject.schema.json): --format json."
-)
-@_with_store
-def inject(ctx: Ctx, query: str | None, budget: int, fmt: str, as_json: bool) -> None:
-    """Print the context block an agent reads at session start, within a token budget."""
-    block = ctx.inject(_check_utf8(query, "query") if query is not None else None, budget=budget)
-    if as_json or fmt == "json":
+
+
+def _inject(_ctx: Ctx, _args: InjectArgs, block: Injection, *, fmt: str) -> None:
+    if fmt == "json":
         _emit_json(block.to_dict())
     else:
         _say(block.markdown, nl=False)
+
+
+operation_command(
+    "inject",
+    _inject,
+    extra=[
+        click.option(
+            "--format",
+            "fmt",
+            type=click.Choice(["markdown", "json"]),
+            default="markdown",
+            show_default=True,
+            help="Markdown for an agent's context, or JSON (schemas/inject.schema.json).",
+        )
+    ],
+)
