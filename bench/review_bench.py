@@ -106,7 +106,7 @@ def report(path: Path, decisions: int, moves: int, runs: int) -> None:
         verdicts = []
         for _ in range(3):
             start = time.perf_counter()
-            verdict = kernel.verify_audit(state=True)
+            verdict = kernel.audit.verify(state=True)
             verdicts.append((time.perf_counter() - start) * 1000)
         assert verdict.ok, verdict.problem
     print(f"\n{len(entries)} pending proposals, {decisions} current decisions")

@@ -78,18 +78,13 @@ __all__ = [
 if TYPE_CHECKING:
     from ctx_kernel.kernel.adr.export import AdrExport
     from ctx_kernel.kernel.adr.importer import ImportReport
-    from ctx_kernel.kernel.audit.export import ExportResult
     from ctx_kernel.kernel.audit.service import AuditService
-    from ctx_kernel.kernel.audit.signing import KeyInfo, Passphrase
-    from ctx_kernel.kernel.audit.store_checks import CheckpointResult
-    from ctx_kernel.kernel.chain import ChainReport
     from ctx_kernel.kernel.decisions.kernel import DecisionService
     from ctx_kernel.kernel.recall import embeddings as embed
     from ctx_kernel.kernel.recall.embeddings import Embedder
     from ctx_kernel.kernel.recall.inject import Injection
     from ctx_kernel.kernel.recall.results import Recall
     from ctx_kernel.kernel.reports import (
-        ExportReport,
         MigrateReport,
         ReindexReport,
         Related,
@@ -109,16 +104,20 @@ class Ctx:
         self._vault = VaultService(store)
         self._queue = QueueService(store, self._vault)
         self._recall = RecallService(store, self._vault, embedder=embedder)
-        self._facts = FactsService(store, self._recall)
+        # What is derived about decisions: ``conflicts()``, ``record_conflicts``, ``ensure_conflicts``.
+        self.facts = FactsService(store, self._recall)
 
     @cached_property
     def _decisions(self) -> DecisionService:
         from ctx_kernel.kernel.decisions.kernel import DecisionService  # noqa: PLC0415
 
-        return DecisionService(self.store, self._queue, self._recall, self._facts)
+        return DecisionService(self.store, self._queue, self._recall, self.facts)
 
     @cached_property
-    def _audit(self) -> AuditService:
+    def audit(self) -> AuditService:
+        """The audit log: ``verify``, ``checkpoint`` (sign its head), ``export`` (signed), ``events``;
+        keys and exports that need no store are ``AuditService``'s own (``signing_key``,
+        ``create_signing_key``, ``verify_export``)."""
         from ctx_kernel.kernel.audit.service import AuditService  # noqa: PLC0415
 
         return AuditService(self.store)
@@ -190,29 +189,8 @@ class Ctx:
         return self.store.data_version()
 
     def watch_changes(self) -> ChangeWatch:
-        """A watch that wakes when another connection commits: ``wait(timeout)`` is True then.
-
-        SQLite polls ``data_version`` on each wait; PostgreSQL listens for the commit's
-        notification on a connection of its own and wakes at once.
-        """
+        """A watch whose ``wait(timeout)`` is True once another connection commits (see ChangeWatch)."""
         return self.store.watch_changes()
-
-    # -- team roles (a PostgreSQL store) ---------------------------------------------------
-    @staticmethod
-    def grant_script(location: Path | str, role: str, login: str, *, create_login: bool = False) -> str:
-        """The SQL that makes ``login`` an agent, reviewer or auditor of the server store at
-        ``location``, as a script to review and run; refused for a SQLite store."""
-        from ctx_kernel.kernel import team  # noqa: PLC0415 - off the hot paths
-
-        return team.grant_script(location, role, login, create_login=create_login)
-
-    def grant_role(
-        self, role: str, login: str, *, create_login: bool = False, password: str | None = None
-    ) -> None:
-        """Run that script on the store's server, connected as its administrator."""
-        from ctx_kernel.kernel import team  # noqa: PLC0415 - off the hot paths
-
-        team.grant(self.store, role, login, create_login=create_login, password=password)
 
     def integrity_check(self) -> str:
         """The store's own consistency check."""
@@ -341,10 +319,6 @@ class Ctx:
             title=title,
         )
 
-    def check_new_subject(self, subject: str) -> None:
-        """Refuse a subject that looks like a different existing one (Unicode TR39 skeletons)."""
-        self._queue.check_new_subject(subject)
-
     def proposal(self, proposal_id: str) -> Proposal:
         """One proposal by id."""
         return self._queue.proposal(proposal_id)
@@ -451,33 +425,20 @@ class Ctx:
         min_scores: dict[str, float] | None = None,
     ) -> Recall:
         """Decisions that hold (with what contradicts them) and unratified evidence matching ``query``."""
-        self._facts.keep_current()
+        self.facts.keep_current()
         return self._recall.recall(query, k=k, as_of=as_of, mode=mode, rrf_k=rrf_k, min_scores=min_scores)
 
     def inject(self, query: str | None = None, *, budget: int = DEFAULT_BUDGET) -> Injection:
         """The session-start block: current decisions, superseded ones, conflicts, proposals, evidence."""
-        self._facts.keep_current()
+        self.facts.keep_current()
         return self._recall.inject(query, budget=budget)
-
-    def conflicts(self) -> list[tuple[Decision, Related]]:
-        """Pairs of current decisions on different subjects that take opposite stances, newest first."""
-        return self._facts.conflicts()
-
-    def record_conflicts(self, decision_ids: Sequence[str]) -> int:
-        """Detect and record the conflicts of newly ratified or imported current decisions."""
-        return self._facts.record_conflicts(decision_ids)
-
-    def ensure_conflicts(self, *, force: bool = False) -> None:
-        """Detect conflicts among all current decisions if this store was not scanned by these rules."""
-        self._facts.ensure_conflicts(force=force)
 
     def embedding(self) -> embed.Resolution:
         """The embedding model this store uses (resolved once), or why vectors are off."""
         return self._recall.embedding()
 
     def warm(self) -> None:
-        """Load the embedding model, the recall code and the entity names before the first recall needs
-        them (the names through a connection of its own)."""
+        """Load the embedding model, the recall code and the entity names before a recall needs them."""
         self._recall.warm()
 
     def prepare_vectors(self, backfill: int = 0) -> tuple[Embedder | None, VectorStatus]:
@@ -490,10 +451,9 @@ class Ctx:
         download: bool = False,
         progress: Callable[[int, int], None] | None = None,
     ) -> ReindexReport:
-        """Embed every decision and evidence text again with the configured model, carrying on
-        after the texts an interrupted reindex with the same model embedded."""
+        """Embed every text again with the configured model, resuming an interrupted reindex."""
         report = self._recall.reindex(download=download, progress=progress)
-        self._facts.ensure_conflicts(force=True)
+        self.facts.ensure_conflicts(force=True)
         return report
 
     def migrate(
@@ -506,14 +466,14 @@ class Ctx:
         from ctx_kernel.kernel.store import copy  # noqa: PLC0415 - only ctx migrate copies
 
         if not force:
-            verified = self.verify_audit(state=True)
+            verified = self.audit.verify(state=True)
             if not verified.ok:
                 raise RefusedError(
                     f"this store does not verify ({verified.problem}): nothing copied; find out why with "
                     "`ctx audit verify`, or pass --force to copy it as it is"
                 )
         with Ctx(copy.open_target(self.store, to, follow_dangling=force), embedder=None) as target:
-            derive, store = target._facts.rebuild, target.store
+            derive, store = target.facts.rebuild, target.store
             return copy.copy_store(self.store, store, derive=derive, batch_size=batch_size, progress=progress)
 
     # -- encryption at rest -------------------------------------------------------------
@@ -535,53 +495,3 @@ class Ctx:
     ) -> SealReport:
         """Seal every evidence text again under a new key; resumable after any interruption."""
         return self._encryption.rekey(key_file=key_file, progress=progress)
-
-    # -- audit ----------------------------------------------------------------------------
-    def verify_audit(
-        self, *, state: bool = False, checkpoints: Sequence[Path] = (), pubkey: Path | None = None
-    ) -> ChainReport:
-        """Recompute the audit chain and, with ``state``, all the log describes; names the first problem."""
-        return self._audit.verify(state=state, checkpoints=checkpoints, pubkey=pubkey)
-
-    def checkpoint_audit(self, *, passphrase: Passphrase, out: Path | None = None) -> CheckpointResult:
-        """Sign the audit chain's head with your key and keep it beside the store (and at ``out``)."""
-        return self._audit.checkpoint(passphrase=passphrase, out=out)
-
-    def export_audit(
-        self,
-        out: Path,
-        *,
-        passphrase: Passphrase,
-        since: str | None = None,
-        until: str | None = None,
-        fmt: str = "jsonl",
-    ) -> ExportResult:
-        """Write a signed export of the audit log (``out`` and ``out.manifest.json``), or of a time range."""
-        return self._audit.export(out, passphrase=passphrase, since=since, until=until, fmt=fmt)
-
-    @staticmethod
-    def verify_audit_export(
-        path: Path, *, pubkey: Path | None = None, manifest: Path | None = None
-    ) -> ExportReport:
-        """Check an export file against its signed manifest and a trusted public key; needs no store."""
-        from ctx_kernel.kernel.audit.service import AuditService  # noqa: PLC0415
-
-        return AuditService.verify_export(path, pubkey=pubkey, manifest=manifest)
-
-    @staticmethod
-    def create_signing_key(passphrase: Passphrase, *, force: bool = False) -> KeyInfo:
-        """Create the user's audit signing key (private half encrypted with ``passphrase``)."""
-        from ctx_kernel.kernel.audit.service import AuditService  # noqa: PLC0415
-
-        return AuditService.create_signing_key(passphrase, force=force)
-
-    @staticmethod
-    def signing_key() -> KeyInfo:
-        """The user's audit signing key's public half; refuses when there is none."""
-        from ctx_kernel.kernel.audit.service import AuditService  # noqa: PLC0415
-
-        return AuditService.signing_key()
-
-    def audit_events(self) -> list[AuditEvent]:
-        """The whole audit log, oldest first."""
-        return self._audit.events()

@@ -30,7 +30,16 @@ class OpenStore(Protocol):
         """The store's own consistency check; raises when it fails."""
         ...
 
-    def verify_audit(self, *, state: bool = False) -> ChainReport:
+    @property
+    def audit(self) -> AuditVerifier:
+        """The audit log."""
+        ...
+
+
+class AuditVerifier(Protocol):
+    """The audit log as doctor uses it."""
+
+    def verify(self, *, state: bool = False) -> ChainReport:
         """The audit chain, and with ``state`` everything the log describes, verified."""
         ...
 
@@ -145,7 +154,7 @@ def doctor(kernel: OpenStore | None, store_problem: str | None) -> DoctorReport:
         checks.append(Check("integrity", True, f"{what} passed"))
     except CtxError as exc:
         checks.append(Check("integrity", False, exc.message, _REPAIR[kernel.store.dialect]))
-    verdict = kernel.verify_audit(state=True)
+    verdict = kernel.audit.verify(state=True)
     if verdict.ok:
         checks.append(Check("audit", True, f"audit log verifies: {verdict.rows} rows"))
     else:

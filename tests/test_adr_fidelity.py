@@ -106,7 +106,7 @@ def test_real_corpus_round_trips_exactly_through_an_export_in_place(tmp_path: Pa
     fresh, _ = Ctx.init(tmp_path / "fresh.db")
     assert fresh.import_adrs(folder, reviewer="bob").skipped == []
     assert _view(fresh) == _view(first)
-    assert first.verify_audit().ok and fresh.verify_audit().ok
+    assert first.audit.verify().ok and fresh.audit.verify().ok
     first.close()
     fresh.close()
 
@@ -192,12 +192,12 @@ def test_titles_and_deciders_are_kept_shown_and_written_back(
         assert (by_number[1].title, by_number[1].deciders) == ("Use PostgreSQL", ["Alice", "Bob"])
         assert (by_number[2].title, by_number[2].deciders) == ("Cache in Redis", ["Carol", "Dave"])
         assert {d.ratified_by for d in by_number.values()} == {"erin"}
-        imported = [json.loads(e.after) for e in reopened.audit_events() if e.action == "decision.imported"]
+        imported = [json.loads(e.after) for e in reopened.audit.events() if e.action == "decision.imported"]
         assert sorted((row["title"], tuple(row["deciders"])) for row in imported) == [
             ("Cache in Redis", ("Carol", "Dave")),
             ("Use PostgreSQL", ("Alice", "Bob")),
         ]
-        assert reopened.verify_audit().ok
+        assert reopened.audit.verify().ok
         one = by_number[1]
     shown = cli("show", one.id).out
     assert "title: Use PostgreSQL" in shown and "deciders: ['Alice', 'Bob']" in shown
@@ -231,7 +231,7 @@ def test_propose_title_is_kept_and_exported(cli, kernel: Ctx, store_path: Path, 
     with Ctx.open(store_path) as reopened:
         [decision] = reopened.decisions()
         assert decision.title == "Use PostgreSQL"
-        assert reopened.verify_audit().ok
+        assert reopened.audit.verify().ok
     out = tmp_path / "out"
     assert cli("export", "adr", str(out)).code == 0
     [written] = [p for p in out.iterdir() if p.name != "README.md"]

@@ -52,14 +52,14 @@ def test_import_rebuilds_chains_and_is_idempotent(cli, store_path: Path, style: 
                 assert d.valid_until == min(kernel.decision(n).valid_from for n in d.superseded_by)
         subjects = [d.subject for d in kernel.decisions()]
         assert len(subjects) == len(set(subjects))
-        audit_rows = kernel.verify_audit().rows
-        imported = sum(e.action.endswith(".imported") for e in kernel.audit_events())
+        audit_rows = kernel.audit.verify().rows
+        imported = sum(e.action.endswith(".imported") for e in kernel.audit.events())
         assert imported == len(report["decisions"]) + len(report["proposals"])
         view = kernel_view(kernel)
     again = json.loads(cli("import", "adr", str(DATA / style), "--yes", "--reviewer", "alice", "--json").out)
     assert again["decisions"] == [] and again["proposals"] == []
     with Ctx.open(store_path) as kernel:
-        assert kernel_view(kernel) == view and kernel.verify_audit().rows == audit_rows
+        assert kernel_view(kernel) == view and kernel.audit.verify().rows == audit_rows
 
 
 def test_chain_of_three_and_statuses(kernel: Ctx):
@@ -117,7 +117,7 @@ def test_real_adr_folders_import_cleanly(tmp_path: Path):
         kernel, _ = Ctx.init(tmp_path / f"{folder.name}.db")
         report = kernel.import_adrs(folder, reviewer="alice")
         assert report.decisions, folder.name
-        assert kernel.verify_audit().ok
+        assert kernel.audit.verify().ok
         assert kernel.integrity_check() == "ok"
         kernel.close()
 
@@ -242,12 +242,12 @@ def test_the_ratifier_of_an_import_is_the_reviewer(cli, kernel: Ctx, store_path:
     with Ctx.open(store_path) as reopened:
         [decision] = reopened.decisions()
         assert decision.ratified_by == "alice"
-        events = [e for e in reopened.audit_events() if e.action.endswith(".imported")]
+        events = [e for e in reopened.audit.events() if e.action.endswith(".imported")]
         assert {e.actor for e in events} == {"alice"}
         for event in events:
             after = json.loads(event.after)
             assert after["attribution"] == {"ratified_by": "mallory", "deciders": "carol, dave"}
-        assert reopened.verify_audit().ok
+        assert reopened.audit.verify().ok
 
 
 @pytest.mark.parametrize(
@@ -274,7 +274,7 @@ def test_import_refuses_a_time_it_cannot_keep(cli, kernel: Ctx, store_path, tmp_
     [line] = result.err.splitlines()
     assert "0002-cache.md" in line and words in line and "nothing imported" in line
     with Ctx.open(store_path) as reopened:
-        assert reopened.decisions(include_closed=True) == [] and reopened.audit_events() == []
+        assert reopened.decisions(include_closed=True) == [] and reopened.audit.events() == []
 
 
 def test_import_refuses_a_successor_that_starts_before_its_predecessor(cli, kernel, store_path, tmp_path):

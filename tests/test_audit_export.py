@@ -22,6 +22,7 @@ from jsonschema import Draft202012Validator
 from ctx_kernel.kernel import Ctx, limits
 from ctx_kernel.kernel.audit import export as audit_export
 from ctx_kernel.kernel.audit import signing
+from ctx_kernel.kernel.audit.service import AuditService
 from ctx_kernel.kernel.chain import canonical_json, row_hash
 from ctx_kernel.kernel.store.sqlite import driver
 
@@ -64,7 +65,7 @@ def passphrase(monkeypatch: pytest.MonkeyPatch) -> str:
 def signing_key(cli, passphrase: str) -> signing.KeyInfo:
     result = cli("keys", "init", db=False)
     assert result.code == 0, result.err
-    return Ctx.signing_key()
+    return AuditService.signing_key()
 
 
 @pytest.fixture
@@ -126,7 +127,7 @@ def test_every_action_written_is_a_named_action_with_an_event_type(kernel: Ctx, 
     kernel.import_adrs(Path(__file__).resolve().parent / "data" / "adr" / "nygard", reviewer="alice")
     kernel.encrypt()
     kernel.rekey()
-    written = {event.action for event in kernel.audit_events()}
+    written = {event.action for event in kernel.audit.events()}
     named = {v for k, v in vars(limits).items() if k.isupper() and isinstance(v, str) and "." in v}
     assert written == named == set(limits.AUDIT_EVENT_TYPES)
     assert set(limits.AUDIT_EVENT_TYPES.values()) < set(limits.AUDIT_EVENTS)
@@ -161,7 +162,7 @@ def test_export_verifies_and_matches_the_schemas(cli, tmp_path, world, signing_k
     }
     with Ctx.open(tmp_path / "project" / ".ctx" / "ctx.db") as kernel:
         assert manifest["store_id"] == kernel.store.get_meta("store_id")
-        assert [r["hash"] for r in records] == [e.hash for e in kernel.audit_events()]
+        assert [r["hash"] for r in records] == [e.hash for e in kernel.audit.events()]
     result = verify(cli, path)
     assert result.code == 0, result.err
     assert f"export ok: {EVENTS} records" in result.out and signing_key.key_id in result.out
@@ -264,9 +265,9 @@ def test_a_record_with_an_extra_field_is_invalid(cli, tmp_path, world, signing_k
 
 
 def test_facade_exports_and_verifies(kernel, world, tmp_path, signing_key):
-    result = kernel.export_audit(tmp_path / "f.csv", passphrase=PASSPHRASE, fmt="csv")
+    result = kernel.audit.export(tmp_path / "f.csv", passphrase=PASSPHRASE, fmt="csv")
     assert result.manifest_path == tmp_path / "f.csv.manifest.json"
-    report = Ctx.verify_audit_export(tmp_path / "f.csv")
+    report = AuditService.verify_export(tmp_path / "f.csv")
     assert report.ok and report.records == result.manifest["records"]
     assert_valid("audit-export-verify", report.to_dict())
 
@@ -608,7 +609,7 @@ def test_verify_a_file_that_does_not_exist(cli, tmp_path):
 
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_a_partial_export_anchors_to_the_hash_before_it(cli, kernel, tmp_path, world, signing_key, fmt):
-    events = kernel.audit_events()
+    events = kernel.audit.events()
     since, until = events[6].at, events[11].at
     path = export(cli, tmp_path, fmt, "--since", since, "--until", until, name=f"part.{fmt}")
     manifest = manifest_of(path)["manifest"]
@@ -631,7 +632,7 @@ def test_partial_exports_with_dates(cli, kernel, tmp_path, world, signing_key):
     whole = export(cli, tmp_path, "jsonl", "--since", today.isoformat(), "--until", today.isoformat())
     assert manifest_of(whole)["manifest"]["records"] == EVENTS
     assert manifest_of(whole)["manifest"]["since"] == f"{today.isoformat()}T00:00:00.000000Z"
-    only_new = kernel.audit_events()[-1].at
+    only_new = kernel.audit.events()[-1].at
     kernel.log("after the cut")
     tail = export(cli, tmp_path, "csv", "--since", only_new.replace("Z", "+00:00"), name="tail.csv")
     # The last ratification and the rejection it settled share one moment: both are in the range.
@@ -749,7 +750,7 @@ def _store_tampers(world: dict[str, str]) -> dict[str, tuple[tuple[str, ...], st
 def test_tampering_with_the_store_is_caught_by_verify_and_export(
     cli, kernel, store_path, tmp_path, world, signing_key, tamper
 ):
-    assert kernel.verify_audit(state=True).ok
+    assert kernel.audit.verify(state=True).ok
     statements, message = _store_tampers(world)[tamper]
     _sql(store_path, *statements)
     result = cli("audit", "verify", "--json")
@@ -758,7 +759,7 @@ def test_tampering_with_the_store_is_caught_by_verify_and_export(
     report = json.loads(result.out)
     assert_valid("audit-verify", report)
     assert report["ok"] is False
-    assert not kernel.verify_audit(state=True).ok
+    assert not kernel.audit.verify(state=True).ok
     out = tmp_path / "after.jsonl"
     refused = one_line_error(cli("audit", "export", "--out", str(out)), 1)
     assert "not exporting" in refused and message in refused
@@ -783,11 +784,11 @@ def test_state_check_accepts_imported_adrs_and_splits(kernel, tmp_path, signing_
     closed = next(d for d in kernel.decisions(include_closed=True) if not d.current)
     proposal = kernel.propose(decisions[0].subject, "A successor", supersedes=[closed.id])
     kernel.ratify(proposal.id, reviewer="carol")
-    report = kernel.verify_audit(state=True)
+    report = kernel.audit.verify(state=True)
     assert report.ok, report
-    result = kernel.export_audit(tmp_path / "adr.jsonl", passphrase=PASSPHRASE)
+    result = kernel.audit.export(tmp_path / "adr.jsonl", passphrase=PASSPHRASE)
     assert result.manifest["counts"]["import"] > 0
-    assert Ctx.verify_audit_export(tmp_path / "adr.jsonl").ok
+    assert AuditService.verify_export(tmp_path / "adr.jsonl").ok
 
 
 # -- keys -------------------------------------------------------------------------------------------
@@ -804,7 +805,7 @@ def test_keys_init_writes_an_encrypted_key_only_you_can_read(cli, tmp_path, pass
     assert private.read_bytes().startswith(b"-----BEGIN ENCRYPTED PRIVATE KEY-----")
     assert public.read_bytes().startswith(b"-----BEGIN PUBLIC KEY-----")
     assert PASSPHRASE.encode() not in private.read_bytes()
-    key_id = Ctx.signing_key().key_id
+    key_id = AuditService.signing_key().key_id
     assert key_id in result.out and str(private) in result.out
 
 
@@ -814,7 +815,7 @@ def test_keys_init_refuses_to_overwrite_without_force(cli, tmp_path, signing_key
     assert "--force" in line
     assert signing.key_paths()[0].read_bytes() == before
     assert cli("keys", "init", "--force", db=False).code == 0
-    assert Ctx.signing_key().key_id != signing_key.key_id
+    assert AuditService.signing_key().key_id != signing_key.key_id
     kept = signing.key_paths()[1].with_name(f"audit-signing-key.{signing_key.key_id[:16]}.pub.pem")
     assert signing.load_public_key(kept)[1] == signing_key.key_id
 

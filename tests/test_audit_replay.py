@@ -15,6 +15,7 @@ from ctx_kernel.kernel import Ctx
 from ctx_kernel.kernel.audit import checkpoints as audit_checkpoint
 from ctx_kernel.kernel.audit import signing
 from ctx_kernel.kernel.audit.schema import expected_objects
+from ctx_kernel.kernel.audit.service import AuditService
 from ctx_kernel.kernel.chain import GENESIS_HASH, row_hash
 from ctx_kernel.kernel.store.sqlite import driver
 
@@ -41,7 +42,7 @@ def one_line_error(result, code: int) -> str:
 def signing_key(cli, monkeypatch: pytest.MonkeyPatch) -> signing.KeyInfo:
     monkeypatch.setenv("CTX_KEY_PASSPHRASE", PASSPHRASE)
     assert cli("keys", "init", db=False).code == 0
-    return Ctx.signing_key()
+    return AuditService.signing_key()
 
 
 @pytest.fixture
@@ -76,7 +77,7 @@ def world(kernel: Ctx) -> dict[str, str]:
     kernel.import_adrs(ADRS, reviewer="carol")
     imported = next(d for d in kernel.decisions(include_closed=True) if d.source and d.rationale)
     linked = next(d for d in kernel.decisions(include_closed=True) if d.source and d.superseded_by)
-    assert kernel.conflicts(), "the world needs a recorded conflict"
+    assert kernel.facts.conflicts(), "the world needs a recorded conflict"
     return {
         "note": note,
         "other": other,
@@ -523,7 +524,7 @@ def test_a_checkpoint_signed_by_another_key_needs_that_key(
         tmp_path / "k",
         tmp_path / "k.pub",
     )
-    rows = kernel.audit_events()
+    rows = kernel.audit.events()
     document = audit_checkpoint.sign_head(
         other,
         info,
@@ -609,7 +610,7 @@ def test_a_file_that_is_not_a_checkpoint_is_one_line(cli, tmp_path, world, signi
 
 def test_the_review_audit_screen_sees_a_forged_link(kernel, store_path, world):
     tamper(store_path, TAMPERS["link-a-current-decision-as-superseded"][0].format(**world))
-    report = kernel.verify_audit(state=True)
+    report = kernel.audit.verify(state=True)
     assert not report.ok and "supersession row" in report.problem
 
 
@@ -633,11 +634,11 @@ def test_reindex_rebuilds_a_planted_text_index_entry_and_lost_mentions(store_pat
         conn.execute("DELETE FROM entity_mention")
         conn.commit()
         conn.close()
-        planted = kernel.verify_audit(state=True)  # the keyword index is checked against its rows
+        planted = kernel.audit.verify(state=True)  # the keyword index is checked against its rows
         assert not planted.ok and "keyword index of decision does not match" in (planted.problem or "")
         assert [m.decision.id for m in kernel.search("sms").decisions] == [decision]
         kernel.reindex()
-        assert kernel.verify_audit(state=True).ok
+        assert kernel.audit.verify(state=True).ok
         assert kernel.search("sms").decisions == []
         assert [m.decision.id for m in kernel.search("yubikey").decisions] == [decision]
         hit = kernel.recall("yubikey", mode="entity").decisions

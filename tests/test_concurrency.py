@@ -255,7 +255,7 @@ def test_concurrent_writers_and_reviewer(tmp_path: Path) -> None:
             assert current == [rows[-1]]
 
         # -- audit: one row per state change, chain intact ----------------------------------
-        report = kernel.verify_audit()
+        report = kernel.audit.verify()
         assert report.ok, report
         rows = conn.execute("SELECT count(*) FROM audit").fetchone()[0]
         assert report.rows == rows

@@ -92,7 +92,7 @@ def test_jsonl_logs_every_record_with_its_fields_and_reports_totals(cli, kernel,
     assert (second.kind, second.source, second.occurred_at) == ("log", None, None)
     shown = cli("show", first.id, "--json")
     jsonschema.validate(json.loads(shown.out), schema("show"))
-    assert kernel.verify_audit().ok
+    assert kernel.audit.verify().ok
 
 
 def test_rerunning_the_same_file_adds_nothing(cli, kernel, tmp_path):
@@ -233,7 +233,7 @@ def test_an_interrupted_run_keeps_committed_batches_and_a_rerun_completes(kernel
     again = kernel.log_many(Item(n, r) for n, r in enumerate(records, start=1))
     assert (again.added, again.duplicates) == (300, 1_000)
     assert kernel.store.item_count("evidence") == 1_300
-    assert kernel.verify_audit().ok
+    assert kernel.audit.verify().ok
 
 
 def _count(store: Path) -> int:
@@ -278,7 +278,7 @@ def test_a_real_process_stopped_mid_run_loses_nothing_committed(tmp_path, store_
     assert rerun.stdout.decode().startswith(f"added {30_000 - committed}, duplicates {committed}, ")
     assert _count(store_path) == 30_000
     with Ctx.open(store_path) as kernel:
-        assert kernel.verify_audit().ok
+        assert kernel.audit.verify().ok
 
 
 # -- transcripts --------------------------------------------------------------------------

@@ -24,7 +24,7 @@ def test_logging_the_same_text_twice_returns_the_first_id(kernel: Ctx):
     assert again.id == first.id
     evidence = kernel.evidence(first.id)
     assert evidence.tags == ["ci", "flaky"] and evidence.agent == "ci"
-    assert sum(e.action == "evidence.logged" for e in kernel.audit_events()) == 1
+    assert sum(e.action == "evidence.logged" for e in kernel.audit.events()) == 1
 
 
 def test_subject_is_normalised(kernel: Ctx):
@@ -119,7 +119,7 @@ def test_amended_ratification_is_recorded(kernel: Ctx):
     proposal = kernel.propose("api.errors", "Return problem json")
     decision = kernel.ratify(proposal.id, reviewer="bob", decision="Return RFC 9457 problem+json").decision
     assert decision.amended and decision.decision == "Return RFC 9457 problem+json"
-    event = next(e for e in kernel.audit_events() if e.action == "proposal.ratified")
+    event = next(e for e in kernel.audit.events() if e.action == "proposal.ratified")
     assert json.loads(event.after)["amended_from"] == "Return problem json"
     assert event.actor == "bob"
 
@@ -145,7 +145,7 @@ def test_unknown_evidence_or_decision_is_refused(kernel: Ctx):
         kernel.propose("a", "x", supersedes=["dc_01JD0000000000000000000000"])
     with pytest.raises(UsageError):
         kernel.propose("a", "x", supersedes=["ev_01JD0000000000000000000000"])
-    assert kernel.queue() == [] and kernel.audit_events() == []
+    assert kernel.queue() == [] and kernel.audit.events() == []
 
 
 @pytest.mark.parametrize(
@@ -179,19 +179,19 @@ def test_database_itself_holds_the_invariants(kernel: Ctx, store_path: Path, sql
     with pytest.raises(driver.dbapi.DatabaseError):
         conn.execute(sql)
     conn.close()
-    assert kernel.verify_audit().ok
+    assert kernel.audit.verify().ok
 
 
 def test_audit_verify_names_the_first_tampered_row(kernel: Ctx, store_path: Path, cli):
     kernel.log("one")
     kernel.log("two")
     kernel.propose("a", "b")
-    assert kernel.verify_audit().ok and kernel.verify_audit().rows == 3
+    assert kernel.audit.verify().ok and kernel.audit.verify().rows == 3
     conn = driver.connect(store_path)
     conn.execute("DROP TRIGGER audit_no_update")
     conn.execute("UPDATE audit SET actor = 'mallory' WHERE seq = 2")
     conn.close()
-    report = kernel.verify_audit()
+    report = kernel.audit.verify()
     assert not report.ok and report.first_bad_seq == 2
     result = cli("audit", "verify")
     assert result.code == 1 and "row 2" in result.err

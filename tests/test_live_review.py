@@ -88,7 +88,7 @@ async def test_two_reviewers_see_each_others_acts_and_a_stale_plan_is_refused(lo
         assert check.proposal(theirs).status == "ratified"
         assert check.proposal(mine).status == "pending"
         assert check.decision(jwt.id).closed_by == "superseded"
-        assert check.verify_audit().ok
+        assert check.audit.verify().ok
 
 
 def test_the_facades_watch_wakes_on_another_connections_commit(location) -> None:  # type: ignore[no-untyped-def]

@@ -164,7 +164,7 @@ def test_ratifying_through_mcp_is_impossible(agent, world, name):
     assert snapshot(world["db"]) == before
     with facade(world) as kernel:
         assert kernel.proposal(world["pending"]).status == "pending"
-        assert kernel.verify_audit().ok
+        assert kernel.audit.verify().ok
 
 
 # -- good calls -----------------------------------------------------------------------------------
@@ -210,7 +210,7 @@ def test_propose_decision(agent, world):
         assert stored.to_dict() == proposal
         assert proposal["id"] in [p.id for p in kernel.queue("auth")]
         assert kernel.decisions("auth.tokens")[0].id == world["current"].id  # nothing ratified
-        assert kernel.verify_audit().ok
+        assert kernel.audit.verify().ok
 
 
 def test_an_agent_cannot_propose_or_log_in_a_persons_name(agent, world):
@@ -528,7 +528,7 @@ def test_many_agents_at_once_lose_nothing(tmp_path, model_cache, real_model):
     db = tmp_path / ".ctx" / "ctx.db"
     with Ctx.init(db, embedder=None)[0] as kernel:
         kernel.ratify(kernel.propose("auth.tokens", "Use JWT with refresh rotation").id, reviewer="alice")
-        audit_before = len(kernel.audit_events())
+        audit_before = len(kernel.audit.events())
     env = {"CTX_CONFIG_DIR": str(tmp_path / "config"), "CTX_CACHE_DIR": str(model_cache)}
     done: dict[int, dict] = {}
     everyone_connected = anyio.Event()
@@ -606,7 +606,7 @@ def test_many_agents_at_once_lose_nothing(tmp_path, model_cache, real_model):
             assert set(run["recalls"]) <= {"on", "partial"}
         # Every agent logged the same shared texts: one id each, whoever logged it first.
         assert len({tuple(run["shared"]) for run in done.values()}) == 1
-        report = kernel.verify_audit()
+        report = kernel.audit.verify()
         assert report.ok, report.problem
         logged = AGENTS * ROUNDS + ROUNDS
         assert report.rows - audit_before == logged + AGENTS * ROUNDS

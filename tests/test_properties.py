@@ -145,11 +145,11 @@ class KernelMachine(RuleBasedStateMachine):
             )
         if data.draw(st.integers(0, 7), label="0 = first try superseding an unknown decision") == 0:
             # A refused write leaves nothing behind: no proposal, no audit row.
-            rows_before = self.kernel.verify_audit().rows
+            rows_before = self.kernel.audit.verify().rows
             with pytest.raises(NotFoundError):
                 self.kernel.propose(spelling, choice, supersedes=[*explicit, UNKNOWN_DECISION])
             assert len(self.kernel.store.list_proposals(status=None)) == len(self.status)
-            assert self.kernel.verify_audit().rows == rows_before
+            assert self.kernel.audit.verify().rows == rows_before
         proposal = self.kernel.propose(
             spelling, choice, rationale="why not", evidence=evidence, supersedes=explicit, proposer="agent-a"
         )
@@ -272,11 +272,11 @@ class KernelMachine(RuleBasedStateMachine):
             "withdraw": lambda: self.kernel.withdraw(proposal_id, actor="agent-a"),
         }
         before = self.kernel.proposal(proposal_id)
-        rows_before = self.kernel.verify_audit().rows
+        rows_before = self.kernel.audit.verify().rows
         with pytest.raises(RefusedError):
             calls[action]()
         assert self.kernel.proposal(proposal_id) == before
-        assert self.kernel.verify_audit().rows == rows_before
+        assert self.kernel.audit.verify().rows == rows_before
 
     @precondition(lambda self: bool(self.current))
     @rule(subject=spelled_subject)
@@ -284,10 +284,10 @@ class KernelMachine(RuleBasedStateMachine):
         normal, spelling = subject
         current = self.current.get(normal)
         if current is None:
-            rows_before = self.kernel.verify_audit().rows
+            rows_before = self.kernel.audit.verify().rows
             with pytest.raises(RefusedError):
                 self.kernel.retire(spelling, reviewer=REVIEWER, reason="obsolete")
-            assert self.kernel.verify_audit().rows == rows_before
+            assert self.kernel.audit.verify().rows == rows_before
             return
         retired = self.kernel.retire(spelling, reviewer=REVIEWER, reason="obsolete")
         assert retired.id == current
@@ -409,10 +409,10 @@ class KernelMachine(RuleBasedStateMachine):
         assert {p.id for p in self.kernel.queue()} == {i for i, s in self.status.items() if s == "pending"}
 
     def _audit_holds(self) -> None:
-        report = self.kernel.verify_audit(state=True)  # the chain, and the tables replayed against it
+        report = self.kernel.audit.verify(state=True)  # the chain, and the tables replayed against it
         assert report.ok, report
         assert report.rows == sum(self.actions.values())
-        assert Counter(e.action for e in self.kernel.audit_events()) == self.actions
+        assert Counter(e.action for e in self.kernel.audit.events()) == self.actions
         count = self.conn.execute("SELECT count(*) FROM evidence").fetchone()[0]
         assert count == len(self.evidence_ids)
 

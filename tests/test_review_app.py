@@ -33,8 +33,8 @@ def _queue(store: Path) -> dict[str, str]:
 
 def _audit(store: Path) -> list[tuple[str, str, str, dict]]:
     with Ctx.open(store, embedder=None) as kernel:
-        assert kernel.verify_audit().ok
-        return [(e.actor, e.action, e.target, json.loads(e.after or "{}")) for e in kernel.audit_events()]
+        assert kernel.audit.verify().ok
+        return [(e.actor, e.action, e.target, json.loads(e.after or "{}")) for e in kernel.audit.events()]
 
 
 def _rows(app) -> list[str]:
@@ -390,8 +390,8 @@ async def test_the_audit_screen_names_a_decision_changed_beside_the_log(store: P
     conn.commit()
     conn.close()
     with Ctx.open(store, embedder=None) as kernel:
-        assert kernel.verify_audit().ok  # the chain alone still verifies
-        expected = kernel.verify_audit(state=True)
+        assert kernel.audit.verify().ok  # the chain alone still verifies
+        expected = kernel.audit.verify(state=True)
     assert not expected.ok
     app, kernel = review_app(store)
     async with app.run_test(size=(120, 30)) as pilot:

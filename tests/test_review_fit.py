@@ -278,7 +278,7 @@ async def test_the_audit_screen_keeps_the_end_of_ids_that_share_a_start(store: P
         rows = app.screen.query_one("#audit", RowList)
         lines = [rows.render_line(y).text for y in range(rows.size.height)]
         shown = [line for line in lines if line.strip()]
-        targets = [event.target for event in reversed(kernel.audit_events())][: len(shown)]
+        targets = [event.target for event in reversed(kernel.audit.events())][: len(shown)]
         for line, target in zip(shown, targets, strict=True):
             cell = line.rstrip().rsplit(" ", 1)[-1]
             assert len(cell) < len(target) and "…" in cell

@@ -64,10 +64,10 @@ def test_ratify_settles_the_group_in_one_transaction(kernel: Ctx) -> None:
     closed = kernel.proposal(sibling.id)
     assert closed.status == "rejected" and closed.resolved_by == "ann"
     assert closed.resolution_note == f"settled by {chosen.id}, ratified as {result.decision.id}"
-    events = kernel.audit_events()
+    events = kernel.audit.events()
     event = next(e for e in events if e.target == sibling.id and e.action == "proposal.rejected")
     assert f'"settled_by": "{chosen.id}"' in (event.after or "")
-    assert kernel.verify_audit().ok
+    assert kernel.audit.verify().ok
 
 
 def test_settle_refuses_proposals_outside_the_group_and_changes_nothing(kernel: Ctx) -> None:

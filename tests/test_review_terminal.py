@@ -99,7 +99,7 @@ def test_ctx_review_in_tmux_approves_a_proposal(tmp_path: Path, store_path: Path
     current = kernel.decisions("auth.tokens")[0]
     assert current.proposal_id == proposal.id and current.ratified_by == "tess"
     assert kernel.decision(old.id).valid_until == current.valid_from
-    assert kernel.verify_audit().ok
+    assert kernel.audit.verify().ok
 
 
 @pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")

@@ -45,7 +45,7 @@ def test_copy_holds_every_row_and_its_audit_chain_verifies(cli, source, store_pa
     verify = cli("--db", str(target), "audit", "verify", "--json", db=False)
     assert verify.code == 0, verify.out
     report = json.loads(verify.out)
-    assert report["ok"] and report["last_hash"] == source.verify_audit().last_hash
+    assert report["ok"] and report["last_hash"] == source.audit.verify().last_hash
     with Ctx.open(target, embedder=None) as copy:
         # Derived data is rebuilt there: keyword search and the near-duplicate's queue both answer.
         assert copy.search("ledger postgres").evidence
@@ -104,7 +104,7 @@ def test_ctrl_c_in_any_stage_then_the_same_command_finishes_an_identical_copy(
     assert all(written[t] == 0 for t in STAGES[: min(done, 6)] if t in written)
     assert rows_at(target) == rows_at(store_path)
     with Ctx.open(target, embedder=None) as copy:
-        assert copy.verify_audit(state=True).ok
+        assert copy.audit.verify(state=True).ok
 
 
 def _migrate_command(store: Path, target: Path) -> list[str]:
@@ -150,7 +150,7 @@ def test_a_source_that_moved_on_between_runs_is_copied_as_it_is_now(source, stor
     assert report.resumed and report.resolved >= 1
     assert rows_at(target) == rows_at(store_path)
     with Ctx.open(target, embedder=None) as copy:
-        assert copy.verify_audit(state=True).ok
+        assert copy.audit.verify(state=True).ok
 
 
 @pytest.mark.parametrize(
@@ -304,7 +304,7 @@ def test_a_writer_on_the_source_during_the_copy_is_left_for_the_next_run(source,
     assert second.resumed and second.resolved == 2  # the ratified one and its settled near-duplicate
     assert rows_at(target) == rows_at(store_path) != before
     with Ctx.open(target, embedder=None) as copy:
-        assert copy.verify_audit(state=True).ok
+        assert copy.audit.verify(state=True).ok
 
 
 def _embedded(store_path: Path) -> Ctx:

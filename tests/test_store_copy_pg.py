@@ -45,7 +45,7 @@ def test_round_trip_sqlite_postgres_sqlite_gives_back_the_original(cli, source, 
     assert json.loads(home.out)["last_hash"] == report["last_hash"]
     assert rows_at(back) == original
     with Ctx.open(back, embedder=None) as copy:
-        assert copy.verify_audit(state=True).ok
+        assert copy.audit.verify(state=True).ok
         assert copy.search("ledger postgres").evidence
     with Ctx.open(url, embedder=None) as server:
         assert server.search("ledger postgres").evidence  # the server's own index, rebuilt
@@ -97,7 +97,7 @@ def test_a_server_that_goes_away_mid_copy_is_one_error_and_the_next_run_finishes
     assert source.migrate(pg.url(), batch_size=2).resumed
     assert _rows_at_url(pg.url()) == rows_at(store_path)
     with Ctx.open(pg.url(), embedder=None) as server:
-        assert server.verify_audit(state=True).ok
+        assert server.audit.verify(state=True).ok
 
 
 def test_a_server_holding_another_store_is_refused(cli, source, pg):

@@ -71,5 +71,5 @@ def test_a_stopped_copy_resumed_after_more_history_equals_the_source(before, bet
             kernel.migrate(str(target), batch_size=batch)
         assert rows_at(target) == rows_at(source_path)
         with Ctx.open(target, embedder=None) as copy:
-            report = copy.verify_audit(state=True)
+            report = copy.audit.verify(state=True)
             assert report.ok, report.problem

@@ -99,7 +99,7 @@ def test_sealed_evidence_reads_searches_and_recalls_as_before(sealed, cli):
     assert "[pangolin]" in hits[0].snippet
     assert sealed.recall("quokka", mode="hybrid").evidence[0].evidence.text.startswith("the quokka")
     assert sealed.store.pending_vector_count("evidence") == 0, "sealed text is never embedded"
-    assert sealed.verify_audit(state=True).ok
+    assert sealed.audit.verify(state=True).ok
 
 
 def test_a_missing_or_wrong_key_is_one_clear_line_and_changes_nothing(sealed, cli, store_path, monkeypatch):
@@ -154,8 +154,8 @@ def test_encrypt_an_existing_plain_store(cli, kernel, store_path, real_model):
     again = cli("encrypt")
     assert again.code == 1
     assert "already encrypted" in again.err
-    assert kernel.verify_audit(state=True).ok
-    assert [e.action for e in kernel.audit_events()][-1] == "vault.encrypted"
+    assert kernel.audit.verify(state=True).ok
+    assert [e.action for e in kernel.audit.events()][-1] == "vault.encrypted"
 
 
 def test_rekey_seals_every_row_under_a_new_key(sealed, cli, store_path):
@@ -171,7 +171,7 @@ def test_rekey_seals_every_row_under_a_new_key(sealed, cli, store_path):
     assert ids == {new_id.upper()}
     assert "[quokka]" in cli("search", "quokka").out
     with Ctx.open(store_path) as fresh:
-        assert fresh.verify_audit(state=True).ok
+        assert fresh.audit.verify(state=True).ok
 
 
 def test_an_interrupted_rekey_leaves_every_row_readable_and_resumes(cli, kernel, store_path):

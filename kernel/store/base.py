@@ -89,7 +89,11 @@ class BackendCheck(NamedTuple):
 
 
 class ChangeWatch(Protocol):
-    """Wakes a reader (the review app) when another connection commits to the store."""
+    """Wakes a reader (the review app) when another connection commits to the store.
+
+    SQLite polls ``data_version`` on each wait; PostgreSQL listens for the commit's notification
+    on a connection of its own and wakes at once.
+    """
 
     def wait(self, timeout: float) -> bool:
         """Block up to ``timeout`` seconds; True when a commit landed since the previous call."""

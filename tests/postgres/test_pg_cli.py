@@ -160,7 +160,7 @@ def test_an_adr_import_builds_the_same_kernel_as_on_sqlite(
             assert report.decisions
             again = kernel.import_adrs(ADRS / style, reviewer="alice")
             assert again.decisions == [] and again.proposals == []
-            assert kernel.verify_audit(state=True).ok
+            assert kernel.audit.verify(state=True).ok
             views.append(
                 (
                     kernel_view(kernel),

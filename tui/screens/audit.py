@@ -53,13 +53,13 @@ class AuditScreen(KernelScreen):
         """Read the log and verify it as `ctx audit verify` does: the chain, then the tables against it."""
 
         def load(ctx: Ctx) -> tuple[list[AuditEvent], bool, str]:
-            report = ctx.verify_audit(state=True)
+            report = ctx.audit.verify(state=True)
             if report.ok:
                 last = report.last_hash[:12]
                 status = f"audit log verified: {report.rows} rows, tables agree, last hash {last}…"
             else:
                 status = f"AUDIT LOG BROKEN at row {report.first_bad_seq}: {report.problem}"
-            return ctx.audit_events(), report.ok, status
+            return ctx.audit.events(), report.ok, status
 
         self.fetch(load, self._loaded, group="audit")
 

@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from ctx_kernel.kernel import paths
+from ctx_kernel.kernel import paths, team
 from ctx_kernel.kernel.errors import UsageError
 from ctx_kernel.kernel.facade import Ctx
 from ctx_kernel.kernel.hosts.cli.base import _db_option, _locate, _say, cli
@@ -63,7 +63,7 @@ def _grant_command(role: str) -> None:
         db_here: str | None,
     ) -> None:
         location = _locate(db_here or context.find_root().obj.get("db"))
-        script = Ctx.grant_script(location, role, name, create_login=create_login)
+        script = team.grant_script(location, role, name, create_login=create_login)
         if not run:
             if ask_password:
                 raise UsageError("--password goes with --run: a printed script never holds a password")
@@ -79,7 +79,7 @@ def _grant_command(role: str) -> None:
                 f"Password for {name}", hide_input=True, confirmation_prompt=True, err=True
             )
         with Ctx.open(location, embedder=None) as ctx:
-            ctx.grant_role(role, name, create_login=create_login, password=password)
+            team.grant(ctx.store, role, name, create_login=create_login, password=password)
         _say(f"{name} is now {article} {role} of {paths.display_location(location)}")
 
 

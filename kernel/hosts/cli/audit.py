@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from ctx_kernel.kernel.audit.service import AuditService
 from ctx_kernel.kernel.errors import CtxError, UsageError
 from ctx_kernel.kernel.facade import Ctx
 from ctx_kernel.kernel.hosts.cli.base import _db_option, _emit_json, _open, _say, _with_store, cli
@@ -56,7 +57,7 @@ def audit_export(ctx: Ctx, out: str, since: str | None, until: str | None, fmt: 
 
     Asks for the signing key's passphrase (or reads CTX_KEY_PASSPHRASE); see `ctx keys init`.
     """
-    result = ctx.export_audit(
+    result = ctx.audit.export(
         Path(out), passphrase=lambda: _passphrase(confirm=False), since=since, until=until, fmt=fmt
     )
     if as_json:
@@ -121,7 +122,7 @@ def audit_verify(
         return
     if checkpoints:
         raise UsageError("--checkpoint checks the store's log: leave out FILE")
-    found = Ctx.verify_audit_export(
+    found = AuditService.verify_export(
         Path(file),
         pubkey=Path(pubkey) if pubkey else None,
         manifest=Path(manifest) if manifest else None,
@@ -147,7 +148,7 @@ def _verify_store(
 ) -> None:
     ctx = _open(db_here or context.find_root().obj.get("db"))
     try:
-        report = ctx.verify_audit(
+        report = ctx.audit.verify(
             state=True, checkpoints=[Path(c) for c in checkpoints], pubkey=Path(pubkey) if pubkey else None
         )
     finally:
@@ -180,7 +181,7 @@ def audit_checkpoint(ctx: Ctx, out: str | None, as_json: bool) -> None:
     Keeps the signed head in checkpoints/ beside the store and in the store; `ctx audit verify`
     checks the chain against it. Asks for the signing key's passphrase (or reads CTX_KEY_PASSPHRASE).
     """
-    result = ctx.checkpoint_audit(
+    result = ctx.audit.checkpoint(
         passphrase=lambda: _passphrase(confirm=False), out=Path(out) if out else None
     )
     if as_json:
@@ -206,7 +207,7 @@ def keys_init(force: bool) -> None:
 
     The passphrase is asked twice on a terminal, or read from CTX_KEY_PASSPHRASE.
     """
-    info = Ctx.create_signing_key(lambda: _passphrase(confirm=True), force=force)
+    info = AuditService.create_signing_key(lambda: _passphrase(confirm=True), force=force)
     _say(f"created signing key {info.key_id}")
     _say(f"private key (encrypted): {info.private_path}")
     _say(f"public key: {info.public_path}")
@@ -223,5 +224,5 @@ def keys_init(force: bool) -> None:
 )
 def keys_export_public(fmt: str) -> None:
     """Print the public key that verifies your audit exports; give it to the reviewer."""
-    info = Ctx.signing_key()
+    info = AuditService.signing_key()
     _say(info.public_pem.rstrip("\n") if fmt == "pem" else info.public_raw)

@@ -135,7 +135,7 @@ def demo(folder: str, no_review: bool) -> None:
             _say(f"  evidence (unratified): {ev.snippet}")
         if found.vectors.note:
             _say(f"  note: {found.vectors.note}")
-        report = ctx.verify_audit()
+        report = ctx.audit.verify()
         _say(f"\naudit chain {'ok' if report.ok else 'BROKEN'}: {report.rows} rows")
         _say(f"\nTry: cd {folder} && ctx queue && ctx recall 'auth tokens' && ctx inject")
     finally:
