@@ -57,6 +57,10 @@ bench-pg *args:
 quality-locomo *args:
     {{venv}}python bench/locomo_quality.py {{args}}
 
+# Handles in a store of 100,000 records: the share of records named by at most 4..8 characters, and their cost.
+bench-handles *args:
+    {{venv}}python bench/handles_bench.py {{args}}
+
 # Recall through `ctx mcp` with the SDK client: server start, first and later recall latency.
 bench-mcp queries="100":
     {{venv}}python bench/mcp_bench.py --queries {{queries}}

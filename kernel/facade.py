@@ -131,8 +131,7 @@ class Ctx:
     # -- lifecycle ------------------------------------------------------------------------
     @classmethod
     def init(cls, path: Path | str, *, embedder: Embedder | str | None = AUTO) -> tuple[Ctx, bool]:
-        """Create the store at ``path`` (a file, or a server's URL as text), or open it if it
-        exists; True when it was created."""
+        """Create the store at ``path`` (a file, or a server's URL), or open it; True when created."""
         if isinstance(path, Path) and path.exists() and not path.is_file():
             raise UsageError(f"{path} exists and is not a file")
         created = isinstance(path, Path) and not path.exists()
@@ -275,8 +274,12 @@ class Ctx:
             parallel=parallel,
         )
 
+    def handles(self, record_ids: Iterable[str]) -> dict[str, str]:
+        """Each id's handle: the short end of it (``3WCX``) lists print and every command takes."""
+        return self._vault.handles(record_ids)
+
     def resolve_id(self, value: str, kind: str | None = None) -> str:
-        """A full id, or the one id starting with ``value`` (at least four characters after the ``_``)."""
+        """The one id ``value`` names: the id, its start (four or more characters) or its handle."""
         return self._vault.resolve_id(value, kind)
 
     def evidence(self, evidence_id: str) -> Evidence:
@@ -460,9 +463,8 @@ class Ctx:
         self, to: str, *, batch_size: int = COPY_BATCH, progress: Progress | None = None, force: bool = False
     ) -> MigrateReport:
         """Copy this store to ``to`` (a file, sqlite:PATH or a server URL); run again, it resumes.
-
-        A source that does not verify is refused (a copy would launder what was changed under the
-        audit log), and so is a target that is a symbolic link to nothing; ``force`` copies anyway."""
+        Refused, unless ``force``: a source that does not verify (a copy would launder what was
+        changed under the audit log), a target that is a symbolic link to nothing."""
         from ctx_kernel.kernel.store import copy  # noqa: PLC0415 - only ctx migrate copies
 
         if not force:

@@ -277,6 +277,16 @@ def test_show(agent, world, role):
     assert shown["kind"] == {"note": "evidence", "pending": "proposal", "current": "decision"}[role]
 
 
+@pytest.mark.parametrize("role", ["note", "pending", "current"])
+def test_a_tool_takes_the_handle_a_list_prints(agent, world, role):
+    """The short name `ctx queue` and the review app show names the record in every tool too."""
+    item = world[role] if isinstance(world[role], str) else world[role].id
+    with Ctx.open(world["db"], embedder=None) as kernel:
+        handle = kernel.handles([item])[item]
+    assert 4 <= len(handle) <= 8 and item.endswith(handle)
+    assert ok(agent.call_json("show", {"id": handle.lower()}), "show")["record"]["id"] == item
+
+
 @pytest.mark.parametrize(
     ("tool", "arguments", "argv"),
     [
@@ -761,7 +771,7 @@ def test_show_expands_an_id_or_a_unique_prefix(agent, world):
     assert "status: pending (not in force); proposed by claude" in proposal
     assert f"evidence: {world['note']}" in proposal
     ambiguous = error_text(agent.call("show", {"id": world["current"].id[:7]}))
-    assert ambiguous.startswith(f"{world['current'].id[:7]} is ambiguous: it starts ")
+    assert ambiguous.startswith(f"{world['current'].id[:7]} is ambiguous: it names ")
     assert world["current"].id in ambiguous and world["superseded"].id in ambiguous
 
 

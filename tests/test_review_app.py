@@ -434,3 +434,26 @@ async def test_no_thread_touches_the_store_once_the_app_has_quit(store: Path) ->
         app.backend.run(lambda k: k.queue())
     assert app.backend.changed() is False
     kernel.close()
+
+
+async def test_the_app_names_records_by_the_handles_commands_take(store: Path) -> None:
+    """The queue's preview and the decision browser show the handle `ctx queue` prints, not the id."""
+    with Ctx.open(store, embedder=None) as check:
+        pending = check.queue()
+        names = check.handles([p.id for p in pending])
+        current = check.decisions("auth.tokens")[0]
+        decision_name = check.handles([current.id])[current.id]
+    app, kernel = review_app(store)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        first = _rows(app)[0]
+        peek = str(app.screen.query_one("#peek").render())
+        assert peek.startswith(f"{names[first]} ") and first not in peek
+        await pilot.press("2")
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, BrowserScreen)
+        assert screen.names[current.id] == decision_name
+    kernel.close()
+    with Ctx.open(store, embedder=None) as check:
+        assert check.resolve_id(names[first], "proposal") == first

@@ -20,7 +20,7 @@ from ctx_kernel.tui.screens.audit import AuditScreen
 from ctx_kernel.tui.screens.base import KernelScreen, report_failure
 from ctx_kernel.tui.screens.browser import BrowserScreen
 from ctx_kernel.tui.screens.evidence import EvidenceScreen
-from ctx_kernel.tui.screens.queue import QueueScreen
+from ctx_kernel.tui.screens.queue import QueueScreen, load_queue
 
 # How long one wait for another process's commit lasts: SQLite is asked once per wait (PRAGMA
 # data_version: microseconds); PostgreSQL's notification ends a wait at once.
@@ -169,5 +169,5 @@ def make_app(
     """
     backend = Backend(ctx, reviewer, now, reviewer_confirmed=reviewer_confirmed, watch=bool(poll))
     # The queue is the first screen: read it while Textual starts (a long queue takes a while).
-    backend.prefetch("queue", lambda k: k.review_queue())
+    backend.prefetch("queue", load_queue)
     return ReviewApp(backend, poll=poll)

@@ -280,6 +280,10 @@ class EvidenceRows(Protocol):
     def ids_with_prefix(self, prefix: str, limit: int) -> list[str]:
         """Up to ``limit`` ids starting with ``prefix`` (``ev_``/``pr_``/``dc_`` names the kind), in order."""
 
+    def ids_ending(self, tails: Sequence[str]) -> list[str]:
+        """Every evidence, proposal and decision id whose last four characters are one of ``tails``
+        (an index lookup: the handles of :mod:`ctx_kernel.kernel.ids`)."""
+
     def get_evidence(self, evidence_id: str) -> Evidence | None:
         """One evidence row (opened when sealed)."""
 

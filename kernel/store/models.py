@@ -52,6 +52,8 @@ class Evidence(SQLModel, table=True):
     """A raw, append-only text in the evidence vault."""
 
     __tablename__ = "evidence"
+    # An id's last four characters: finding the records a handle may name (m008).
+    __table_args__ = (Index("ix_evidence_tail", sql("substr(id, -4)")),)
     id: str = Field(sa_column=_text(primary_key=True))
     content_hash: str = Field(sa_column=_text(nullable=False, unique=True))
     text: str = Field(sa_column=_text(nullable=False))
@@ -73,6 +75,7 @@ class Proposal(SQLModel, table=True):
         Index("ix_proposal_status", "status", "created_at"),
         Index("ix_proposal_subject", "subject"),
         Index("ix_proposal_source", "source"),
+        Index("ix_proposal_tail", sql("substr(id, -4)")),
     )
     id: str = Field(sa_column=_text(primary_key=True))
     subject: str = Field(sa_column=_text(nullable=False))
@@ -118,6 +121,7 @@ class Decision(SQLModel, table=True):
     __table_args__ = (
         Index("ix_decision_subject", "subject", "valid_from"),
         Index("ix_decision_source", "source"),
+        Index("ix_decision_tail", sql("substr(id, -4)")),
         Index(
             "ux_decision_current",
             "subject",

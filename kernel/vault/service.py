@@ -21,8 +21,12 @@ class VaultService:
         self.store = store
 
     def resolve_id(self, value: str, kind: str | None = None) -> str:
-        """A full id, or the one stored id of ``kind`` that starts with ``value``."""
-        return ids.resolve_id(value, kind, self.store.ids_with_prefix)
+        """The one stored id of ``kind`` that ``value`` names: the id, its start or its handle."""
+        return ids.resolve_id(value, kind, self.store.ids_with_prefix, self.store.ids_ending)
+
+    def handles(self, record_ids: Iterable[str]) -> dict[str, str]:
+        """Each id's handle: the shortest end of it (four characters or more) no other id ends with."""
+        return ids.handles(record_ids, self.store.ids_ending)
 
     def log(
         self,

@@ -1,6 +1,6 @@
 """Shipped PostgreSQL revisions never change: a schema change is a new revision.
 
-p001 to p006 run statement lists kept in :mod:`ctx_kernel.kernel.store.postgres.schema` and
+p001 to p007 run statement lists kept in :mod:`ctx_kernel.kernel.store.postgres.schema` and
 :mod:`~ctx_kernel.kernel.store.postgres.roles`. A server created by an earlier ctx has run them
 as they were then; editing them in place would give new servers a schema that existing ones never
 get. These digests hold the lists as they shipped.
@@ -19,6 +19,7 @@ SHIPPED = {
     "p004_login_binding": "cf5dc1c2737ff8a77c42588b2cbb8c8191c708efded85abf3be3f49908f7e819",
     "p005_input_rules": "367f4de971f45471af6197f33dc25aa4459613197dfb0dea610e20840639cb05",
     "p006_lookalikes_and_vectors": "b60d8a17b6c46c134471f6f7d822c7a9ec5e336f613c46e11d452212ca76d110",
+    "p007_handles": "bf287908901fc9f5bd831a4a2327499561775feea7a687ed90f7eba3ff027b10",
 }
 HOW = (
     "{name} has shipped and its statements changed: restore them (copy the old list into the "
@@ -38,6 +39,7 @@ def test_shipped_revisions_run_the_statements_they_shipped_with() -> None:
         "p004_login_binding": schema.P004_STATEMENTS,
         "p005_input_rules": schema.P005_STATEMENTS,
         "p006_lookalikes_and_vectors": list(schema.p006_statements()),
+        "p007_handles": schema.P007_STATEMENTS,
     }
     for name, statements in runs.items():
         assert _digest(statements) == SHIPPED[name], HOW.format(name=name)

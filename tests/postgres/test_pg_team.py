@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from psycopg import sql
 
-from ctx_kernel.kernel import Ctx
+from ctx_kernel.kernel import Ctx, team
 from ctx_kernel.kernel.errors import StoreError
 from ctx_kernel.kernel.store.postgres import roles
 from tests.conftest import run_ctx_process
@@ -134,7 +134,7 @@ def test_a_login_created_with_a_password_connects_with_it_and_the_server_keeps_a
     login = f"dev_{secrets.token_hex(3)}"
     try:
         with Ctx.open(pg.url(), embedder=None) as admin:
-            admin.grant_role("reviewer", login, create_login=True, password="correct horse battery")
+            team.grant(admin.store, "reviewer", login, create_login=True, password="correct horse battery")
         with pg.connect(autocommit=True) as owner:
             stored = owner.execute(
                 "SELECT rolpassword FROM pg_authid WHERE rolname = %s", (login,)

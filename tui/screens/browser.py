@@ -9,7 +9,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Header, Input, Static, Tree
 
-from ctx_kernel.kernel.facade import Decision, visible
+from ctx_kernel.kernel.facade import Ctx, Decision, visible
 from ctx_kernel.tui.format import one_line, state, window
 from ctx_kernel.tui.screens.actions import ReviewActions
 from ctx_kernel.tui.widgets.keys import KeyBar
@@ -31,6 +31,7 @@ class BrowserScreen(ReviewActions):
         super().__init__()
         self.as_of: str | None = None
         self.decisions: dict[str, Decision] = {}
+        self.names: dict[str, str] = {}
         self.chosen: Decision | None = None
 
     def compose(self) -> ComposeResult:
@@ -54,9 +55,15 @@ class BrowserScreen(ReviewActions):
     def reload(self) -> None:
         """Read the decisions valid now (or at the as-of moment)."""
         as_of = self.as_of
-        self.fetch(lambda k: k.decisions(as_of=as_of), self._loaded, group="kernel")
 
-    def _loaded(self, found: list[Decision]) -> None:
+        def load(ctx: Ctx) -> tuple[list[Decision], dict[str, str]]:
+            found = ctx.decisions(as_of=as_of)
+            return found, ctx.handles(d.id for d in found)
+
+        self.fetch(load, self._loaded, group="kernel")
+
+    def _loaded(self, loaded: tuple[list[Decision], dict[str, str]]) -> None:
+        found, self.names = loaded
         self.decisions = {d.id: d for d in found}
         tree = self.query_one(Tree)
         tree.clear()
@@ -90,7 +97,7 @@ class BrowserScreen(ReviewActions):
         body = Text()
         body.append(f"{visible(decision.subject)}\n", style="bold")
         body.append_text(state(decision))
-        body.append(f"  {window(decision)}  {decision.id}\n\n", style="dim")
+        body.append(f"  {window(decision)}  {self.names.get(decision.id, decision.id)}\n\n", style="dim")
         body.append(f"{visible(decision.decision)}\n")
         if decision.rationale:
             body.append("\nwhy: ", style="cyan")

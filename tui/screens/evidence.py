@@ -8,7 +8,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import Header, Input, Static
 
-from ctx_kernel.kernel.facade import Evidence, visible
+from ctx_kernel.kernel.facade import Ctx, Evidence, visible
 from ctx_kernel.tui.dialogs.text import TextDialog
 from ctx_kernel.tui.format import one_line
 from ctx_kernel.tui.screens.base import KernelScreen
@@ -16,6 +16,11 @@ from ctx_kernel.tui.widgets.keys import KeyBar
 from ctx_kernel.tui.widgets.rows import Column, Row, RowList
 
 RECENT = 200
+
+
+def _named(ctx: Ctx, found: list[Evidence]) -> tuple[list[Evidence], dict[str, str]]:
+    """The texts with their handles (the short names commands take)."""
+    return found, ctx.handles(e.id for e in found)
 
 
 class EvidenceScreen(KernelScreen):
@@ -28,6 +33,7 @@ class EvidenceScreen(KernelScreen):
     def __init__(self) -> None:
         super().__init__()
         self.found: dict[str, Evidence] = {}
+        self.names: dict[str, str] = {}
         self.query_text = ""
 
     def compose(self) -> ComposeResult:
@@ -51,12 +57,15 @@ class EvidenceScreen(KernelScreen):
         query = self.query_text
         if query:
             self.fetch(
-                lambda k: [m.evidence for m in k.search(query, limit=100).evidence], self._loaded, group="ev"
+                lambda k: _named(k, [m.evidence for m in k.search(query, limit=100).evidence]),
+                self._loaded,
+                group="ev",
             )
         else:
-            self.fetch(lambda k: k.recent_evidence(RECENT), self._loaded, group="ev")
+            self.fetch(lambda k: _named(k, k.recent_evidence(RECENT)), self._loaded, group="ev")
 
-    def _loaded(self, found: list[Evidence]) -> None:
+    def _loaded(self, loaded: tuple[list[Evidence], dict[str, str]]) -> None:
+        found, self.names = loaded
         self.found = {e.id: e for e in found}
         self.query_one(RowList).set_rows(
             [
@@ -85,7 +94,8 @@ class EvidenceScreen(KernelScreen):
     def _open(self, event: RowList.Opened) -> None:
         evidence = self.found[event.key]
         subtitle = (
-            f"{evidence.id} · {evidence.kind} · {evidence.agent or 'unknown'} · {evidence.created_at[:19]}"
+            f"{self.names.get(evidence.id, evidence.id)} · {evidence.kind} · {evidence.agent or 'unknown'} · "
+            f"{evidence.created_at[:19]}"
         )
         self.app.push_screen(TextDialog("Evidence (unratified)", evidence.text, subtitle=subtitle))
 

@@ -8,27 +8,27 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.widgets import Header, Label, Static
 
-from ctx_kernel.kernel.facade import Decision, visible
+from ctx_kernel.kernel.facade import Ctx, Decision, visible
 from ctx_kernel.tui.format import state, window
 from ctx_kernel.tui.screens.base import KernelScreen
 from ctx_kernel.tui.widgets.keys import KeyBar
 
 
-def timeline(chain: list[Decision]) -> Text:
-    """The chain oldest first: window, state, who ratified it, the text, what replaced it."""
+def timeline(chain: list[Decision], names: dict[str, str]) -> Text:
+    """The chain oldest first: window, state, handle, who ratified it, the text, what replaced it."""
     out = Text()
     for decision in chain:
         out.append("● " if decision.current else "○ ", style="green" if decision.current else "dim")
         out.append(f"{window(decision)}  ")
         out.append_text(state(decision))
-        out.append(f"  {decision.id}\n", style="dim")
+        out.append(f"  {names.get(decision.id, decision.id)}\n", style="dim")
         out.append(f"  {visible(decision.subject)}: ", style="bold")
         out.append(f"{visible(decision.decision)}\n")
         extra = f"ratified by {visible(decision.ratified_by)}"
         if decision.amended:
             extra += " (amended)"
         if decision.superseded_by:
-            extra += f"; superseded by {', '.join(decision.superseded_by)}"
+            extra += f"; superseded by {', '.join(names.get(i, i) for i in decision.superseded_by)}"
         if decision.close_reason and not decision.superseded_by:
             extra += f"; {visible(decision.close_reason)}"
         out.append(f"  {extra}\n\n", style="dim")
@@ -61,6 +61,9 @@ class HistoryScreen(KernelScreen):
     def reload(self) -> None:
         """Read the chain again."""
         subject = self.subject
-        self.fetch(
-            lambda k: k.history(subject), lambda c: self.query_one("#history", Static).update(timeline(c))
-        )
+
+        def load(ctx: Ctx) -> Text:
+            chain = ctx.history(subject)
+            return timeline(chain, ctx.handles(i for d in chain for i in (d.id, *d.superseded_by)))
+
+        self.fetch(load, self.query_one("#history", Static).update)

@@ -11,7 +11,7 @@ from textual.binding import Binding
 from textual.timer import Timer
 from textual.widgets import Header, Input, Static
 
-from ctx_kernel.kernel.facade import QueueEntry
+from ctx_kernel.kernel.facade import Ctx, QueueEntry
 from ctx_kernel.tui import filtering
 from ctx_kernel.tui.format import is_stale, one_line, queue_row
 from ctx_kernel.tui.screens.actions import ReviewActions
@@ -24,6 +24,14 @@ from ctx_kernel.tui.widgets.rows import Column, Row, RowList
 BADGE_CHUNK = 8
 BADGE_DELAY = 0.25
 SORTS = ("age", "subject", "proposer", "group")
+# The pending proposals and their handles (the short names `ctx queue` prints and commands take).
+Loaded = tuple[list[QueueEntry], dict[str, str]]
+
+
+def load_queue(ctx: Ctx) -> Loaded:
+    """The queue as the screen shows it, read in one go off the UI thread."""
+    entries = ctx.review_queue()
+    return entries, ctx.handles(e.proposal.id for e in entries)
 
 
 class QueueScreen(ReviewActions):
@@ -48,6 +56,7 @@ class QueueScreen(ReviewActions):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.entries: list[QueueEntry] = []
+        self.names: dict[str, str] = {}
         self.shown: list[QueueEntry] = []
         self.selected: set[str] = set()
         self.contradicts: dict[str, int] = {}
@@ -100,16 +109,17 @@ class QueueScreen(ReviewActions):
         """Read the pending proposals (the first time, the read the app started early)."""
         early = self.backend.take("queue")
         if early is None:
-            self.fetch(lambda k: k.review_queue(), self._loaded, group="queue")
+            self.fetch(load_queue, self._loaded, group="queue")
             return
 
         def wait() -> None:
-            entries = cast(list[QueueEntry], early.result())
-            self.app.call_from_thread(self._loaded, entries)
+            loaded = cast(Loaded, early.result())
+            self.app.call_from_thread(self._loaded, loaded)
 
         self.run_worker(wait, thread=True, group="queue", exclusive=True, exit_on_error=False)
 
-    def _loaded(self, entries: list[QueueEntry]) -> None:
+    def _loaded(self, loaded: Loaded) -> None:
+        entries, self.names = loaded
         known = {e.proposal.id for e in entries}
         self.entries = entries
         self.selected &= known
@@ -168,7 +178,7 @@ class QueueScreen(ReviewActions):
             peek.append("Nothing to review." if not self.entries else "No proposal matches the filter.")
         else:
             proposal = entry.proposal
-            peek.append(f"{proposal.id} ", style="dim")
+            peek.append(f"{self.names.get(proposal.id, proposal.id)} ", style="dim")
             peek.append(one_line(proposal.decision))
             if entry.current is not None:
                 peek.append("\nreplaces: ", style="cyan")

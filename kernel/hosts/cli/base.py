@@ -105,20 +105,29 @@ def _window(decision: Decision) -> str:
     return f"{decision.valid_from[:19]} .. {end}"
 
 
-def _decision_line(decision: Decision) -> str:
+# Lists name each record by its handle (``3WCX``), as `git log --oneline` abbreviates commits; a
+# list passes the handles of every id it shows (``Ctx.handles``), and an id it lacks shows whole.
+Handles = dict[str, str]
+
+
+def _decision_line(decision: Decision, names: Handles | None = None) -> str:
     state = "current" if decision.current else f"{decision.closed_by}"
-    return f"{decision.id}  {decision.subject}  [{state}, {_window(decision)}]\n    {decision.decision}"
+    name = (names or {}).get(decision.id, decision.id)
+    return f"{name}  {decision.subject}  [{state}, {_window(decision)}]\n    {decision.decision}"
 
 
-def _proposal_line(proposal: Proposal) -> str:
+def _proposal_line(proposal: Proposal, names: Handles | None = None) -> str:
+    named = names or {}
     badges = []
     if proposal.supersedes:
-        badges.append("supersedes " + ", ".join(proposal.supersedes))
+        badges.append("supersedes " + ", ".join(named.get(i, i) for i in proposal.supersedes))
     if proposal.near_duplicate_of:
-        badges.append(f"near-duplicate of {proposal.near_duplicate_of}")
+        badges.append(
+            f"near-duplicate of {named.get(proposal.near_duplicate_of, proposal.near_duplicate_of)}"
+        )
     tail = f"  ({'; '.join(badges)})" if badges else ""
     return (
-        f"{proposal.id}  {proposal.subject}  by {proposal.proposer}, "
+        f"{named.get(proposal.id, proposal.id)}  {proposal.subject}  by {proposal.proposer}, "
         f"{_age(proposal.created_at)} old{tail}\n    {proposal.decision}"
     )
 

@@ -32,35 +32,42 @@ if TYPE_CHECKING:
     from ctx_kernel.kernel.records import SearchResults
 
 
-def _decisions(_ctx: Ctx, _args: DecisionsArgs, found: list[Decision]) -> None:
+def _decisions(ctx: Ctx, _args: DecisionsArgs, found: list[Decision]) -> None:
     if not found:
         _say("no decisions")
+    names = ctx.handles(d.id for d in found)
     for decision in found:
-        _say(_decision_line(decision))
+        _say(_decision_line(decision, names))
 
 
 operation_command("decisions", _decisions)
 
 
-def _queue(_ctx: Ctx, _args: QueueArgs, found: list[Proposal]) -> None:
+def _queue(ctx: Ctx, _args: QueueArgs, found: list[Proposal]) -> None:
     if not found:
         _say("no pending proposals")
+    names = ctx.handles(
+        i
+        for p in found
+        for i in (p.id, *p.supersedes, *([p.near_duplicate_of] if p.near_duplicate_of else []))
+    )
     for proposal in found:
-        _say(_proposal_line(proposal))
+        _say(_proposal_line(proposal, names))
 
 
 operation_command("queue", _queue)
 
 
 def _history(ctx: Ctx, _args: SubjectArgs, chain: list[Decision]) -> None:
+    names = ctx.handles(i for d in chain for i in (d.id, *d.supersedes))
     for decision in chain:
-        _say(_decision_line(decision))
+        _say(_decision_line(decision, names))
         if decision.title:
             _say(f"    title: {decision.title}")
         if decision.deciders:
             _say(f"    deciders: {', '.join(decision.deciders)} (ratified by {decision.ratified_by})")
         for old in decision.supersedes:
-            _say(f"    supersedes {old}")
+            _say(f"    supersedes {names.get(old, old)}")
         if decision.amended and decision.proposal_id:
             proposed = ctx.proposal(decision.proposal_id).decision
             _say(f"    amended by {decision.ratified_by}: {plain_diff(proposed, decision.decision)}")
@@ -80,15 +87,18 @@ def _show(_ctx: Ctx, _args: ShowArgs, record: Evidence | Proposal | Decision) ->
 operation_command("show", _show)
 
 
-def _search(_ctx: Ctx, _args: SearchArgs, results: SearchResults) -> None:
+def _search(ctx: Ctx, _args: SearchArgs, results: SearchResults) -> None:
+    names = ctx.handles(
+        [*(m.decision.id for m in results.decisions), *(f.evidence.id for f in results.evidence)]
+    )
     _say("Decisions (ratified):")
     for match in results.decisions:
-        _say("  " + _decision_line(match.decision).replace("\n", "\n  "))
+        _say("  " + _decision_line(match.decision, names).replace("\n", "\n  "))
     if not results.decisions:
         _say("  none")
     _say("Evidence (unratified):")
     for found in results.evidence:
-        _say(f"  {found.evidence.id}  {found.evidence.kind}  {found.snippet}")
+        _say(f"  {names[found.evidence.id]}  {found.evidence.kind}  {found.snippet}")
     if not results.evidence:
         _say("  none")
 
@@ -122,18 +132,28 @@ def _explain(
     return " · ".join(parts) or "no ranker matched it directly"
 
 
-def _recall(_ctx: Ctx, args: RecallArgs, found: Recall, *, explain: bool) -> None:
+def _recall_ids(found: Recall) -> list[str]:
+    """Every id a recall's answer shows."""
+    shown = [c.decision.id for c in found.closed] + [e.evidence.id for e in found.evidence]
+    for hit in found.decisions:
+        shown += [hit.decision.id, *([hit.via] if hit.via else [])]
+        shown += [r.id for r in (*hit.superseded, *hit.conflicts, *hit.pending)]
+    return shown
+
+
+def _recall(ctx: Ctx, args: RecallArgs, found: Recall, *, explain: bool) -> None:
+    name = ctx.handles(_recall_ids(found)).get
     moment = f"at {found.as_of[:19]}" if found.as_of else "now"
     _say(f"Decisions (ratified, in force {moment}):")
     for hit in found.decisions:
         d = hit.decision
-        _say(f"  {hit.rank}. {d.id}  {d.subject}  [since {d.valid_from[:10]}]")
+        _say(f"  {hit.rank}. {name(d.id, d.id)}  {d.subject}  [since {d.valid_from[:10]}]")
         _say(f"     {d.decision}")
         if hit.via:
-            _say(f"     (its superseded predecessor {hit.via} matched the query)")
+            _say(f"     (its superseded predecessor {name(hit.via, hit.via)} matched the query)")
         for related in [*hit.superseded, *hit.conflicts, *hit.pending]:
             flag = f"{related.warning}: " if related.warning else ""
-            _say(f"     ! {flag}{related.id} {related.subject}: {related.text}")
+            _say(f"     ! {flag}{name(related.id, related.id)} {related.subject}: {related.text}")
             _say(f"       why: {related.why}")
         if explain:
             _say(f"     explain: {_explain(hit.scores, hit.rrf)}")
@@ -142,13 +162,15 @@ def _recall(_ctx: Ctx, args: RecallArgs, found: Recall, *, explain: bool) -> Non
     if found.closed:
         _say("No longer in force (do not apply):")
         for closed in found.closed:
-            _say(f"  {closed.decision.id}  {closed.decision.subject}: {closed.decision.decision}")
+            gone = closed.decision
+            _say(f"  {name(gone.id, gone.id)}  {gone.subject}: {gone.decision}")
             _say(f"     why: {closed.why}")
     _say("Evidence (unratified, not decisions):")
     asks_when = found.mode == "hybrid" and fusion.asks_when(args.query)
     for ev in found.evidence:
         _say(
-            f"  {ev.rank}. {ev.evidence.id}  {ev.evidence.kind}  {ev.evidence.created_at[:10]}  {ev.snippet}"
+            f"  {ev.rank}. {name(ev.evidence.id, ev.evidence.id)}  {ev.evidence.kind}  "
+            f"{ev.evidence.created_at[:10]}  {ev.snippet}"
         )
         if explain:
             timed = asks_when and fusion.states_time(ev.evidence.text)

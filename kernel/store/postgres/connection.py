@@ -21,8 +21,8 @@ from ctx_kernel.kernel.errors import StoreError, UsageError
 from ctx_kernel.kernel.store.postgres import lookalikes, roles, schema
 
 # The Alembic revision at head (kernel/store/postgres/migrations/versions) and its number.
-HEAD_REVISION = "p006_lookalikes_and_vectors"
-HEAD_VERSION = 6
+HEAD_REVISION = "p007_handles"
+HEAD_VERSION = int(HEAD_REVISION[1:4])
 _REVISION = re.compile(r"^p(\d{3})_\w+$")
 # How long connecting may take before ctx gives up (libpq waits forever by default).
 CONNECT_TIMEOUT = 10
@@ -248,6 +248,7 @@ def _shipped() -> list[str]:
         *schema.P004_STATEMENTS,
         *schema.P005_STATEMENTS,
         *schema.p006_statements(),
+        *schema.P007_STATEMENTS,
     ]
 
 

@@ -460,6 +460,16 @@ class PostgresStore(TeamMixin, PostgresIndex, PostgresCopy):
         )
         return [r[0] for r in rows]
 
+    def ids_ending(self, tails: Sequence[str]) -> list[str]:
+        """Every record id whose last four characters are one of ``tails`` (ix_*_tail, p007)."""
+        if not tails:
+            return []
+        union = " UNION ALL ".join(
+            f"SELECT id FROM {table} WHERE right(id, 4) = ANY(%s)"
+            for table in ("evidence", "proposal", "decision")
+        )
+        return [r[0] for r in self._q(union, (list(tails),) * 3)]
+
     def get_evidence(self, evidence_id: str) -> Evidence | None:
         """One evidence row."""
         row = self._one(f"SELECT {EVIDENCE.select()} FROM evidence WHERE id = %s", (evidence_id,))

@@ -413,6 +413,17 @@ class SQLiteStore(IndexQueries, SQLiteCopy):
         )
         return [r[0] for r in rows]
 
+    def ids_ending(self, tails: Sequence[str]) -> list[str]:
+        """Every record id whose last four characters are one of ``tails`` (ix_*_tail, m008)."""
+        if not tails:
+            return []
+        marks = _placeholders(list(tails))
+        union = " UNION ALL ".join(
+            f"SELECT id FROM {table} WHERE substr(id, -4) IN ({marks})"
+            for table in ("evidence", "proposal", "decision")
+        )
+        return [r[0] for r in self._q(union, [*tails, *tails, *tails])]
+
     def get_evidence(self, evidence_id: str) -> Evidence | None:
         """One evidence row."""
         row = self._one(f"SELECT {EVIDENCE.select()} FROM evidence WHERE id = ?", (evidence_id,))
