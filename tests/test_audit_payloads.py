@@ -20,6 +20,15 @@ import pytest
 
 from ctx_kernel.kernel import limits
 from ctx_kernel.kernel.audit import export as audit_export
+from ctx_kernel.kernel.audit import replay
+from ctx_kernel.kernel.payloads import (
+    PAYLOADS,
+    DecisionImported,
+    EvidenceLogged,
+    ProposalCreated,
+    ProposalImported,
+)
+from ctx_kernel.kernel.records import ABSENT, may_be_absent
 
 PINS = Path(__file__).resolve().parent / "data" / "audit"
 MADR = Path(__file__).resolve().parent / "data" / "adr" / "madr"
@@ -236,9 +245,38 @@ def run_ctx(cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[..
     return on
 
 
-def test_every_action_is_pinned():
+def test_every_action_is_pinned_and_has_its_payload_records():
     pinned = {json.loads(line)["action"] for line in (PINS / "sqlite.jsonl").read_text().splitlines()}
-    assert pinned == set(limits.AUDIT_EVENT_TYPES)
+    assert pinned == set(PAYLOADS) == set(limits.AUDIT_EVENT_TYPES)
+
+
+@pytest.mark.parametrize("pin", ["sqlite.jsonl", "postgresql.jsonl"])
+def test_each_pinned_payload_is_read_and_written_again_byte_for_byte_by_its_record(pin: str):
+    for line in (PINS / pin).read_text(encoding="utf-8").splitlines():
+        row = json.loads(line)
+        for record, text in zip(PAYLOADS[row["action"]], (row["before"], row["after"]), strict=True):
+            if record is None:
+                assert text is None, row
+                continue
+            again = record.from_audit(json.loads(text)).to_dict()
+            assert json.dumps(again, sort_keys=True) == text, (row["seq"], record.__name__)
+
+
+def test_a_key_an_earlier_ctx_did_not_write_is_absent_and_one_every_ctx_writes_is_none():
+    old = EvidenceLogged.from_audit({"content_hash": "0" * 64, "kind": "note", "tags": []})
+    assert (old.agent, old.speaker, old.occurred_at, old.redacted) == (ABSENT,) * 4
+    assert old.source is None and old.kind == "note"
+    assert "agent" not in old.to_dict()
+
+
+def test_the_keys_replay_leaves_unchecked_when_absent_are_keys_a_row_may_lack():
+    for record, keys in (
+        (EvidenceLogged, replay._EVIDENCE_OPTIONAL),
+        (ProposalCreated, replay._PROPOSAL_OPTIONAL),
+        (ProposalImported, replay._IMPORTED_PROPOSAL_OPTIONAL),
+        (DecisionImported, replay._IMPORTED_DECISION_OPTIONAL),
+    ):
+        assert set(keys) <= may_be_absent(record), record.__name__
 
 
 def test_the_log_a_session_writes_is_pinned_byte_for_byte(run_ctx, store_path: Path, tmp_path: Path):
