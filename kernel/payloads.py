@@ -8,7 +8,8 @@ for an action already written: a new key is a new field that rows written before
 
 A field typed ``X | Absent`` is a key a row may lack: one ctx leaves out (a title nobody gave) or one
 an earlier ctx did not write yet. Read back, such a key is :data:`~records.ABSENT` when the row lacks
-it, so the replay can tell "not recorded" from "recorded as null".
+it, so the replay can tell "not recorded" from "recorded as null"; every other key is in every row
+ctx has written of that action.
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ class AuditPayload(Record):
     def from_audit(cls, data: Mapping[str, Any]) -> Self:
         """The payload a row's JSON object holds. Values are taken as the row holds them, unchecked (the
         replay compares them with the tables); a key the row lacks is ABSENT where the field allows it,
-        else None (no ctx leaves such a key out, so the field it describes is still compared)."""
+        else None (a damaged row: no ctx leaves such a key out, and the replay compares it as none)."""
         absent = may_be_absent(cls)
         return cls(**{f.name: data.get(f.name, ABSENT if f.name in absent else None) for f in fields(cls)})
 
@@ -70,7 +71,7 @@ class EvidenceLogged(AuditPayload):
     agent: str | Absent | None
     session: str | Absent | None
     tags: list[str] | Absent
-    source: str | None  # an earlier ctx wrote it whenever there was one
+    source: str | Absent | None
     speaker: str | Absent | None
     occurred_at: Timestamp | Absent | None
     redacted: (
@@ -111,7 +112,7 @@ class ProposalRatified(AuditPayload):
     subject: str
     decision: str
     supersedes: list[DecisionId]
-    evidence: list[EvidenceId]
+    evidence: list[EvidenceId] | Absent
     title: str | Absent = ABSENT  # when the proposal has one
     deciders: list[str] | Absent = ABSENT  # when the proposal names any
     amended_from: (
@@ -143,9 +144,9 @@ class ProposalImported(AuditPayload):
     proposer: str | Absent
     created_at: Timestamp | Absent
     reason: str | Absent | None
-    title: str | None
-    deciders: list[str]
-    evidence: list[EvidenceId]
+    title: str | Absent | None
+    deciders: list[str] | Absent
+    evidence: list[EvidenceId] | Absent
     attribution: dict[str, str] | Absent = ABSENT  # who the file says decided, when it says
 
 
@@ -195,9 +196,9 @@ class DecisionImported(AuditPayload):
     ratified_by: str | Absent
     closed_by: ClosedBy | Absent | None
     close_reason: str | Absent | None
-    title: str | None
-    deciders: list[str]
-    evidence: list[EvidenceId]
+    title: str | Absent | None
+    deciders: list[str] | Absent
+    evidence: list[EvidenceId] | Absent
     attribution: dict[str, str] | Absent = ABSENT  # who the file says decided, when it says
 
 

@@ -262,11 +262,12 @@ def test_each_pinned_payload_is_read_and_written_again_byte_for_byte_by_its_reco
             assert json.dumps(again, sort_keys=True) == text, (row["seq"], record.__name__)
 
 
-def test_a_key_an_earlier_ctx_did_not_write_is_absent_and_one_every_ctx_writes_is_none():
-    old = EvidenceLogged.from_audit({"content_hash": "0" * 64, "kind": "note", "tags": []})
-    assert (old.agent, old.speaker, old.occurred_at, old.redacted) == (ABSENT,) * 4
-    assert old.source is None and old.kind == "note"
-    assert "agent" not in old.to_dict()
+def test_a_key_a_row_lacks_reads_as_absent_where_a_row_may_lack_it_else_as_none():
+    first = EvidenceLogged.from_audit({"content_hash": "0" * 64, "kind": "note", "session": None, "tags": []})
+    assert (first.kind, first.session, first.tags) == ("note", None, [])
+    assert (first.agent, first.source, first.speaker, first.occurred_at, first.redacted) == (ABSENT,) * 5
+    assert first.to_dict() == {"content_hash": "0" * 64, "kind": "note", "session": None, "tags": []}
+    assert EvidenceLogged.from_audit({}).content_hash is None  # a damaged row: compared as none
 
 
 def test_the_keys_replay_leaves_unchecked_when_absent_are_keys_a_row_may_lack():

@@ -166,7 +166,8 @@ class _Replay:
         after = EvidenceLogged.from_audit(data)
         expected = self.evidence[target] = _Expected(seq)
         # An absent source always meant none: ctx logged it whenever there was one.
-        expected.set(seq, content_hash=after.content_hash, created_at=row["at"], source=after.source)
+        source = _or(after.source, None)
+        expected.set(seq, content_hash=after.content_hash, created_at=row["at"], source=source)
         self._optional(expected, "evidence", row, after, _EVIDENCE_OPTIONAL)
         if after.agent is not ABSENT:
             expected.set(seq, agent=after.agent)
@@ -220,7 +221,7 @@ class _Replay:
             resolved_by=row["actor"] if rejected else None,
             **_titled(after.title, after.deciders),
         )
-        for evidence_id in after.evidence or []:
+        for evidence_id in _or(after.evidence, []) or []:
             self.cited["proposal_evidence"][(target, evidence_id)] = seq
         self._optional(expected, "proposal", row, after, _IMPORTED_PROPOSAL_OPTIONAL)
         if after.reason is not ABSENT:
@@ -264,7 +265,7 @@ class _Replay:
             created.set(seq, rationale=proposal.fields["rationale"][0])
         else:
             self.unchecked["decision.rationale"].add(seq)
-        for evidence_id in after.evidence or []:
+        for evidence_id in _or(after.evidence, []) or []:
             self.cited["decision_evidence"][(decision_id, evidence_id)] = seq
 
     def _proposal_rejected(self, row: Mapping[str, Any], data: dict[str, Any]) -> None:
@@ -316,7 +317,7 @@ class _Replay:
             adr_number=after.adr_number,
             **_titled(after.title, after.deciders),
         )
-        for evidence_id in after.evidence or []:
+        for evidence_id in _or(after.evidence, []) or []:
             self.cited["decision_evidence"][(target, evidence_id)] = seq
         self._optional(imported, "decision", row, after, _IMPORTED_DECISION_OPTIONAL)
         if after.closed_by is ABSENT:
