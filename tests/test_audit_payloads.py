@@ -17,6 +17,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from jsonschema import Draft202012Validator
+from test_audit_replay import as_written_before
 
 from ctx_kernel.kernel import limits
 from ctx_kernel.kernel.audit import export as audit_export
@@ -31,6 +33,7 @@ from ctx_kernel.kernel.payloads import (
 from ctx_kernel.kernel.records import ABSENT, may_be_absent
 
 PINS = Path(__file__).resolve().parent / "data" / "audit"
+SCHEMA = Path(__file__).resolve().parent.parent / "schemas" / "audit-record.schema.json"
 MADR = Path(__file__).resolve().parent / "data" / "adr" / "madr"
 PASSPHRASE = "correct horse battery staple"
 VAULT_KEY = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="  # bytes 0..31, base64
@@ -212,6 +215,27 @@ def exported(ctx: Callable[..., str], folder: Path) -> list[dict]:
     return [record for _, record in audit_export.parse_records(out.read_bytes(), "jsonl")]
 
 
+def check_described(records: list[dict]) -> None:
+    """Each record's payloads match what the audit-record schema says its action's hold, and so do
+    the rows an earlier ctx wrote; the schema's record validates as it did before it said so."""
+    schema = json.loads(SCHEMA.read_text(encoding="utf-8"))
+    said = {
+        block["if"]["properties"]["action"]["const"]: block["then"]["properties"] for block in schema["allOf"]
+    }
+    assert set(said) == set(PAYLOADS)
+    for row in [*records, *as_written_before([dict(r) for r in records])]:
+        for name in ("before", "after"):
+            if row[name] is None:
+                assert name not in said[row["action"]], (row["seq"], name)
+                continue
+            content = said[row["action"]][name]
+            assert content["contentMediaType"] == "application/json"
+            Draft202012Validator(content["contentSchema"]).validate(json.loads(row[name]))
+    # Content keywords are annotations: a record whose payload says something else still validates.
+    assert Draft202012Validator(schema).is_valid({**records[0], "after": '{"unknown": 1}'})
+    assert Draft202012Validator(schema).is_valid({**records[0], "after": "not JSON"})
+
+
 def check_pinned(records: list[dict], pin: str) -> None:
     path = PINS / pin
     if os.environ.get("CTX_WRITE_AUDIT_PINS"):
@@ -283,7 +307,9 @@ def test_the_keys_replay_leaves_unchecked_when_absent_are_keys_a_row_may_lack():
 def test_the_log_a_session_writes_is_pinned_byte_for_byte(run_ctx, store_path: Path, tmp_path: Path):
     ctx = run_ctx(str(store_path))
     session(ctx, tmp_path, vault=True)
-    check_pinned(normalise(exported(ctx, tmp_path), {}), "sqlite.jsonl")
+    records = exported(ctx, tmp_path)
+    check_described(records)
+    check_pinned(normalise(records, {}), "sqlite.jsonl")
 
 
 def test_the_log_a_session_writes_on_postgresql_is_pinned_byte_for_byte(run_ctx, pg_empty, tmp_path: Path):
@@ -294,4 +320,6 @@ def test_the_log_a_session_writes_on_postgresql_is_pinned_byte_for_byte(run_ctx,
     # On a server every act is the login's (the administrator's here, whatever its name).
     login = str(conninfo_to_dict(url).get("user") or "postgres")
     session(ctx, tmp_path, vault=False, login=login)
-    check_pinned(normalise(exported(ctx, tmp_path), {login: "<login>"}), "postgresql.jsonl")
+    records = exported(ctx, tmp_path)
+    check_described(records)
+    check_pinned(normalise(records, {login: "<login>"}), "postgresql.jsonl")
