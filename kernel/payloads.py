@@ -49,6 +49,17 @@ from ctx_kernel.kernel.records import (
 KeyId = Annotated[str, Spec(pattern=r"^[0-9a-f]{16}$", description="A vault key's public fingerprint.")]
 
 
+# Per payload class: each field's name and what it reads as when a row lacks its key.
+_LACKING: dict[type, tuple[tuple[str, Absent | None], ...]] = {}
+
+
+def _lacking(record: type[AuditPayload]) -> tuple[tuple[str, Absent | None], ...]:
+    if record not in _LACKING:
+        absent = may_be_absent(record)
+        _LACKING[record] = tuple((f.name, ABSENT if f.name in absent else None) for f in fields(record))
+    return _LACKING[record]
+
+
 @dataclass(frozen=True, kw_only=True)
 class AuditPayload(Record):
     """The JSON object in an audit row's ``before`` or ``after``."""
@@ -58,8 +69,17 @@ class AuditPayload(Record):
         """The payload a row's JSON object holds. Values are taken as the row holds them, unchecked (the
         replay compares them with the tables); a key the row lacks is ABSENT where the field allows it,
         else None (a damaged row: no ctx leaves such a key out, and the replay compares it as none)."""
-        absent = may_be_absent(cls)
-        return cls(**{f.name: data.get(f.name, ABSENT if f.name in absent else None) for f in fields(cls)})
+        return cls(**{name: data.get(name, lacking) for name, lacking in _lacking(cls)})
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON object a row holds: every field but those ABSENT.
+
+        The fields hold JSON values already (text, numbers, None, lists and objects of them), so this
+        skips :func:`records.to_json`'s walk: every evidence text logged writes one.
+        """
+        return {
+            name: value for name, _ in _lacking(type(self)) if (value := getattr(self, name)) is not ABSENT
+        }
 
 
 @dataclass(frozen=True, kw_only=True)
