@@ -422,8 +422,8 @@ EventType = AuditEventType
 
 def _payload_annotations(schema: dict[str, Any]) -> None:
     """For each action, what its ``before`` and ``after`` texts hold: the JSON Schema of its payload
-    records (``kernel/payloads.py``) as ``contentSchema``. Content keywords are annotations, never
-    assertions (JSON Schema 2020-12, section 8), so what validates does not change."""
+    records (``kernel/payloads.py``) as ``contentSchema``. Validators must not check content keywords
+    by default (JSON Schema 2020-12 validation, section 8), so what validates does not change."""
     schema["allOf"] = [
         {
             "if": {"properties": {"action": {"const": action}}, "required": ["action"]},
