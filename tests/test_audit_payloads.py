@@ -237,6 +237,7 @@ def check_described(records: list[dict]) -> None:
 
 
 def check_pinned(records: list[dict], pin: str) -> None:
+    """The normalised records are the pinned ones, row for row (or, when asked, become them)."""
     path = PINS / pin
     if os.environ.get("CTX_WRITE_AUDIT_PINS"):
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -270,7 +271,10 @@ def run_ctx(cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[..
 
 
 def test_every_action_is_pinned_and_has_its_payload_records():
-    pinned = {json.loads(line)["action"] for line in (PINS / "sqlite.jsonl").read_text().splitlines()}
+    pinned = {
+        json.loads(line)["action"]
+        for line in (PINS / "sqlite.jsonl").read_text(encoding="utf-8").splitlines()
+    }
     assert pinned == set(PAYLOADS) == set(limits.AUDIT_EVENT_TYPES)
 
 
