@@ -31,7 +31,7 @@ from pydantic import (
     create_model,
 )
 
-from ctx_kernel.kernel import inputs, records, reports
+from ctx_kernel.kernel import inputs, payloads, records, reports
 from ctx_kernel.kernel.chain import ChainReport
 from ctx_kernel.kernel.limits import (
     AuditEventType,
@@ -120,8 +120,8 @@ _MODELS: dict[type, type[BaseModel]] = {}
 
 def record_model(record: type[Any], name: str | None = None) -> type[BaseModel]:
     """The output model of a record, built from its dataclass: its JSON keys (:func:`records.json_keys`),
-    each required unless the record omits it while None; a record it holds becomes that record's model
-    (named ``<Record>Out`` unless built first under another name)."""
+    each required unless the record omits it while None or it may be ABSENT; a record it holds becomes
+    that record's model (named ``<Record>Out`` unless built first under another name)."""
     if record in _MODELS:
         return _MODELS[record]
     model = create_model(
@@ -139,9 +139,15 @@ def _shape(record: type[Any]) -> dict[str, Any]:
     """The output model's fields of a record: each JSON key with its type and whether it is required,
     the ``SPREAD`` field replaced by the fields of the record it holds."""
     hints = get_type_hints(record, include_extras=True)
+    absent = records.may_be_absent(record)
     shape: dict[str, Any] = {}
     for key in records.json_keys(record):
-        if key == record.SPREAD:
+        if key in absent:
+            present = functools.reduce(
+                operator.or_, [a for a in get_args(hints[key]) if a is not records.Absent]
+            )
+            shape[key] = (_output_type(present), Field(default=None, json_schema_extra=_no_default))
+        elif key == record.SPREAD:
             shape.update(_shape(hints[key]))
         elif key in record.COMPUTED:
             shape[key] = (
@@ -151,6 +157,11 @@ def _shape(record: type[Any]) -> dict[str, Any]:
         else:
             shape[key] = (_output_type(hints[key]), None if key in record.OMIT_NONE else ...)
     return shape
+
+
+def _no_default(schema: dict[str, Any]) -> None:
+    # A key that may be left out has no value standing in for it: the JSON form simply lacks it.
+    del schema["default"]
 
 
 def _output_type(hint: Any) -> Any:
@@ -291,14 +302,39 @@ class ShowOut(_Strict):
 EventType = AuditEventType
 
 
+def _payload_annotations(schema: dict[str, Any]) -> None:
+    """For each action, what its ``before`` and ``after`` texts hold: the JSON Schema of its payload
+    records (``kernel/payloads.py``) as ``contentSchema``. Validators must not check content keywords
+    by default (JSON Schema 2020-12 validation, section 8), so what validates does not change."""
+    schema["allOf"] = [
+        {
+            "if": {"properties": {"action": {"const": action}}, "required": ["action"]},
+            "then": {
+                "properties": {
+                    name: {
+                        "contentMediaType": "application/json",
+                        "contentSchema": TypeAdapter(record_model(record, record.__name__)).json_schema(),
+                    }
+                    for name, record in zip(("before", "after"), shapes, strict=True)
+                    if record is not None
+                }
+            },
+        }
+        for action, shapes in payloads.PAYLOADS.items()
+    ]
+
+
 class AuditRecordOut(_Strict):
     """One audit event in an export (a line of FILE, or a CSV row).
 
     ``seq`` ... ``after`` are the exact hashed fields: ``hash`` is sha256 of ``prev_hash`` followed
     by the canonical JSON (sorted keys, no whitespace, UTF-8) of ``{seq, at, actor, action, target,
     before, after}``. The fields between are derived from them for reading; verification checks
-    that they agree.
+    that they agree. For each action, ``contentSchema`` says what ``before`` and ``after`` hold (a
+    key a row may lack, left out by ctx or not yet written by an earlier ctx, is not required).
     """
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_payload_annotations)
 
     seq: Annotated[int, Field(ge=1)]
     at: Timestamp

@@ -11,8 +11,9 @@ build-and-serialise cost is microseconds in every spelling (``just bench-shapes`
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields, is_dataclass
+from enum import Enum
 from pathlib import PurePath
-from typing import Annotated, Any, ClassVar, Literal, get_args
+from typing import Annotated, Any, ClassVar, Final, Literal, TypeVar, get_args, get_type_hints
 
 EvidenceKind = Literal["note", "conversation", "log", "doc", "code", "other"]
 EVIDENCE_KINDS: tuple[EvidenceKind, ...] = get_args(EvidenceKind)
@@ -64,6 +65,39 @@ ProposalStatus = Literal["pending", "ratified", "rejected", "withdrawn"]
 ClosedBy = Literal["superseded", "retired"]
 
 
+class Absent(Enum):
+    """The type of :data:`ABSENT`: a field typed ``X | Absent`` is a key its JSON form may lack."""
+
+    ABSENT = "absent"
+
+    def __repr__(self) -> str:
+        return "ABSENT"
+
+
+# A key left out: a record's JSON form has no key for a field holding it (see :func:`to_json`).
+ABSENT: Final = Absent.ABSENT
+
+_T = TypeVar("_T")
+
+
+def omit_none(value: _T | None) -> _T | Absent:
+    """``value``, or :data:`ABSENT` (its key left out) when it is None."""
+    return ABSENT if value is None else value
+
+
+_MAY_BE_ABSENT: dict[type, frozenset[str]] = {}
+
+
+def may_be_absent(record: type) -> frozenset[str]:
+    """The fields of a record typed ``X | Absent``: the keys its JSON form may lack."""
+    if record not in _MAY_BE_ABSENT:
+        hints = get_type_hints(record)
+        _MAY_BE_ABSENT[record] = frozenset(
+            f.name for f in fields(record) if Absent in get_args(hints[f.name])
+        )
+    return _MAY_BE_ABSENT[record]
+
+
 _JSON_KEYS: dict[type, tuple[str, ...]] = {}
 
 
@@ -81,8 +115,8 @@ def json_keys(record: type) -> tuple[str, ...]:
 
 def to_json(value: Any) -> Any:
     """A record (or a list of them) as JSON-ready data, keyed as :func:`json_keys` orders it; a
-    field named in ``OMIT_NONE`` is left out while it is None, and the record in the ``SPREAD`` field
-    gives its own keys in that field's place."""
+    field holding :data:`ABSENT` is left out, and so is one named in ``OMIT_NONE`` while it is None,
+    and the record in the ``SPREAD`` field gives its own keys in that field's place."""
     if is_dataclass(value) and not isinstance(value, type):
         omit: tuple[str, ...] = getattr(value, "OMIT_NONE", ())
         spread: str | None = getattr(value, "SPREAD", None)
@@ -91,7 +125,7 @@ def to_json(value: Any) -> Any:
             item = getattr(value, key)
             if key == spread:
                 data.update(to_json(item))
-            elif item is not None or key not in omit:
+            elif item is not ABSENT and (item is not None or key not in omit):
                 data[key] = to_json(item)
         return data
     if isinstance(value, list | tuple):

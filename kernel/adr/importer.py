@@ -10,7 +10,8 @@ from ctx_kernel.kernel import clock, ids, text
 from ctx_kernel.kernel.adr import files as adr
 from ctx_kernel.kernel.errors import RefusedError, UsageError
 from ctx_kernel.kernel.limits import DECISION_IMPORTED, PROPOSAL_IMPORTED
-from ctx_kernel.kernel.records import ClosedBy, Decision, Proposal, Record
+from ctx_kernel.kernel.payloads import DecisionImported, DecisionSuperseded, ProposalImported
+from ctx_kernel.kernel.records import ABSENT, ClosedBy, Decision, Proposal, Record
 
 if TYPE_CHECKING:
     from ctx_kernel.kernel.decisions.kernel import DecisionService
@@ -435,24 +436,23 @@ def _import_decision(
         title=cleaned.title,
         deciders=cleaned.deciders,
     )
-    payload: dict[str, Any] = {
-        "subject": subject,
-        "decision": body,
-        "valid_from": valid_from,
-        "valid_until": until,
-        "source": record.path,
-        "adr_number": record.number,
-        "status": record.status,
-        "rationale": decision.rationale,
-        "ratified_by": decision.ratified_by,
-        "closed_by": closed_by,
-        "close_reason": reason,
-        "title": decision.title,
-        "deciders": decision.deciders,
-        "evidence": decision.evidence,
-    }
-    if cleaned.attribution:
-        payload["attribution"] = cleaned.attribution
+    payload = DecisionImported(
+        subject=subject,
+        decision=body,
+        valid_from=valid_from,
+        valid_until=until,
+        source=record.path,
+        adr_number=record.number,
+        status=record.status,
+        rationale=decision.rationale,
+        ratified_by=decision.ratified_by,
+        closed_by=closed_by,
+        close_reason=reason,
+        title=decision.title,
+        deciders=decision.deciders,
+        evidence=decision.evidence,
+        attribution=cleaned.attribution or ABSENT,
+    )
     try:
         with decisions.store.savepoint():
             decisions.write(
@@ -475,15 +475,8 @@ def _link(
     """Link an imported supersession and log it, so that the audit log accounts for every link."""
     old = decisions.store.get_decision(old_id)
     until = old.valid_until if old is not None else None
-    decisions.link(
-        old_id,
-        new_id,
-        actor=reviewer,
-        linked_at=linked_at,
-        logged_at=now,
-        until=(until, until),
-        note={"linked_at": linked_at},
-    )
+    change = DecisionSuperseded(valid_until=until, superseded_by=new_id, linked_at=linked_at)
+    decisions.link(old_id, change, actor=reviewer, logged_at=now, was_until=until)
 
 
 def _import_proposal(
@@ -520,21 +513,20 @@ def _import_proposal(
         deciders=cleaned.deciders,
     )
     decisions.store.insert_proposal(proposal)
-    payload: dict[str, Any] = {
-        "subject": cleaned.subject,
-        "status": proposal.status,
-        "source": record.path,
-        "adr_number": record.number,
-        "decision": cleaned.decision,
-        "rationale": proposal.rationale,
-        "proposer": proposal.proposer,
-        "created_at": proposal.created_at,
-        "reason": proposal.resolution_note,
-        "title": proposal.title,
-        "deciders": proposal.deciders,
-        "evidence": proposal.evidence,
-    }
-    if cleaned.attribution:
-        payload["attribution"] = cleaned.attribution
-    decisions.store.append_audit(now, reviewer, PROPOSAL_IMPORTED, proposal.id, None, payload)
+    payload = ProposalImported(
+        subject=cleaned.subject,
+        status=proposal.status,
+        source=record.path,
+        adr_number=record.number,
+        decision=cleaned.decision,
+        rationale=proposal.rationale,
+        proposer=proposal.proposer,
+        created_at=proposal.created_at,
+        reason=proposal.resolution_note,
+        title=proposal.title,
+        deciders=proposal.deciders,
+        evidence=proposal.evidence,
+        attribution=cleaned.attribution or ABSENT,
+    )
+    decisions.store.append_audit(now, reviewer, PROPOSAL_IMPORTED, proposal.id, None, payload.to_dict())
     return proposal

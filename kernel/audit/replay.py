@@ -7,9 +7,10 @@ leaves the store disagreeing with its own log. This module rebuilds, from the lo
 every row an agent or a person reads as truth must say, and names the first table, row and field
 that does not.
 
-Rows written by an earlier ctx lack some fields (an imported decision's rationale, an evidence
-text's speaker, the links an ADR import made). A field whose key is absent from its audit row is
-not checked, and the report's notes say which; every row ctx writes now carries all of them.
+Each row's payload is read once, into the record of its action (``kernel/payloads.py``). Rows
+written by an earlier ctx lack some fields (an imported decision's rationale, an evidence text's
+speaker, the links an ADR import made): read back, those are ABSENT, the field they describe is not
+checked, and the report's notes say which; every row ctx writes now carries all of them.
 """
 
 from __future__ import annotations
@@ -19,11 +20,22 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, TypeVar
 
 from ctx_kernel.kernel import limits
 from ctx_kernel.kernel.capture.json_input import JSONInputError, read_json
-from ctx_kernel.kernel.records import Decision
+from ctx_kernel.kernel.payloads import (
+    AuditPayload,
+    DecisionImported,
+    DecisionRetired,
+    DecisionSuperseded,
+    EvidenceLogged,
+    ProposalClosed,
+    ProposalCreated,
+    ProposalImported,
+    ProposalRatified,
+)
+from ctx_kernel.kernel.records import ABSENT, Absent, Decision
 from ctx_kernel.kernel.store.base import Store
 
 _CHUNK = 500
@@ -75,9 +87,16 @@ def _after(row: Mapping[str, Any]) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _titled(after: Mapping[str, Any]) -> dict[str, Any]:
+_T = TypeVar("_T")
+
+
+def _or(value: _T | Absent, default: _T) -> _T:
+    return default if value is ABSENT else value
+
+
+def _titled(title: str | Absent | None, deciders: list[str] | Absent) -> dict[str, Any]:
     # An earlier ctx kept no titles or deciders, so an absent key means none, and is checked.
-    return {"title": after.get("title"), "deciders": after.get("deciders") or []}
+    return {"title": _or(title, None), "deciders": _or(deciders, []) or []}
 
 
 # Keys an earlier ctx did not always write; absent, the field they describe is not checked.
@@ -107,13 +126,20 @@ class _Replay:
         self.unchecked: dict[str, set[int]] = defaultdict(set)
         self.problems: list[StateProblem] = []
 
-    def _optional(self, expected: _Expected, table: str, row: Mapping[str, Any], keys: Iterable[str]) -> None:
-        after = _after(row)
+    def _optional(
+        self,
+        expected: _Expected,
+        table: str,
+        row: Mapping[str, Any],
+        after: AuditPayload,
+        keys: Iterable[str],
+    ) -> None:
         for key in keys:
-            if key in after:
-                expected.set(row["seq"], **{key: after[key]})
-            else:
+            value = getattr(after, key)
+            if value is ABSENT:
                 self.unchecked[f"{table}.{key}"].add(row["seq"])
+            else:
+                expected.set(row["seq"], **{key: value})
 
     def apply(self, row: Mapping[str, Any]) -> None:
         handler = self._handlers.get(row["action"])
@@ -135,29 +161,30 @@ class _Replay:
             limits.DECISION_IMPORTED: self._decision_imported,
         }
 
-    def _evidence_logged(self, row: Mapping[str, Any], after: dict[str, Any]) -> None:
+    def _evidence_logged(self, row: Mapping[str, Any], data: dict[str, Any]) -> None:
         seq, target = row["seq"], row["target"]
+        after = EvidenceLogged.from_audit(data)
         expected = self.evidence[target] = _Expected(seq)
         # An absent source always meant none: ctx logged it whenever there was one.
-        expected.set(
-            seq, content_hash=after.get("content_hash"), created_at=row["at"], source=after.get("source")
-        )
-        self._optional(expected, "evidence", row, _EVIDENCE_OPTIONAL)
-        if "agent" in after:
-            expected.set(seq, agent=after["agent"])
+        source = _or(after.source, None)
+        expected.set(seq, content_hash=after.content_hash, created_at=row["at"], source=source)
+        self._optional(expected, "evidence", row, after, _EVIDENCE_OPTIONAL)
+        if after.agent is not ABSENT:
+            expected.set(seq, agent=after.agent)
         elif row["actor"] != "unknown":  # an earlier ctx logged the agent as the actor, None as "unknown"
             expected.set(seq, agent=row["actor"])
         else:
             self.unchecked["evidence.agent"].add(seq)
 
-    def _proposal_created(self, row: Mapping[str, Any], after: dict[str, Any]) -> None:
+    def _proposal_created(self, row: Mapping[str, Any], data: dict[str, Any]) -> None:
         seq, target = row["seq"], row["target"]
+        after = ProposalCreated.from_audit(data)
         expected = self.proposals[target] = _Expected(seq)
         expected.set(
             seq,
-            subject=after.get("subject"),
-            decision=after.get("decision"),
-            rationale=after.get("rationale"),
+            subject=after.subject,
+            decision=after.decision,
+            rationale=after.rationale,
             proposer=row["actor"],
             created_at=row["at"],
             status="pending",
@@ -167,22 +194,23 @@ class _Replay:
             decision_id=None,
             source=None,
             adr_number=None,
-            **_titled(after),
+            **_titled(after.title, after.deciders),
         )
-        self._optional(expected, "proposal", row, _PROPOSAL_OPTIONAL)
-        for evidence_id in after.get("evidence") or []:
+        self._optional(expected, "proposal", row, after, _PROPOSAL_OPTIONAL)
+        for evidence_id in after.evidence or []:
             self.cited["proposal_evidence"][(target, evidence_id)] = seq
 
-    def _proposal_imported(self, row: Mapping[str, Any], after: dict[str, Any]) -> None:
+    def _proposal_imported(self, row: Mapping[str, Any], data: dict[str, Any]) -> None:
         seq, target = row["seq"], row["target"]
+        after = ProposalImported.from_audit(data)
         expected = self.proposals[target] = _Expected(seq)
-        rejected = after.get("status") == "rejected"
+        rejected = after.status == "rejected"
         expected.set(
             seq,
-            subject=after.get("subject"),
-            status=after.get("status"),
-            source=after.get("source"),
-            adr_number=after.get("adr_number"),
+            subject=after.subject,
+            status=after.status,
+            source=after.source,
+            adr_number=after.adr_number,
             session=None,
             supersedes=[],
             explicit_supersedes=[],
@@ -191,19 +219,20 @@ class _Replay:
             decision_id=None,
             resolved_at=row["at"] if rejected else None,
             resolved_by=row["actor"] if rejected else None,
-            **_titled(after),
+            **_titled(after.title, after.deciders),
         )
-        for evidence_id in after.get("evidence") or []:
+        for evidence_id in _or(after.evidence, []) or []:
             self.cited["proposal_evidence"][(target, evidence_id)] = seq
-        self._optional(expected, "proposal", row, _IMPORTED_PROPOSAL_OPTIONAL)
-        if "reason" in after:
-            expected.set(seq, resolution_note=after["reason"])
+        self._optional(expected, "proposal", row, after, _IMPORTED_PROPOSAL_OPTIONAL)
+        if after.reason is not ABSENT:
+            expected.set(seq, resolution_note=after.reason)
         else:
             self.unchecked["proposal.resolution_note"].add(seq)
 
-    def _proposal_ratified(self, row: Mapping[str, Any], after: dict[str, Any]) -> None:
+    def _proposal_ratified(self, row: Mapping[str, Any], data: dict[str, Any]) -> None:
         seq, target, at = row["seq"], row["target"], row["at"]
-        decision_id = after.get("decision_id")
+        after = ProposalRatified.from_audit(data)
+        decision_id = after.decision_id
         self._resolve(
             row,
             "ratified",
@@ -217,78 +246,81 @@ class _Replay:
         created = self.decisions[decision_id] = _Expected(seq)
         created.set(
             seq,
-            subject=after.get("subject"),
-            decision=after.get("decision"),
+            subject=after.subject,
+            decision=after.decision,
             valid_from=at,
             valid_until=None,
             ratified_by=row["actor"],
             ratified_at=at,
             proposal_id=target,
-            amended="amended_from" in after,
+            amended=after.amended_from is not ABSENT,
             closed_by=None,
             close_reason=None,
             source=None,
             adr_number=None,
-            **_titled(after),
+            **_titled(after.title, after.deciders),
         )
         proposal = self.proposals.get(target)
         if proposal is not None and "rationale" in proposal.fields:
             created.set(seq, rationale=proposal.fields["rationale"][0])
         else:
             self.unchecked["decision.rationale"].add(seq)
-        for evidence_id in after.get("evidence") or []:
+        for evidence_id in _or(after.evidence, []) or []:
             self.cited["decision_evidence"][(decision_id, evidence_id)] = seq
 
-    def _proposal_rejected(self, row: Mapping[str, Any], after: dict[str, Any]) -> None:
+    def _proposal_rejected(self, row: Mapping[str, Any], data: dict[str, Any]) -> None:
         self._resolve(
             row,
             "rejected",
             resolved_by=row["actor"],
             resolved_at=row["at"],
-            resolution_note=after.get("reason"),
+            resolution_note=ProposalClosed.from_audit(data).reason,
             decision_id=None,
         )
 
-    def _proposal_withdrawn(self, row: Mapping[str, Any], after: dict[str, Any]) -> None:
+    def _proposal_withdrawn(self, row: Mapping[str, Any], data: dict[str, Any]) -> None:
         self._resolve(
             row,
             "withdrawn",
             resolved_by=row["actor"],
             resolved_at=row["at"],
-            resolution_note=after.get("reason"),
+            resolution_note=ProposalClosed.from_audit(data).reason,
             decision_id=None,
         )
 
-    def _decision_superseded(self, row: Mapping[str, Any], after: dict[str, Any]) -> None:
-        successor = after.get("superseded_by")
-        reason = after.get("reason", f"superseded by {successor}")
-        closed = self._close(row, "superseded", valid_until=after.get("valid_until"), close_reason=reason)
+    def _decision_superseded(self, row: Mapping[str, Any], data: dict[str, Any]) -> None:
+        after = DecisionSuperseded.from_audit(data)
+        successor = after.superseded_by
+        reason = _or(after.reason, f"superseded by {successor}")
+        closed = self._close(row, "superseded", valid_until=after.valid_until, close_reason=reason)
         if closed and isinstance(successor, str):
-            self.links[(row["target"], successor)] = (after.get("linked_at", row["at"]), row["seq"])
+            self.links[(row["target"], successor)] = (after.linked(row["at"]), row["seq"])
 
-    def _decision_retired(self, row: Mapping[str, Any], after: dict[str, Any]) -> None:
-        self._close(row, "retired", valid_until=after.get("valid_until"), close_reason=after.get("reason"))
+    def _decision_retired(self, row: Mapping[str, Any], data: dict[str, Any]) -> None:
+        after = DecisionRetired.from_audit(data)
+        self._close(row, "retired", valid_until=after.valid_until, close_reason=after.reason)
 
-    def _decision_imported(self, row: Mapping[str, Any], after: dict[str, Any]) -> None:
+    def _decision_imported(self, row: Mapping[str, Any], data: dict[str, Any]) -> None:
         seq, target = row["seq"], row["target"]
+        after = DecisionImported.from_audit(data)
         imported = self.decisions[target] = _Expected(seq)
         imported.set(
             seq,
-            subject=after.get("subject"),
-            decision=after.get("decision"),
-            valid_from=after.get("valid_from"),
-            valid_until=after.get("valid_until"),
+            subject=after.subject,
+            decision=after.decision,
+            valid_from=after.valid_from,
+            valid_until=after.valid_until,
             ratified_at=row["at"],
             proposal_id=None,
             amended=False,
-            source=after.get("source"),
-            adr_number=after.get("adr_number"),
-            **_titled(after),
+            source=after.source,
+            adr_number=after.adr_number,
+            **_titled(after.title, after.deciders),
         )
-        for evidence_id in after.get("evidence") or []:
+        for evidence_id in _or(after.evidence, []) or []:
             self.cited["decision_evidence"][(target, evidence_id)] = seq
-        self._optional(imported, "decision", row, _IMPORTED_DECISION_OPTIONAL)
-        if "closed_by" not in after:
+        self._optional(imported, "decision", row, after, _IMPORTED_DECISION_OPTIONAL)
+        if after.closed_by is ABSENT:
             self.unlogged_links_from.add(target)
 
     def _resolve(self, row: Mapping[str, Any], status: str, **values: Any) -> None:

@@ -5,7 +5,7 @@ its supersession links."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ctx_kernel.kernel import clock, ids, text
 from ctx_kernel.kernel.decisions import review
@@ -20,8 +20,17 @@ from ctx_kernel.kernel.limits import (
     PROPOSAL_RATIFIED,
     PROPOSAL_REJECTED,
 )
+from ctx_kernel.kernel.payloads import (
+    AuditPayload,
+    DecisionRetired,
+    DecisionSuperseded,
+    DecisionWindow,
+    ProposalClosed,
+    ProposalRatified,
+    ProposalState,
+)
 from ctx_kernel.kernel.recall.service import RecallService
-from ctx_kernel.kernel.records import Decision, Evidence, Proposal, Ratification
+from ctx_kernel.kernel.records import ABSENT, Decision, Evidence, Proposal, Ratification, omit_none
 from ctx_kernel.kernel.store.base import Store
 
 if TYPE_CHECKING:
@@ -40,7 +49,15 @@ class DecisionService:
     # -- the write path -----------------------------------------------------------------------
 
     def write(
-        self, decision: Decision, *, actor: str, at: str, action: str, target: str, before: Any, after: Any
+        self,
+        decision: Decision,
+        *,
+        actor: str,
+        at: str,
+        action: str,
+        target: str,
+        before: AuditPayload | None,
+        after: AuditPayload,
     ) -> None:
         """Insert ``decision`` with its entity mentions and log the act that made it (``action`` on
         ``target``), inside the caller's transaction."""
@@ -48,33 +65,27 @@ class DecisionService:
         self.store.add_mentions(
             decision.id, entities.for_decision(decision.subject, decision.decision, decision.rationale)
         )
-        self.store.append_audit(at, actor, action, target, before, after)
+        self.store.append_audit(
+            at, actor, action, target, None if before is None else before.to_dict(), after.to_dict()
+        )
 
     def link(
-        self,
-        old_id: str,
-        new_id: str,
-        *,
-        actor: str,
-        linked_at: str,
-        logged_at: str,
-        until: tuple[str | None, str | None],
-        note: dict[str, Any],
+        self, old_id: str, change: DecisionSuperseded, *, actor: str, logged_at: str, was_until: str | None
     ) -> None:
-        """Link ``old_id`` as superseded by ``new_id`` from ``linked_at`` and log it, inside the
-        caller's transaction; ``until`` is the old decision's end before and after, ``note`` the
-        rest of what the log says. Refuses a link that would make a cycle."""
+        """Link ``old_id`` as superseded by ``change.superseded_by`` from the time ``change`` says and
+        log it at ``logged_at``, inside the caller's transaction; ``was_until`` is the old decision's
+        end before. Refuses a link that would make a cycle."""
+        new_id = change.superseded_by
         if self.store.is_ancestor(old_id, new_id):
             raise RefusedError(f"superseding {old_id} would make a cycle")
-        self.store.link(old_id, new_id, linked_at)
-        before, after = until
+        self.store.link(old_id, new_id, change.linked(logged_at))
         self.store.append_audit(
             logged_at,
             actor,
             DECISION_SUPERSEDED,
             old_id,
-            {"valid_until": before},
-            {"valid_until": after, "superseded_by": new_id} | note,
+            DecisionWindow(valid_until=was_until).to_dict(),
+            change.to_dict(),
         )
 
     # -- ratification -------------------------------------------------------------------------
@@ -195,39 +206,34 @@ class DecisionService:
         )
         for window in plan.closes:
             self.store.close_decision(window.decision.id, at, "superseded", f"superseded by {new.id}")
-        after: dict[str, Any] = {
-            "status": "ratified",
-            "decision_id": new.id,
-            "subject": new.subject,
-            "decision": new.decision,
-            "supersedes": [old.id for old in replaced],
-            "evidence": list(new.evidence),
-        }
-        if new.title is not None:
-            after["title"] = new.title
-        if new.deciders:
-            after["deciders"] = new.deciders
-        if new.amended:
-            after["amended_from"] = proposal.decision
+        ratified = ProposalRatified(
+            status="ratified",
+            decision_id=new.id,
+            subject=new.subject,
+            decision=new.decision,
+            supersedes=[old.id for old in replaced],
+            evidence=list(new.evidence),
+            title=omit_none(new.title),
+            deciders=new.deciders or ABSENT,
+            amended_from=proposal.decision if new.amended else ABSENT,
+        )
         self.write(
             new,
             actor=reviewer,
             at=at,
             action=PROPOSAL_RATIFIED,
             target=proposal.id,
-            before={"status": "pending"},
-            after=after,
+            before=ProposalState(status="pending"),
+            after=ratified,
         )
         for old in replaced:
-            self.link(
-                old.id,
-                new.id,
-                actor=reviewer,
-                linked_at=at,
-                logged_at=at,
-                until=(old.valid_until, old.valid_until or at),
-                note={} if old.valid_until else {"reason": f"superseded by {new.id}"},
+            # A decision closed before (retired, or split) is only linked: its window and reason stay.
+            change = DecisionSuperseded(
+                valid_until=old.valid_until or at,
+                superseded_by=new.id,
+                reason=ABSENT if old.valid_until else f"superseded by {new.id}",
             )
+            self.link(old.id, change, actor=reviewer, logged_at=at, was_until=old.valid_until)
         self.facts.record_conflicts([new.id])
         self.store.resolve_proposal(proposal.id, "ratified", at, reviewer, None, new.id)
         settled = [other.id for other in plan.settles]
@@ -239,8 +245,10 @@ class DecisionService:
                 reviewer,
                 PROPOSAL_REJECTED,
                 other,
-                {"status": "pending"},
-                {"status": "rejected", "reason": note, "settled_by": proposal.id, "decision_id": new.id},
+                ProposalState(status="pending").to_dict(),
+                ProposalClosed(
+                    status="rejected", reason=note, settled_by=proposal.id, decision_id=new.id
+                ).to_dict(),
             )
         result = self.store.get_decision(new.id)
         assert result is not None
@@ -289,8 +297,8 @@ class DecisionService:
                 reviewer,
                 DECISION_RETIRED,
                 current.id,
-                {"valid_until": None},
-                {"valid_until": at, "reason": reason},
+                DecisionWindow(valid_until=None).to_dict(),
+                DecisionRetired(valid_until=at, reason=reason).to_dict(),
             )
             return self._require_decision(current.id)
 

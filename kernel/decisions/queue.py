@@ -4,7 +4,6 @@ and closing a proposal without ratifying it (reject, withdraw)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from ctx_kernel.kernel import clock, ids, text
 from ctx_kernel.kernel.decisions import review
@@ -16,13 +15,14 @@ from ctx_kernel.kernel.limits import (
     PROPOSAL_REJECTED,
     PROPOSAL_WITHDRAWN,
 )
-from ctx_kernel.kernel.records import Proposal
+from ctx_kernel.kernel.payloads import ProposalClosed, ProposalCreated, ProposalState
+from ctx_kernel.kernel.records import ABSENT, Proposal, ProposalStatus, omit_none
 from ctx_kernel.kernel.store.base import Store
 from ctx_kernel.kernel.text import visible
 from ctx_kernel.kernel.vault.service import VaultService
 
 # The audit action of each way a proposal is closed without being ratified.
-_CLOSED_AS = {"rejected": PROPOSAL_REJECTED, "withdrawn": PROPOSAL_WITHDRAWN}
+_CLOSED_AS: dict[ProposalStatus, str] = {"rejected": PROPOSAL_REJECTED, "withdrawn": PROPOSAL_WITHDRAWN}
 
 
 class QueueService:
@@ -99,7 +99,7 @@ class QueueService:
                 PROPOSAL_CREATED,
                 proposal.id,
                 None,
-                _proposal_summary(proposal),
+                _created(proposal).to_dict(),
             )
         return proposal
 
@@ -180,7 +180,7 @@ class QueueService:
         reason = text.optional_shown(reason, "reason", text.MAX_REASON_CHARS)
         return self._resolve(proposal_id, "withdrawn", actor, reason)
 
-    def _resolve(self, proposal_id: str, status: str, actor: str, note: str | None) -> Proposal:
+    def _resolve(self, proposal_id: str, status: ProposalStatus, actor: str, note: str | None) -> Proposal:
         pid = self.vault.resolve_id(proposal_id, "proposal")
         with self.store.transaction():
             self.pending(pid)
@@ -191,8 +191,8 @@ class QueueService:
                 actor,
                 _CLOSED_AS[status],
                 pid,
-                {"status": "pending"},
-                {"status": status, "reason": note},
+                ProposalState(status="pending").to_dict(),
+                ProposalClosed(status=status, reason=note).to_dict(),
             )
             return self.proposal(pid)
 
@@ -219,15 +219,17 @@ class QueueService:
         return review.group_members([*same, *linked], mine.id)
 
 
-def _proposal_summary(proposal: Proposal) -> dict[str, Any]:
-    return {
-        "subject": proposal.subject,
-        "decision": proposal.decision,
-        "rationale": proposal.rationale,
-        "evidence": proposal.evidence,
-        "supersedes": proposal.supersedes,
-        "explicit_supersedes": proposal.explicit_supersedes,
-        "near_duplicate_of": proposal.near_duplicate_of,
-        "near_duplicate_score": proposal.near_duplicate_score,
-        "session": proposal.session,
-    } | ({"title": proposal.title} if proposal.title is not None else {})
+def _created(proposal: Proposal) -> ProposalCreated:
+    return ProposalCreated(
+        subject=proposal.subject,
+        decision=proposal.decision,
+        rationale=proposal.rationale,
+        evidence=proposal.evidence,
+        supersedes=proposal.supersedes,
+        explicit_supersedes=proposal.explicit_supersedes,
+        near_duplicate_of=proposal.near_duplicate_of,
+        near_duplicate_score=proposal.near_duplicate_score,
+        session=proposal.session,
+        title=omit_none(proposal.title),
+        deciders=proposal.deciders or ABSENT,
+    )

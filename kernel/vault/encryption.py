@@ -14,6 +14,7 @@ from pathlib import Path
 from ctx_kernel.kernel import clock
 from ctx_kernel.kernel.errors import RefusedError, StoreError
 from ctx_kernel.kernel.limits import SEAL_BATCH, VAULT_ENCRYPTED, VAULT_REKEYED
+from ctx_kernel.kernel.payloads import VaultKey
 from ctx_kernel.kernel.store.base import Sealing, Store, offered
 
 
@@ -70,8 +71,9 @@ class EncryptionService:
                     "vault_index_key", _wrap(vault.seal_with(key, index_key, vault.INDEX_KEY_AAD))
                 )
                 self.store.set_meta("vault_encrypting", "1")
+                sealed_with = VaultKey(key_id=vault.key_id(key))
                 self.store.append_audit(
-                    clock.now(), _operator(), VAULT_ENCRYPTED, store_id, None, {"key_id": vault.key_id(key)}
+                    clock.now(), _operator(), VAULT_ENCRYPTED, store_id, None, sealed_with.to_dict()
                 )
             self._sealing.forget_vault()
         sealer = self.store.vault()
@@ -164,8 +166,8 @@ class EncryptionService:
                 _operator(),
                 VAULT_REKEYED,
                 store_id,
-                {"key_id": previous},
-                {"key_id": upcoming},
+                VaultKey(key_id=previous).to_dict(),
+                VaultKey(key_id=upcoming).to_dict(),
             )
         _settle_key_file(path, upcoming)
         self._sealing.forget_vault()

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
 
 from ctx_kernel.kernel import clock, ids
 from ctx_kernel.kernel.capture.ingest import BatchReport, EvidenceInput, Item, Prepared, prepare, prepare_all
 from ctx_kernel.kernel.errors import NotFoundError
 from ctx_kernel.kernel.language import entities
 from ctx_kernel.kernel.limits import EVIDENCE_LOGGED, LOG_BATCH
-from ctx_kernel.kernel.records import Evidence, LogResult
+from ctx_kernel.kernel.payloads import EvidenceLogged
+from ctx_kernel.kernel.records import ABSENT, Evidence, LogResult
 from ctx_kernel.kernel.store.base import Store
 
 
@@ -126,21 +126,22 @@ class VaultService:
         if not self.store.is_sealed():  # a sealed text's entities would give its words away
             mentions = prepared.mentions if prepared.mentions is not None else entities.extract(prepared.body)
             self.store.add_mentions(evidence.id, mentions)
-        details: dict[str, Any] = {
-            "content_hash": prepared.digest,
-            "kind": prepared.kind,
-            "agent": prepared.agent,
-            "session": prepared.session,
-            "tags": prepared.tags,
-            "source": prepared.source,
-            "speaker": prepared.speaker,
-            "occurred_at": prepared.occurred_at,
-        }
-        if prepared.redacted:
-            details["redacted"] = prepared.redacted
+        details = EvidenceLogged(
+            content_hash=prepared.digest,
+            kind=prepared.kind,
+            agent=prepared.agent,
+            session=prepared.session,
+            tags=prepared.tags,
+            source=prepared.source,
+            speaker=prepared.speaker,
+            occurred_at=prepared.occurred_at,
+            redacted=prepared.redacted or ABSENT,
+        )
         # On a server the actor is the login (the database refuses another); the agent is in details.
         actor = self.store.login or prepared.agent or "unknown"
-        self.store.append_audit(evidence.created_at, actor, EVIDENCE_LOGGED, evidence.id, None, details)
+        self.store.append_audit(
+            evidence.created_at, actor, EVIDENCE_LOGGED, evidence.id, None, details.to_dict()
+        )
         return LogResult(evidence.id, duplicate=False, redacted=prepared.redacted)
 
     def evidence(self, evidence_id: str) -> Evidence:
