@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from typing import Any, ClassVar, cast
 
 from ctx_kernel.kernel.records import Decision, Evidence, Proposal
@@ -51,22 +50,37 @@ def like_prefix(subject: str) -> str:
     return escaped + ".%"
 
 
-@dataclass(frozen=True)
 class Dialect:
-    """What a backend's SQL says its own way where the statement is otherwise the same."""
+    """What a backend's SQL says its own way where the statement is otherwise the same.
 
-    # The driver's placeholder: "?" (sqlite3) or "%s" (psycopg).
-    placeholder: str
-    # Appended to a text column to compare and order it by its bytes, as SQLite does by default.
-    collate: str
-    # Appended to a LIKE whose pattern escapes with a backslash, where that is not the default.
-    like_escape: str
-    # The function that gives the larger of two values (SQLite's max takes two arguments).
-    greatest: str
-    # How many values an IN list binds at most; None: a list binds as one array (= ANY(?)).
-    list_chunk: int | None
-    # Whether booleans bind as booleans (else as 0 or 1); lists bind as JSON text in both.
-    native_booleans: bool
+    A plain class: generating a frozen dataclass's methods would add most of a millisecond to the
+    start of every ``ctx log``, for an object each backend makes once.
+    """
+
+    __slots__ = ("collate", "greatest", "like_escape", "list_chunk", "native_booleans", "placeholder")
+
+    def __init__(
+        self,
+        *,
+        placeholder: str,
+        collate: str,
+        like_escape: str,
+        greatest: str,
+        list_chunk: int | None,
+        native_booleans: bool,
+    ) -> None:
+        # The driver's placeholder: "?" (sqlite3) or "%s" (psycopg).
+        self.placeholder = placeholder
+        # Appended to a text column to compare and order it by its bytes, as SQLite does by default.
+        self.collate = collate
+        # Appended to a LIKE whose pattern escapes with a backslash, where that is not the default.
+        self.like_escape = like_escape
+        # The function that gives the larger of two values (SQLite's max takes two arguments).
+        self.greatest = greatest
+        # How many values an IN list binds at most; None: a list binds as one array (= ANY(?)).
+        self.list_chunk = list_chunk
+        # Whether booleans bind as booleans (else as 0 or 1); lists bind as JSON text in both.
+        self.native_booleans = native_booleans
 
     def sql(self, statement: str) -> str:
         """``statement``, written with ``?`` placeholders, in this dialect's placeholders."""
