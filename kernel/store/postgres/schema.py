@@ -847,7 +847,7 @@ def p006_statements() -> tuple[str, ...]:
 # Revision p007: records are found by the end of their id, the handle a person types
 # (``ctx_kernel.kernel.ids.handles``): one index per table on an id's last four characters.
 P007_STATEMENTS = [
-    "CREATE INDEX ix_evidence_tail ON evidence (right(id, 4))",
-    "CREATE INDEX ix_proposal_tail ON proposal (right(id, 4))",
-    "CREATE INDEX ix_decision_tail ON decision (right(id, 4))",
+    "CREATE INDEX ix_evidence_tail ON evidence (substr(id, 26, 4))",
+    "CREATE INDEX ix_proposal_tail ON proposal (substr(id, 26, 4))",
+    "CREATE INDEX ix_decision_tail ON decision (substr(id, 26, 4))",
 ]

@@ -63,7 +63,8 @@ from ctx_kernel.kernel.store.postgres import connection, roles, schema
 from ctx_kernel.kernel.store.postgres.copy import PostgresCopy
 from ctx_kernel.kernel.store.postgres.index import PostgresIndex
 from ctx_kernel.kernel.store.postgres.team import TeamMixin
-from ctx_kernel.kernel.store.rows import AUDIT, DECISION, EVIDENCE, PROPOSAL, RowMap
+from ctx_kernel.kernel.store.rows import AUDIT, DECISION, EVIDENCE, PROPOSAL
+from ctx_kernel.kernel.store.shared import Dialect, SharedRows, like_prefix
 
 # pg_advisory_xact_lock(int, int) keys: "ctxK" (the SQLite store's application_id), then 1 for
 # the writer lock. The two-key form never collides with the single-key locks of schema.py.
@@ -76,6 +77,17 @@ _TAKE_WRITER_LOCK = (
 )
 # The extensions the schema creates, by name ("CREATE EXTENSION IF NOT EXISTS vector" -> "vector").
 _EXTENSIONS = [statement.rsplit(" ", 1)[-1] for statement in schema.EXTENSIONS]
+# PostgreSQL's SQL where the statements of kernel/store/shared.py leave it a choice: psycopg's
+# placeholders, text compared and ordered by its bytes as SQLite's (whatever the database's
+# locale), LIKE's default escape (a backslash), greatest(), a list bound as one array, and booleans.
+POSTGRES = Dialect(
+    placeholder="%s",
+    collate=' COLLATE "C"',
+    like_escape="",
+    greatest="greatest",
+    list_chunk=None,
+    native_booleans=True,
+)
 NO_VAULT = (
     "a PostgreSQL store does not seal evidence: encryption at rest on a shared server is the "
     "server's (disk encryption, TLS), and its WAL and replicas keep old pages the vault could not scrub"
@@ -96,35 +108,14 @@ class _JsonText(Loader):
         return bytes(data).decode("utf-8")
 
 
-def _insert(rows: RowMap) -> str:
-    return rows.insert().replace("?", "%s")
-
-
-def _values(rows: RowMap, record: Any) -> tuple[Any, ...]:
-    """A record's row: lists as JSON text (cast by the server to jsonb), booleans as booleans."""
-    return tuple(
-        json.dumps(getattr(record, c)) if c in rows.json_columns else getattr(record, c) for c in rows.columns
-    )
-
-
-def _like_prefix(subject: str) -> str:
-    escaped = subject.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    return escaped + ".%"
-
-
-_LINK_TABLES = {
-    "supersession": "old_id, new_id, created_at",
-    "decision_evidence": "decision_id, evidence_id",
-    "proposal_evidence": "proposal_id, evidence_id",
-    "decision_conflict": "decision_id, other_id, term, clause, other_clause",
-}
 _WRITES = ("INSERT", "UPDATE", "DELETE", "MERGE")
 
 
-class PostgresStore(TeamMixin, PostgresIndex, PostgresCopy):
+class PostgresStore(SharedRows, TeamMixin, PostgresIndex, PostgresCopy):
     """A ctx store in one PostgreSQL database."""
 
     dialect = "postgresql"
+    sql_dialect = POSTGRES
     parallel_reads = True
     # Only the tables' owner may alter them, and the vector columns' dimension is an ALTER TABLE.
     owner_sets_vectors = True
@@ -295,6 +286,9 @@ class PostgresStore(TeamMixin, PostgresIndex, PostgresCopy):
         row: tuple[Any, ...] | None = cursor.fetchone() if cursor.description is not None else None
         return row
 
+    def _exec(self, statement: str, params: tuple[Any, ...] | list[Any] = ()) -> None:
+        self._run(statement, params)
+
     def _many(self, statement: str, rows: list[tuple[Any, ...]]) -> None:
         for row in rows:
             self._run(statement, row)
@@ -332,25 +326,6 @@ class PostgresStore(TeamMixin, PostgresIndex, PostgresCopy):
     def schema_objects(self) -> list[tuple[str, str, str, str | None]]:
         """``(type, name, table, definition)`` of every table, index, constraint, trigger and function."""
         return connection.schema_objects(self._conn)
-
-    # -- meta -----------------------------------------------------------------------------
-
-    def get_meta(self, key: str) -> str | None:
-        """A metadata value, or None."""
-        row = self._one("SELECT value FROM meta WHERE key = %s", (key,))
-        return row[0] if row else None
-
-    def set_meta(self, key: str, value: str) -> None:
-        """Set a metadata value."""
-        self._run(
-            "INSERT INTO meta (key, value) VALUES (%s, %s) "
-            "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-            (key, value),
-        )
-
-    def delete_meta(self, key: str) -> None:
-        """Forget one metadata key."""
-        self._run("DELETE FROM meta WHERE key = %s", (key,))
 
     # -- who may do what, and the server's health ----------------------------------------
 
@@ -442,14 +417,9 @@ class PostgresStore(TeamMixin, PostgresIndex, PostgresCopy):
 
     # -- evidence -------------------------------------------------------------------------
 
-    def evidence_id_for_hash(self, content_hash: str) -> str | None:
-        """The id of the evidence with this content hash, if any."""
-        row = self._one("SELECT id FROM evidence WHERE content_hash = %s", (content_hash,))
-        return row[0] if row else None
-
     def insert_evidence(self, evidence: Evidence) -> None:
         """Append evidence; its full-text column is generated by the database."""
-        self._run(_insert(EVIDENCE), _values(EVIDENCE, evidence))
+        self._write(EVIDENCE.insert(), self.sql_dialect.row(EVIDENCE, evidence))
 
     def ids_with_prefix(self, prefix: str, limit: int) -> list[str]:
         """Up to ``limit`` ids starting with ``prefix`` (whose ``ev_``/``pr_``/``dc_`` names the kind)."""
@@ -459,42 +429,6 @@ class PostgresStore(TeamMixin, PostgresIndex, PostgresCopy):
             (prefix, limit),
         )
         return [r[0] for r in rows]
-
-    def ids_ending(self, tails: Sequence[str]) -> list[str]:
-        """Every record id whose last four characters are one of ``tails`` (ix_*_tail, p007)."""
-        if not tails:
-            return []
-        union = " UNION ALL ".join(
-            f"SELECT id FROM {table} WHERE right(id, 4) = ANY(%s)"
-            for table in ("evidence", "proposal", "decision")
-        )
-        return [r[0] for r in self._q(union, (list(tails),) * 3)]
-
-    def get_evidence(self, evidence_id: str) -> Evidence | None:
-        """One evidence row."""
-        row = self._one(f"SELECT {EVIDENCE.select()} FROM evidence WHERE id = %s", (evidence_id,))
-        return self._evidence(row) if row else None
-
-    def missing_evidence(self, ids: list[str]) -> list[str]:
-        """Those of ``ids`` that name no evidence, in the order given."""
-        if not ids:
-            return []
-        found = {r[0] for r in self._q("SELECT id FROM evidence WHERE id = ANY(%s)", (list(ids),))}
-        return [i for i in ids if i not in found]
-
-    def evidence_ids(self) -> list[str]:
-        """The id of every evidence row, oldest first."""
-        return [r[0] for r in self._q("SELECT id FROM evidence ORDER BY rowid")]
-
-    # -- proposals ------------------------------------------------------------------------
-
-    def insert_proposal(self, proposal: Proposal) -> None:
-        """Queue a proposal with its cited evidence."""
-        self._run(_insert(PROPOSAL), _values(PROPOSAL, proposal))
-        self._many(
-            "INSERT INTO proposal_evidence (proposal_id, evidence_id) VALUES (%s, %s)",
-            [(proposal.id, e) for e in proposal.evidence],
-        )
 
     def _proposals(self, rows: list[tuple[Any, ...]]) -> list[Proposal]:
         ids = [r[0] for r in rows]
@@ -508,11 +442,6 @@ class PostgresStore(TeamMixin, PostgresIndex, PostgresCopy):
                 cited[pid].append(eid)
         return [PROPOSAL.build(r, evidence=cited[r[0]]) for r in rows]
 
-    def get_proposal(self, proposal_id: str) -> Proposal | None:
-        """One proposal with its cited evidence."""
-        rows = self._q(f"SELECT {PROPOSAL.select()} FROM proposal WHERE id = %s", (proposal_id,))
-        return self._proposals(rows)[0] if rows else None
-
     def list_proposals(
         self, status: str | None = "pending", subject: str | None = None, limit: int | None = None
     ) -> list[Proposal]:
@@ -524,25 +453,13 @@ class PostgresStore(TeamMixin, PostgresIndex, PostgresCopy):
             params.append(status)
         if subject is not None:
             where.append("(subject = %s OR subject LIKE %s)")
-            params += [subject, _like_prefix(subject)]
+            params += [subject, like_prefix(subject)]
         clause = " WHERE " + " AND ".join(where) if where else ""
         statement = f'SELECT {PROPOSAL.select()} FROM proposal{clause} ORDER BY created_at, id COLLATE "C"'
         if limit is not None:
             statement += " LIMIT %s"
             params.append(limit)
         return self._proposals(self._q(statement, params))
-
-    def pending_near_duplicates(self, ids: list[str]) -> list[Proposal]:
-        """Pending proposals flagged as near-duplicates of any of ``ids``."""
-        if not ids:
-            return []
-        return self._proposals(
-            self._q(
-                f"SELECT {PROPOSAL.select()} FROM proposal WHERE status = 'pending' "
-                'AND near_duplicate_of = ANY(%s) ORDER BY created_at, id COLLATE "C"',
-                (list(ids),),
-            )
-        )
 
     def pending_proposals_on(self, subjects: Sequence[str], decision_ids: Sequence[str]) -> list[Proposal]:
         """Pending proposals, oldest first, on any of ``subjects`` or superseding any of ``decision_ids``."""
@@ -593,81 +510,7 @@ class PostgresStore(TeamMixin, PostgresIndex, PostgresCopy):
                 f"its own proposals, and {proposal_id} is another's)"
             )
 
-    def find_source(self, source: str) -> str | None:
-        """The id of the decision or proposal imported from ``source``, if any."""
-        row = self._one(
-            "SELECT id FROM decision WHERE source = %s UNION ALL SELECT id FROM proposal WHERE source = %s "
-            "LIMIT 1",
-            (source, source),
-        )
-        return row[0] if row else None
-
     # -- decisions ------------------------------------------------------------------------
-
-    def _decisions(self, rows: list[tuple[Any, ...]]) -> list[Decision]:
-        ids = [r[0] for r in rows]
-        cited: dict[str, list[str]] = {i: [] for i in ids}
-        older: dict[str, list[str]] = {i: [] for i in ids}
-        newer: dict[str, list[str]] = {i: [] for i in ids}
-        if ids:
-            for did, eid in self._q(
-                "SELECT decision_id, evidence_id FROM decision_evidence WHERE decision_id = ANY(%s) "
-                'ORDER BY evidence_id COLLATE "C"',
-                (ids,),
-            ):
-                cited[did].append(eid)
-            for old, new in self._q(
-                "SELECT old_id, new_id FROM supersession WHERE old_id = ANY(%s) OR new_id = ANY(%s) "
-                'ORDER BY old_id COLLATE "C", new_id COLLATE "C"',
-                (ids, ids),
-            ):
-                if new in older:
-                    older[new].append(old)
-                if old in newer:
-                    newer[old].append(new)
-        return [
-            DECISION.build(r, evidence=cited[r[0]], supersedes=older[r[0]], superseded_by=newer[r[0]])
-            for r in rows
-        ]
-
-    def get_decision(self, decision_id: str) -> Decision | None:
-        """One decision with its evidence and links."""
-        rows = self._q(f"SELECT {DECISION.select()} FROM decision WHERE id = %s", (decision_id,))
-        return self._decisions(rows)[0] if rows else None
-
-    def decisions_by_ids(self, ids: Sequence[str]) -> dict[str, Decision]:
-        """Decisions by id (unknown ids are left out)."""
-        if not ids:
-            return {}
-        rows = self._q(f"SELECT {DECISION.select()} FROM decision WHERE id = ANY(%s)", (list(ids),))
-        return {d.id: d for d in self._decisions(rows)}
-
-    def current_decision(self, subject: str) -> Decision | None:
-        """The decision on ``subject`` whose window is open."""
-        rows = self._q(
-            f"SELECT {DECISION.select()} FROM decision WHERE subject = %s AND valid_until IS NULL", (subject,)
-        )
-        return self._decisions(rows)[0] if rows else None
-
-    def decisions(
-        self, subject: str | None = None, as_of: str | None = None, include_closed: bool = False
-    ) -> list[Decision]:
-        """Decisions (current, valid at ``as_of``, or all), ``subject`` matching its whole subtree."""
-        where: list[str] = []
-        params: list[Any] = []
-        if subject is not None:
-            where.append("(subject = %s OR subject LIKE %s)")
-            params += [subject, _like_prefix(subject)]
-        if as_of is not None:
-            where.append("valid_from <= %s AND (valid_until IS NULL OR valid_until > %s)")
-            params += [as_of, as_of]
-        elif not include_closed:
-            where.append("valid_until IS NULL")
-        statement = f"SELECT {DECISION.select()} FROM decision"
-        if where:
-            statement += " WHERE " + " AND ".join(where)
-        statement += ' ORDER BY subject COLLATE "C", valid_from, id COLLATE "C"'
-        return self._decisions(self._q(statement, params))
 
     def connected_decisions(self, subject: str) -> list[Decision]:
         """The subject's decisions and all decisions linked to them by supersession, oldest first."""
@@ -683,37 +526,6 @@ class PostgresStore(TeamMixin, PostgresIndex, PostgresCopy):
             (subject,),
         )
         return self._decisions(rows)
-
-    def insert_decision(self, decision: Decision) -> None:
-        """Add a decision with its cited evidence."""
-        self._run(_insert(DECISION), _values(DECISION, decision))
-        self._many(
-            "INSERT INTO decision_evidence (decision_id, evidence_id) VALUES (%s, %s)",
-            [(decision.id, e) for e in decision.evidence],
-        )
-
-    def close_decision(self, decision_id: str, until: str, closed_by: str, reason: str | None) -> None:
-        """Close an open window, once (the database refuses a second close)."""
-        self._run(
-            "UPDATE decision SET valid_until = %s, closed_by = %s, close_reason = %s WHERE id = %s",
-            (until, closed_by, reason, decision_id),
-        )
-
-    def link(self, old_id: str, new_id: str, at: str) -> None:
-        """Record that ``new_id`` supersedes ``old_id``."""
-        self._run(
-            "INSERT INTO supersession (old_id, new_id, created_at) VALUES (%s, %s, %s)", (old_id, new_id, at)
-        )
-
-    def is_ancestor(self, candidate: str, decision_id: str) -> bool:
-        """True when ``candidate`` is ``decision_id`` or reachable from it through successors."""
-        row = self._one(
-            """WITH RECURSIVE later(id) AS (
-                 SELECT %s::text UNION SELECT s.new_id FROM supersession s JOIN later l ON s.old_id = l.id
-               ) SELECT 1 FROM later WHERE id = %s""",
-            (decision_id, candidate),
-        )
-        return row is not None
 
     # -- audit ----------------------------------------------------------------------------
 
@@ -741,9 +553,3 @@ class PostgresStore(TeamMixin, PostgresIndex, PostgresCopy):
         """Every audit row, in sequence order."""
         for row in self._q(f"SELECT {AUDIT.select()} FROM audit ORDER BY seq"):
             yield dict(zip(AUDIT.columns, row, strict=True))
-
-    def link_rows(self, table: str) -> list[tuple[Any, ...]]:
-        """Every row of a link table the audit replay checks, sorted as SQLite sorts them."""
-        columns = _LINK_TABLES[table]  # a fixed name, never user text
-        order = ", ".join(f'{c} COLLATE "C"' if c != "created_at" else c for c in columns.split(", "))
-        return self._q(f"SELECT {columns} FROM {table} ORDER BY {order}")

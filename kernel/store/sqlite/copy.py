@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ctx_kernel.kernel.store.rows import COPIED, CopiedTable, sqlite_fields, sqlite_values
-from ctx_kernel.kernel.store.sqlite.index import CHUNK_SLOTS, KINDS
+from ctx_kernel.kernel.store.shared import CHUNK_SLOTS, INDEX_KINDS
 
 _CHUNK = 400  # keys per lookup: two bound values each stay under SQLite's 32,766 variables
 
@@ -78,7 +78,7 @@ class SQLiteCopy:
         self, kind: str, after: tuple[str, int] | None, limit: int
     ) -> list[tuple[str, int, bytes]]:
         """Stored ``(item id, chunk number, float32 bytes)`` in the order the items were written."""
-        if kind not in KINDS:
+        if kind not in INDEX_KINDS:
             raise ValueError(f"unknown index kind {kind!r}")
         if not self._q("SELECT 1 FROM sqlite_master WHERE name = ?", (f"vec_{kind}",)):
             return []

@@ -17,15 +17,12 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ctx_kernel.kernel.language.query import TextQuery
-from ctx_kernel.kernel.records import Evidence
 from ctx_kernel.kernel.sealing import Vault
-from ctx_kernel.kernel.store.base import ConflictPair, ConflictRow
+from ctx_kernel.kernel.store.shared import CHUNK_SLOTS, INDEX_KINDS, index_table
 from ctx_kernel.kernel.store.sqlite import driver
 from ctx_kernel.kernel.store.sqlite.fts import match_string
 from ctx_kernel.kernel.store.sqlite.vectors import VectorMirror
 
-KINDS = ("decision", "evidence")
-CHUNK_SLOTS = 16  # chunk_id = owner rowid * CHUNK_SLOTS + chunk number
 # Evidence terms whose frequency is remembered (a few bytes each).
 TERM_CACHE = 100_000
 # A vec0 search (no copy of the bits in memory yet) takes at most VEC0_WORK / rows candidates, and
@@ -41,7 +38,8 @@ def _marks(values: Sequence[Any]) -> str:
 
 
 class IndexQueries:
-    """Mixed into the SQLite store: every query the recall and index code needs."""
+    """Mixed into the SQLite store: the queries of the recall and index code that are SQLite's own
+    (FTS5, vec0 and its copy in memory, rowids); those PostgreSQL runs alike are in ``shared.py``."""
 
     _conn: Any
     path: Path
@@ -55,13 +53,7 @@ class IndexQueries:
     def _one(self, sql: str, params: tuple[Any, ...] | list[Any] = ()) -> tuple[Any, ...] | None:
         raise NotImplementedError
 
-    def _evidence(self, row: tuple[Any, ...]) -> Evidence:
-        raise NotImplementedError
-
     def _evidence_match(self, query: TextQuery) -> str:
-        raise NotImplementedError
-
-    def is_sealed(self) -> bool:
         raise NotImplementedError
 
     def vault(self) -> Vault | None:
@@ -79,18 +71,6 @@ class IndexQueries:
             "INSERT OR IGNORE INTO entity_mention (entity_id, item) SELECT id, ? FROM entity WHERE name = ?",
             [(item, name) for (name,) in rows],
         )
-
-    def entity_version(self) -> int:
-        """Grows whenever an entity is added (for caches of :meth:`entity_names`)."""
-        row = self._one("SELECT coalesce(max(id), 0) FROM entity")
-        return int(row[0]) if row else 0
-
-    def entity_names(self, after: int = 0) -> list[tuple[int, str]]:
-        """``(id, name)`` of the entities whose id is above ``after``, oldest first."""
-        rows: list[tuple[int, str]] = self._conn.execute(  # 224,000 rows at a million texts: no copy
-            "SELECT id, name FROM entity WHERE id > ? ORDER BY id", (after,)
-        ).fetchall()
-        return rows
 
     def entity_items(self, entity_ids: Sequence[int], prefix: str, limit: int) -> dict[int, list[str]]:
         """Up to ``limit`` newest items with id prefix ``prefix`` mentioning each entity."""
@@ -111,20 +91,9 @@ class IndexQueries:
             items.sort(reverse=True)  # a compound select promises no order
         return out
 
-    def entity_counts(self, entity_ids: Sequence[int], prefix: str) -> dict[int, int]:
-        """How many items with id prefix ``prefix`` mention each entity."""
-        if not entity_ids:
-            return {}
-        rows = self._q(
-            f"SELECT entity_id, count(*) FROM entity_mention WHERE entity_id IN ({_marks(entity_ids)}) "
-            "AND item >= ? AND item < ? GROUP BY entity_id",
-            [*entity_ids, prefix, prefix + "~"],
-        )
-        return {r[0]: r[1] for r in rows}
-
     def item_count(self, kind: str) -> int:
         """How many decisions or evidence texts the store holds."""
-        table = _table(kind)
+        table = index_table(kind)
         # Rows are never deleted, so the largest rowid is the count (and costs no scan).
         row = self._one(f"SELECT coalesce(max(rowid), 0) FROM {table}")
         return int(row[0]) if row else 0
@@ -141,55 +110,6 @@ class IndexQueries:
                 (other_id, decision_id, term, other_clause, clause),
             ],
         )
-
-    def conflicts_for(self, decision_id: str) -> list[tuple[str, str, str, str]]:
-        """``(other id, term, clause, other clause)`` of every recorded conflict of a decision."""
-        return [
-            (r[0], r[1], r[2], r[3])
-            for r in self._q(
-                "SELECT other_id, term, clause, other_clause FROM decision_conflict "
-                "WHERE decision_id = ? ORDER BY other_id",
-                (decision_id,),
-            )
-        ]
-
-    def conflicts_at(self, decision_ids: Sequence[str], moment: str | None) -> dict[str, list[ConflictRow]]:
-        """:meth:`conflicts_for` of each decision, keeping the others that hold at ``moment`` (None: now),
-        each with the other's subject, text and window."""
-        out: dict[str, list[ConflictRow]] = {i: [] for i in decision_ids}
-        if not decision_ids:
-            return out
-        if moment is None:
-            window, params = "d.valid_until IS NULL", []
-        else:
-            window = "d.valid_from <= ? AND (d.valid_until IS NULL OR d.valid_until > ?)"
-            params = [moment, moment]
-        for r in self._q(
-            "SELECT c.decision_id, c.other_id, c.term, c.clause, c.other_clause, "
-            "d.subject, d.decision, d.valid_from, d.valid_until FROM decision_conflict c "
-            f"JOIN decision d ON d.id = c.other_id WHERE c.decision_id IN ({_marks(decision_ids)}) "
-            f"AND {window} ORDER BY c.decision_id, c.other_id",
-            [*decision_ids, *params],
-        ):
-            out[r[0]].append(ConflictRow(*r[1:]))
-        return out
-
-    def current_conflict_pairs(self) -> list[ConflictPair]:
-        """Each conflict between current decisions, once, newest first."""
-        return [
-            ConflictPair(r[0], r[1], r[2], r[3], r[4])
-            for r in self._q(
-                """SELECT c.decision_id, c.other_id, c.term, c.clause, c.other_clause
-                   FROM decision_conflict c
-                   JOIN decision a ON a.id = c.decision_id JOIN decision b ON b.id = c.other_id
-                   WHERE a.valid_until IS NULL AND b.valid_until IS NULL AND c.decision_id < c.other_id
-                   ORDER BY max(a.valid_from, b.valid_from) DESC, c.decision_id"""
-            )
-        ]
-
-    def clear_conflicts(self) -> None:
-        """Forget every recorded conflict (before detecting them again)."""
-        self._conn.execute("DELETE FROM decision_conflict")
 
     # -- keyword --------------------------------------------------------------------------
 
@@ -216,19 +136,6 @@ class IndexQueries:
                    FROM decision_fts JOIN decision d ON d.rowid = decision_fts.rowid
                    WHERE decision_fts MATCH ? {window} ORDER BY score LIMIT ?""",
                 (match, limit),
-            )
-        ]
-
-    def current_ids(self, subjects: Sequence[str]) -> list[str]:
-        """Ids of the current decisions on ``subjects``."""
-        if not subjects:
-            return []
-        return [
-            r[0]
-            for r in self._q(
-                "SELECT id FROM decision WHERE valid_until IS NULL "
-                f"AND subject IN ({_marks(subjects)}) ORDER BY id",
-                list(subjects),
             )
         ]
 
@@ -276,18 +183,6 @@ class IndexQueries:
 
     # -- records by id --------------------------------------------------------------------
 
-    def evidence_by_ids(self, ids: Sequence[str]) -> dict[str, Evidence]:
-        """Evidence rows by id."""
-        if not ids:
-            return {}
-        rows = self._q(
-            "SELECT id, text, kind, agent, session, tags, content_hash, created_at, source, speaker, "
-            "occurred_at FROM evidence "
-            f"WHERE id IN ({_marks(ids)})",
-            list(ids),
-        )
-        return {r[0]: self._evidence(r) for r in rows}
-
     def evidence_neighbours(self, ids: Sequence[str]) -> dict[str, list[str]]:
         """The evidence logged just before and just after each of ``ids`` in the same session
         (or, without a session, from the same source)."""
@@ -305,15 +200,11 @@ class IndexQueries:
             out.setdefault(item, []).append(neighbour)
         return out
 
-    def recent_evidence_ids(self, limit: int) -> list[str]:
-        """Ids of the newest evidence texts, newest first."""
-        return [r[0] for r in self._q("SELECT id FROM evidence ORDER BY rowid DESC LIMIT ?", (limit,))]
-
     def _ids_for_rowids(self, kind: str, rowids: Sequence[int]) -> dict[int, str]:
         """Record ids of decision or evidence rowids (which never leave this backend)."""
         if not rowids:
             return {}
-        table = _table(kind)
+        table = index_table(kind)
         rows = self._q(f"SELECT rowid, id FROM {table} WHERE rowid IN ({_marks(rowids)})", list(rowids))
         return {r[0]: r[1] for r in rows}
 
@@ -321,7 +212,7 @@ class IndexQueries:
         """Rowids of decision or evidence ids."""
         if not ids:
             return {}
-        table = _table(kind)
+        table = index_table(kind)
         rows = self._q(f"SELECT id, rowid FROM {table} WHERE id IN ({_marks(ids)})", list(ids))
         return {r[0]: r[1] for r in rows}
 
@@ -355,21 +246,6 @@ class IndexQueries:
             out[root].append(member)
         return out
 
-    def current_subjects(self) -> list[str]:
-        """Subjects that have a current decision."""
-        return [
-            r[0] for r in self._q("SELECT subject FROM decision WHERE valid_until IS NULL ORDER BY subject")
-        ]
-
-    def known_subjects(self) -> list[str]:
-        """Every subject a decision (current or not) or a pending proposal is on."""
-        return [
-            r[0]
-            for r in self._q(
-                "SELECT subject FROM decision UNION SELECT subject FROM proposal WHERE status = 'pending'"
-            )
-        ]
-
     # -- vectors --------------------------------------------------------------------------
 
     def vector_tables_exist(self) -> bool:
@@ -383,7 +259,7 @@ class IndexQueries:
 
     def create_vector_tables(self, dim: int) -> None:
         """Create the binary-quantised KNN tables for vectors of ``dim`` dimensions."""
-        for kind in KINDS:
+        for kind in INDEX_KINDS:
             self._conn.execute(
                 f"CREATE VIRTUAL TABLE IF NOT EXISTS vec_{kind} USING vec0("
                 f"chunk_id INTEGER PRIMARY KEY, bits bit[{int(dim)}])"
@@ -391,46 +267,13 @@ class IndexQueries:
 
     def drop_vectors(self) -> None:
         """Forget every vector (the model changed)."""
-        for kind in KINDS:
+        for kind in INDEX_KINDS:
             self._conn.execute(f"DROP TABLE IF EXISTS vec_{kind}")
             self._conn.execute(f"DELETE FROM {kind}_vector")
 
-    def pending_vectors(self, kind: str, limit: int) -> list[tuple[str, str]]:
-        """``(id, text)`` of the oldest rows that have no vector yet.
-
-        Rows are embedded in rowid order and never change, so the newest embedded rowid
-        is a high-water mark.
-        """
-        if kind == "evidence" and self.is_sealed():
-            return []  # a vector would give a sealed text's meaning away: sealed vaults have none
-        table = _table(kind)
-        column = (
-            "subject || ': ' || decision || coalesce('\n' || rationale, '')" if kind == "decision" else "text"
-        )
-        return [
-            (r[0], r[1])
-            for r in self._q(
-                f"SELECT id, {column} FROM {table} "
-                f"WHERE rowid > (SELECT coalesce(max(owner_rowid), 0) FROM {kind}_vector) "
-                "ORDER BY rowid LIMIT ?",
-                (limit,),
-            )
-        ]
-
-    def pending_vector_count(self, kind: str) -> int:
-        """How many rows still wait for a vector."""
-        if kind == "evidence" and self.is_sealed():
-            return 0
-        table = _table(kind)
-        row = self._one(
-            f"SELECT count(*) FROM {table} "
-            f"WHERE rowid > (SELECT coalesce(max(owner_rowid), 0) FROM {kind}_vector)"
-        )
-        return int(row[0]) if row else 0
-
     def insert_vectors(self, kind: str, rows: Sequence[tuple[str, int, bytes]]) -> int:
         """Store ``(item id, chunk number, float32 bytes)``; chunks another process stored are skipped."""
-        table = _table(kind)
+        table = index_table(kind)
         rowids = self._rowids_for_ids(kind, list(dict.fromkeys(item for item, _, _ in rows)))
         added = 0
         for item, chunk, emb in rows:
@@ -468,7 +311,7 @@ class IndexQueries:
         (kernel/store/sqlite/vectors.py): its bits, and for a small kind its vectors too, which
         rescore the nearest there (a large kind's are rescored here); ``vec0`` answers until then.
         """
-        table = _table(kind)
+        table = index_table(kind)
         mirror = self._mirrors.get(kind)
         if mirror is None:
             mirror = self._mirrors.setdefault(kind, VectorMirror(self.path, kind, driver.connect))
@@ -514,9 +357,3 @@ def _best_per_owner(found: Iterable[tuple[_Owner, float | None]], limit: int) ->
             if len(best) == limit:
                 break
     return best
-
-
-def _table(kind: str) -> str:
-    if kind not in KINDS:
-        raise ValueError(f"unknown index kind {kind!r}")
-    return kind

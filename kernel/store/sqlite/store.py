@@ -20,6 +20,7 @@ from ctx_kernel.kernel.sealing import SCRUB_PENDING, Vault, VaultError, is_seale
 from ctx_kernel.kernel.sealing import snippet as vault_snippet
 from ctx_kernel.kernel.store.base import BackendCheck, Missing, Sealing
 from ctx_kernel.kernel.store.rows import AUDIT, DECISION, EVIDENCE, PROPOSAL
+from ctx_kernel.kernel.store.shared import Dialect, SharedRows, like_prefix
 from ctx_kernel.kernel.store.sqlite import driver, migrate
 from ctx_kernel.kernel.store.sqlite.copy import SQLiteCopy
 from ctx_kernel.kernel.store.sqlite.fts import match_string
@@ -28,15 +29,26 @@ from ctx_kernel.kernel.store.sqlite.vectors import VectorMirror
 from ctx_kernel.kernel.store.sqlite.watch import SQLITE_HAS_NO_ROLES, DataVersionWatch
 from ctx_kernel.kernel.store.writelock import WriteLock
 
+# Values bound in one IN list: well under the 32,766 variables a SQLite statement may hold.
+_LIST_CHUNK = 500
+# SQLite's SQL where the statements of kernel/store/shared.py leave it a choice: qmark placeholders,
+# text compared by its bytes (the default BINARY collation), LIKE escaping only with ESCAPE, the
+# two-argument max, lists bound value by value, and booleans stored as 0 or 1.
+SQLITE = Dialect(
+    placeholder="?",
+    collate="",
+    like_escape=" ESCAPE '\\'",
+    greatest="max",
+    list_chunk=_LIST_CHUNK,
+    native_booleans=False,
+)
 
-def _placeholders(values: list[Any]) -> str:
-    return ",".join("?" * len(values))
 
-
-class SQLiteStore(IndexQueries, SQLiteCopy):
+class SQLiteStore(SharedRows, IndexQueries, SQLiteCopy):
     """A ctx store in one SQLite file."""
 
     dialect = "sqlite"
+    sql_dialect = SQLITE
     parallel_reads = False
     owner_sets_vectors = False
     # A file has no logins: the names a host gives are recorded as given.
@@ -197,6 +209,12 @@ class SQLiteStore(IndexQueries, SQLiteCopy):
         row: tuple[Any, ...] | None = self._conn.execute(sql, params).fetchone()
         return row
 
+    def _exec(self, sql: str, params: tuple[Any, ...] | list[Any] = ()) -> None:
+        self._conn.execute(sql, params)
+
+    def _many(self, sql: str, rows: list[tuple[Any, ...]]) -> None:
+        self._conn.executemany(sql, rows)
+
     # -- meta -----------------------------------------------------------------------------
 
     def schema_version(self) -> int:
@@ -204,23 +222,14 @@ class SQLiteStore(IndexQueries, SQLiteCopy):
         row = self._one("PRAGMA user_version")
         return int(row[0]) if row else 0
 
-    def get_meta(self, key: str) -> str | None:
-        """A metadata value, or None."""
-        row = self._one("SELECT value FROM meta WHERE key = ?", (key,))
-        return row[0] if row else None
-
     def set_meta(self, key: str, value: str) -> None:
-        """Set a metadata value."""
-        self._conn.execute(
-            "INSERT INTO meta (key, value) VALUES (?, ?) "
-            "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-            (key, value),
-        )
+        """Set a metadata value (the vault's keys are metadata: whether it is plain is read again)."""
+        super().set_meta(key, value)
         self._tx_plain = False
 
     def delete_meta(self, key: str) -> None:
-        """Forget one meta key."""
-        self._conn.execute("DELETE FROM meta WHERE key = ?", (key,))
+        """Forget one meta key (whether the vault is plain is read again)."""
+        super().delete_meta(key)
         self._tx_plain = False
 
     # -- the sealed vault -----------------------------------------------------------------
@@ -387,11 +396,6 @@ class SQLiteStore(IndexQueries, SQLiteCopy):
 
     # -- evidence -------------------------------------------------------------------------
 
-    def evidence_id_for_hash(self, content_hash: str) -> str | None:
-        """The id of the evidence with this content hash, if any."""
-        row = self._one("SELECT id FROM evidence WHERE content_hash = ?", (content_hash,))
-        return row[0] if row else None
-
     def insert_evidence(self, evidence: Evidence) -> None:
         """Append evidence to the vault; the FTS index follows (by trigger, or keyed tokens if sealed)."""
         vault = self.vault()
@@ -413,39 +417,6 @@ class SQLiteStore(IndexQueries, SQLiteCopy):
         )
         return [r[0] for r in rows]
 
-    def ids_ending(self, tails: Sequence[str]) -> list[str]:
-        """Every record id whose last four characters are one of ``tails`` (ix_*_tail, m008)."""
-        if not tails:
-            return []
-        marks = _placeholders(list(tails))
-        union = " UNION ALL ".join(
-            f"SELECT id FROM {table} WHERE substr(id, -4) IN ({marks})"
-            for table in ("evidence", "proposal", "decision")
-        )
-        return [r[0] for r in self._q(union, [*tails, *tails, *tails])]
-
-    def get_evidence(self, evidence_id: str) -> Evidence | None:
-        """One evidence row."""
-        row = self._one(f"SELECT {EVIDENCE.select()} FROM evidence WHERE id = ?", (evidence_id,))
-        return self._evidence(row) if row else None
-
-    def missing_evidence(self, ids: list[str]) -> list[str]:
-        """Those of ``ids`` that name no evidence."""
-        if not ids:
-            return []
-        found = {r[0] for r in self._q(f"SELECT id FROM evidence WHERE id IN ({_placeholders(ids)})", ids)}
-        return [i for i in ids if i not in found]
-
-    # -- proposals ------------------------------------------------------------------------
-
-    def insert_proposal(self, proposal: Proposal) -> None:
-        """Queue a proposal with its cited evidence."""
-        self._conn.execute(PROPOSAL.insert(), PROPOSAL.values(proposal))
-        self._conn.executemany(
-            "INSERT INTO proposal_evidence (proposal_id, evidence_id) VALUES (?, ?)",
-            [(proposal.id, e) for e in proposal.evidence],
-        )
-
     def _proposals(
         self, rows: list[tuple[Any, ...]], cited_by: tuple[str, list[Any]] | None = None
     ) -> list[Proposal]:
@@ -453,7 +424,7 @@ class SQLiteStore(IndexQueries, SQLiteCopy):
         ``proposal`` selecting the same rows, which reads a long list's citations in one query."""
         ids = [r[0] for r in rows]
         cited: dict[str, list[str]] = {i: [] for i in ids}
-        if cited_by is not None and len(ids) > _CHUNK:
+        if cited_by is not None and len(ids) > _LIST_CHUNK:
             where, params = cited_by
             found = self._q(
                 "SELECT pe.proposal_id, pe.evidence_id FROM proposal_evidence pe "
@@ -464,19 +435,15 @@ class SQLiteStore(IndexQueries, SQLiteCopy):
                 if pid in cited:
                     cited[pid].append(eid)
         else:
-            for chunk in _chunks(ids):
+            for chunk in self.sql_dialect.chunks(ids):
+                among, params = self.sql_dialect.among("proposal_id", chunk)
                 for pid, eid in self._q(
-                    "SELECT proposal_id, evidence_id FROM proposal_evidence "
-                    f"WHERE proposal_id IN ({_placeholders(chunk)}) ORDER BY evidence_id",
-                    chunk,
+                    f"SELECT proposal_id, evidence_id FROM proposal_evidence WHERE {among} "
+                    "ORDER BY evidence_id",
+                    params,
                 ):
                     cited[pid].append(eid)
         return [PROPOSAL.build(r, evidence=cited[r[0]]) for r in rows]
-
-    def get_proposal(self, proposal_id: str) -> Proposal | None:
-        """One proposal."""
-        rows = self._q(f"SELECT {PROPOSAL.select()} FROM proposal WHERE id = ?", (proposal_id,))
-        return self._proposals(rows)[0] if rows else None
 
     def list_proposals(
         self, status: str | None = "pending", subject: str | None = None, limit: int | None = None
@@ -488,24 +455,11 @@ class SQLiteStore(IndexQueries, SQLiteCopy):
             params.append(status)
         if subject is not None:
             where.append("(subject = ? OR subject LIKE ? ESCAPE '\\')")
-            params += [subject, _like_prefix(subject)]
+            params += [subject, like_prefix(subject)]
         clause = " WHERE " + " AND ".join(where) if where else ""
         sql = f"SELECT {PROPOSAL.select()} FROM proposal{clause} ORDER BY created_at, id"
         rows = self._q(sql + (" LIMIT ?" if limit is not None else ""), [*params, limit] if limit else params)
         return self._proposals(rows, (clause.replace("subject", "proposal.subject"), params))
-
-    def pending_near_duplicates(self, ids: list[str]) -> list[Proposal]:
-        """Pending proposals flagged as near-duplicates of any of ``ids``."""
-        found: list[Proposal] = []
-        for chunk in _chunks(ids):
-            found += self._proposals(
-                self._q(
-                    f"SELECT {PROPOSAL.select()} FROM proposal WHERE status = 'pending' "
-                    f"AND near_duplicate_of IN ({_placeholders(chunk)}) ORDER BY created_at, id",
-                    chunk,
-                )
-            )
-        return found
 
     def pending_proposals_on(self, subjects: Sequence[str], decision_ids: Sequence[str]) -> list[Proposal]:
         """Pending proposals, oldest first, on any of ``subjects`` or superseding any of ``decision_ids``."""
@@ -546,85 +500,7 @@ class SQLiteStore(IndexQueries, SQLiteCopy):
             (status, at, by, note, decision_id, proposal_id),
         )
 
-    def find_source(self, source: str) -> str | None:
-        """The id of the decision or proposal imported from ``source``, if any."""
-        row = self._one(
-            "SELECT id FROM decision WHERE source = ? UNION ALL SELECT id FROM proposal WHERE source = ? "
-            "LIMIT 1",
-            (source, source),
-        )
-        return row[0] if row else None
-
     # -- decisions ------------------------------------------------------------------------
-
-    def _decisions(self, rows: list[tuple[Any, ...]]) -> list[Decision]:
-        ids = [r[0] for r in rows]
-        cited: dict[str, list[str]] = {i: [] for i in ids}
-        older: dict[str, list[str]] = {i: [] for i in ids}
-        newer: dict[str, list[str]] = {i: [] for i in ids}
-        for chunk in _chunks(ids):
-            marks = _placeholders(chunk)
-            for did, eid in self._q(
-                "SELECT decision_id, evidence_id FROM decision_evidence "
-                f"WHERE decision_id IN ({marks}) ORDER BY evidence_id",
-                chunk,
-            ):
-                cited[did].append(eid)
-            for old, new in self._q(
-                f"SELECT old_id, new_id FROM supersession WHERE old_id IN ({marks}) "
-                f"OR new_id IN ({marks}) ORDER BY old_id, new_id",
-                chunk + chunk,
-            ):
-                if new in older:
-                    older[new].append(old)
-                if old in newer:
-                    newer[old].append(new)
-        return [
-            DECISION.build(r, evidence=cited[r[0]], supersedes=older[r[0]], superseded_by=newer[r[0]])
-            for r in rows
-        ]
-
-    def get_decision(self, decision_id: str) -> Decision | None:
-        """One decision with its evidence and links."""
-        rows = self._q(f"SELECT {DECISION.select()} FROM decision WHERE id = ?", (decision_id,))
-        return self._decisions(rows)[0] if rows else None
-
-    def decisions_by_ids(self, ids: Sequence[str]) -> dict[str, Decision]:
-        """Decisions by id."""
-        found: dict[str, Decision] = {}
-        for chunk in _chunks(list(ids)):
-            rows = self._q(
-                f"SELECT {DECISION.select()} FROM decision WHERE id IN ({_placeholders(chunk)})", chunk
-            )
-            found.update((d.id, d) for d in self._decisions(rows))
-        return found
-
-    def current_decision(self, subject: str) -> Decision | None:
-        """The decision on ``subject`` whose window is open."""
-        rows = self._q(
-            f"SELECT {DECISION.select()} FROM decision WHERE subject = ? AND valid_until IS NULL",
-            (subject,),
-        )
-        return self._decisions(rows)[0] if rows else None
-
-    def decisions(
-        self, subject: str | None = None, as_of: str | None = None, include_closed: bool = False
-    ) -> list[Decision]:
-        """Decisions (current, valid at ``as_of``, or all), ``subject`` matching its whole subtree."""
-        where, params = [], []
-        if subject is not None:
-            where.append("(subject = ? OR subject LIKE ? ESCAPE '\\')")
-            params += [subject, _like_prefix(subject)]
-        if as_of is not None:
-            where.append("valid_from <= ? AND (valid_until IS NULL OR valid_until > ?)")
-            params += [as_of, as_of]
-        elif not include_closed:
-            where.append("valid_until IS NULL")
-        sql = f"SELECT {DECISION.select()} FROM decision"
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        sql += " ORDER BY subject, valid_from, id"
-        return self._decisions(self._q(sql, params))
 
     def connected_decisions(self, subject: str) -> list[Decision]:
         """The subject's decisions and all decisions linked to them by supersession, oldest first."""
@@ -641,38 +517,6 @@ class SQLiteStore(IndexQueries, SQLiteCopy):
             (subject,),
         )
         return self._decisions(rows)
-
-    def insert_decision(self, decision: Decision) -> None:
-        """Add a decision with its cited evidence."""
-        self._conn.execute(DECISION.insert(), DECISION.values(decision))
-        self._conn.executemany(
-            "INSERT INTO decision_evidence (decision_id, evidence_id) VALUES (?, ?)",
-            [(decision.id, e) for e in decision.evidence],
-        )
-
-    def close_decision(self, decision_id: str, until: str, closed_by: str, reason: str | None) -> None:
-        """Close an open window, once (the database refuses a second close)."""
-        self._conn.execute(
-            "UPDATE decision SET valid_until = ?, closed_by = ?, close_reason = ? WHERE id = ?",
-            (until, closed_by, reason, decision_id),
-        )
-
-    def link(self, old_id: str, new_id: str, at: str) -> None:
-        """Record that ``new_id`` supersedes ``old_id``."""
-        self._conn.execute(
-            "INSERT INTO supersession (old_id, new_id, created_at) VALUES (?, ?, ?)",
-            (old_id, new_id, at),
-        )
-
-    def is_ancestor(self, candidate: str, decision_id: str) -> bool:
-        """True when ``candidate`` is ``decision_id`` or reachable from it through successors."""
-        row = self._one(
-            """WITH RECURSIVE later(id) AS (
-                 SELECT ? UNION SELECT s.new_id FROM supersession s JOIN later l ON s.old_id = l.id
-               ) SELECT 1 FROM later WHERE id = ?""",
-            (decision_id, candidate),
-        )
-        return row is not None
 
     # -- audit ----------------------------------------------------------------------------
 
@@ -725,11 +569,6 @@ class SQLiteStore(IndexQueries, SQLiteCopy):
         for row in cursor:
             yield dict(zip(names, row, strict=True))
 
-    def link_rows(self, table: str) -> list[tuple[Any, ...]]:
-        """Every row of a link table the audit replay checks (supersession, citations, conflicts)."""
-        columns = _LINK_TABLES[table]  # a fixed name, never user text
-        return self._q(f"SELECT {columns} FROM {table} ORDER BY {columns}")
-
     def rebuild_text_index(self, *, evidence: bool) -> None:
         """Rebuild the keyword index of decisions (and of evidence) from the rows, and forget mentions."""
         self._conn.execute("INSERT INTO decision_fts (decision_fts) VALUES ('rebuild')")
@@ -738,10 +577,6 @@ class SQLiteStore(IndexQueries, SQLiteCopy):
             self._term_counts.clear()
             self._conn.execute("INSERT INTO evidence_fts (evidence_fts) VALUES ('rebuild')")
             self._conn.execute("DELETE FROM entity_mention WHERE item LIKE 'ev\\_%' ESCAPE '\\'")
-
-    def evidence_ids(self) -> list[str]:
-        """The id of every evidence row, oldest first."""
-        return [r[0] for r in self._q("SELECT id FROM evidence ORDER BY rowid")]
 
     def schema_objects(self) -> list[tuple[str, str, str, str | None]]:
         """``(type, name, table, sql)`` of every table, index and trigger in the database."""
@@ -853,24 +688,3 @@ class SQLiteStore(IndexQueries, SQLiteCopy):
         finally:
             checker.close()
         return problems
-
-
-_LINK_TABLES = {
-    "supersession": "old_id, new_id, created_at",
-    "decision_evidence": "decision_id, evidence_id",
-    "proposal_evidence": "proposal_id, evidence_id",
-    "decision_conflict": "decision_id, other_id, term, clause, other_clause",
-}
-
-
-def _like_prefix(subject: str) -> str:
-    escaped = subject.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    return escaped + ".%"
-
-
-_CHUNK = 500
-
-
-def _chunks(ids: list[str], size: int = _CHUNK) -> Iterator[list[str]]:
-    for start in range(0, len(ids), size):
-        yield ids[start : start + size]
