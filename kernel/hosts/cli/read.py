@@ -118,7 +118,11 @@ def search(ctx: Ctx, query: str, limit: int, as_of: str | None, as_json: bool) -
 
 
 def _explain(
-    scores: dict[str, Any], rrf: float | None = None, combsum: bool = False, timed: bool = False
+    scores: dict[str, Any],
+    rrf: float | None = None,
+    combsum: bool = False,
+    timed: bool = False,
+    asking: bool = False,
 ) -> str:
     """Each ranker's raw score and rank, and the fused score with how it was made."""
     parts = []
@@ -129,13 +133,16 @@ def _explain(
         detail = f": {score.detail}" if score.detail else ""
         parts.append(f"{name} #{score.rank} ({labels[name]} {score.score:.4g}{detail})")
     if combsum and rrf is not None:
-        # kernel/recall/fusion.py: CombSUM of min-max normalised scores, plus the neighbour share.
+        # kernel/recall/fusion.py: CombSUM of min-max normalised scores, the neighbour share, and
+        # a text that ends in a question halved.
         parts.append(
             f"fused {rrf:.3f} (each ranker's score scaled to 0-1 within its list, summed; "
             "a text logged next to a strong hit in the same session also gets half of that hit's)"
         )
         if timed:
             parts.append("+1: the question asks when and this text states a time")
+        if asking:
+            parts.append("halved: this text ends in a question, so it asks rather than answers")
         if not any(score is not None for score in scores.values()):
             return f"no ranker matched it directly; it was logged next to a strong hit · {parts[-1]}"
     elif rrf is not None:
@@ -225,8 +232,10 @@ def recall(
             f"  {ev.rank}. {ev.evidence.id}  {ev.evidence.kind}  {ev.evidence.created_at[:10]}  {ev.snippet}"
         )
         if explain:
+            hybrid = found.mode == "hybrid"
             timed = asks_when and fusion.states_time(ev.evidence.text)
-            _say(f"     explain: {_explain(ev.scores, ev.rrf, combsum=found.mode == 'hybrid', timed=timed)}")
+            asking = hybrid and fusion.asks(ev.evidence.text)
+            _say(f"     explain: {_explain(ev.scores, ev.rrf, combsum=hybrid, timed=timed, asking=asking)}")
     if not found.evidence:
         _say("  none")
 
