@@ -1,12 +1,15 @@
 """Evidence fusion through the facade and the CLI, with the real embedding model.
 
 Hybrid evidence recall sums each ranker's min-max normalised scores (kernel/recall/fusion.py),
-lends half a strong hit's score to the turns logged next to it in the same session, and
-runs the entity ranker only when the query names an identifier; for a question that asks
-when, a turn that states a time gains one more ranker's vote.
+lends half a strong hit's score to the turns logged next to it in the same session, halves a
+turn that ends in a question once it has lent, and runs the entity ranker only when the query
+names an identifier; for a question that asks when, a turn that states a time gains one more
+ranker's vote.
 """
 
 from __future__ import annotations
+
+import json
 
 import pytest
 
@@ -136,3 +139,46 @@ def test_a_month_states_a_time_and_the_verb_may_does_not(kernel):
     question = "How long ago did Maya go to the pottery workshop?"
     assert kernel.recall(question, mode="keyword").evidence[0].evidence.id == may
     assert kernel.recall(question, k=3).evidence[0].evidence.id == month
+
+
+def asked_and_answered(kernel: Ctx) -> dict[str, str]:
+    """A turn that asks about the recital in the question's words, and the reply that answers it."""
+    ids = {
+        "asking": kernel.log(
+            "Leo: Which song did Maya play at the school recital?", kind="conversation", session="s1"
+        ).id,
+        "reply": kernel.log(
+            "Maya: I played Clair de Lune at the recital, my hands were shaking.",
+            kind="conversation",
+            session="s1",
+        ).id,
+    }
+    for n, text in enumerate(FILLER):
+        kernel.log(text, kind="conversation", session=f"f{n}")
+    return ids
+
+
+def test_a_turn_that_asks_ranks_below_the_reply_that_answers(kernel, cli):
+    ids = asked_and_answered(kernel)
+    question = "Which song did Maya play at the school recital?"
+    keyword = [h.evidence.id for h in kernel.recall(question, mode="keyword").evidence]
+    assert keyword[0] == ids["asking"]  # it repeats the question's words
+    result = cli("recall", question, "--json", "--k", "3")
+    assert result.code == 0, result.err
+    hybrid = [hit["id"] for hit in json.loads(result.out)["evidence"]]
+    assert hybrid[:2] == [ids["reply"], ids["asking"]]
+    explained = cli("recall", question, "--explain", "--k", "3").out
+    asking = explained.split(ids["asking"], 1)[1].split("\n")[1]
+    assert "halved: this text ends in a question" in asking
+    reply = explained.split(ids["reply"], 1)[1].split("\n")[1]
+    assert "halved" not in reply
+
+
+def test_a_question_mark_inside_a_turn_does_not_halve_it(kernel):
+    kept = kernel.log(
+        "Maya: Did I tell you? I played Clair de Lune at the school recital.", kind="conversation"
+    ).id
+    for n, text in enumerate(FILLER):
+        kernel.log(text, kind="conversation", session=f"f{n}")
+    found = kernel.recall("Which song did Maya play at the school recital?", k=3)
+    assert found.evidence[0].evidence.id == kept

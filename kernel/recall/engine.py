@@ -31,7 +31,7 @@ from ctx_kernel.kernel.recall.entity_index import EntityIndex
 from ctx_kernel.kernel.recall.expansion import chain_item, clip_text, closed_why, conflict_related, lineage_of
 from ctx_kernel.kernel.recall.fusion import Ranked
 from ctx_kernel.kernel.recall.results import ClosedHit, DecisionHit, EvidenceHit
-from ctx_kernel.kernel.records import Decision, Proposal
+from ctx_kernel.kernel.records import Decision, Evidence, Proposal
 from ctx_kernel.kernel.reports import (
     Related,
 )
@@ -499,13 +499,23 @@ class Recaller:
         if mode == "hybrid":
             # Normalised scores carry each ranker's confidence; see kernel/recall/fusion.py.
             lists = self.rank(store, query, "evidence", mode, fetch, floors=False)
-            timed = fusion.timed_candidates(
-                query, lists, lambda ids: {i: e.text for i, e in store.evidence_by_ids(ids).items()}
-            )
-            fused = fusion.with_neighbours(fusion.combsum(lists, timed), store.evidence_neighbours)[:k]
+            # The texts that the time and question signals read are kept for the hits' records.
+            read: dict[str, Evidence] = {}
+
+            def texts(ids: list[str]) -> dict[str, str]:
+                missing = [i for i in ids if i not in read]
+                if missing:
+                    read.update(store.evidence_by_ids(missing))
+                return {i: read[i].text for i in ids if i in read}
+
+            timed = fusion.timed_candidates(query, lists, texts)
+            summed = fusion.with_neighbours(fusion.combsum(lists, timed), store.evidence_neighbours)
+            fused = fusion.settle_questions(summed, texts, k)[:k]
+            texts([item for item, _, _ in fused])
+            records = read
         else:
             fused = fuse(self.rank(store, query, "evidence", mode, fetch), rrf_k, WEIGHTS)[:k]
-        records = store.evidence_by_ids([item for item, _, _ in fused])
+            records = store.evidence_by_ids([item for item, _, _ in fused])
         wanted = TextQuery.from_text(query, drop_stopwords=True)
         terms = wanted.terms if wanted else ()
         return [

@@ -8,6 +8,9 @@ each ranker that returned anything maps its scores onto [0, 1] (its best hit 1, 
 weakest 0) and the fused score is their sum. Unlike RRF it keeps how far ahead a
 ranker's first hit is, so one ranker's confident hit is not buried under items that two
 rankers only half agree on. No weights are fitted: every ranker counts the same.
+(z-scores for BM25 raised MRR@10 on LoCoMo conversations by 0.02 but lowered it by 0.04 on
+the labelled developer notes, where sentence similarity is the stronger ranker: it weighs
+keyword hits up, which suits one kind of text only.)
 
 Conversations answer a question over several turns, so a strong hit lends a share of its
 score to the turns logged just before and after it in the same session.
@@ -16,6 +19,10 @@ A question that asks when something happened is answered by a text that states a
 ("last Friday", "two weeks ago", "in May"), which its words rarely share with the question.
 For such a question, stating a time counts as one more ranker's vote: a candidate that
 states one gains what a ranker's best hit brings, 1, like any other list in the sum.
+
+A text that ends in a question asks rather than answers: the answer is usually in the turn
+after it. Once its neighbours have taken their share of its score, it keeps half of it, so
+the reply it lent to can pass it.
 """
 
 from __future__ import annotations
@@ -31,6 +38,8 @@ RANKERS = ("keyword", "entity", "vector")
 NEIGHBOUR_SHARE = 0.5
 # Hits whose neighbours are looked up (the first ones of the fused list).
 NEIGHBOUR_SOURCES = 10
+# The share of its fused score a text that ends in a question keeps.
+ASKING_SHARE = 0.5
 
 Ranked = list[tuple[str, float, str | None]]
 
@@ -202,3 +211,35 @@ def with_neighbours(
         for other in adjacent.get(item, []):
             total[other] = total.get(other, 0.0) + share * score
     return fused.with_totals(total)
+
+
+def asks(text: str) -> bool:
+    """True when ``text`` ends in a question mark."""
+    return text.rstrip().endswith("?")
+
+
+def settle_questions(
+    fused: Fused, texts: Callable[[list[str]], dict[str, str]], k: int, share: float = ASKING_SHARE
+) -> Fused:
+    """``fused`` with each text that :func:`asks` keeping ``share`` of its score, exact for the first ``k``.
+
+    Texts are read for the first hits only, a window that doubles until no hit past it
+    could still reach the first ``k`` (lowering scores only moves hits down).
+    """
+    order = fused.ids()
+    totals = fused.totals()
+    window = 2 * k
+    settled = 0
+    while True:
+        head = order[settled:window]
+        for item, text in texts(head).items():
+            if asks(text):
+                totals[item] *= share
+        settled = min(window, len(order))
+        if settled >= len(order):
+            break
+        kth = sorted((totals[i] for i in order[:settled]), reverse=True)[k - 1] if settled >= k else None
+        if kth is not None and kth > totals[order[settled]]:
+            break
+        window *= 2
+    return fused.with_totals(totals)

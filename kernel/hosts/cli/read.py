@@ -107,7 +107,11 @@ operation_command("search", _search)
 
 
 def _explain(
-    scores: dict[str, Any], rrf: float | None = None, combsum: bool = False, timed: bool = False
+    scores: dict[str, Any],
+    rrf: float | None = None,
+    combsum: bool = False,
+    timed: bool = False,
+    asking: bool = False,
 ) -> str:
     """Each ranker's raw score and rank, and the fused score with how it was made."""
     parts = []
@@ -118,13 +122,16 @@ def _explain(
         detail = f": {score.detail}" if score.detail else ""
         parts.append(f"{name} #{score.rank} ({labels[name]} {score.score:.4g}{detail})")
     if combsum and rrf is not None:
-        # kernel/recall/fusion.py: CombSUM of min-max normalised scores, plus the neighbour share.
+        # kernel/recall/fusion.py: CombSUM of min-max normalised scores, the neighbour share, and
+        # a text that ends in a question halved.
         parts.append(
             f"fused {rrf:.3f} (each ranker's score scaled to 0-1 within its list, summed; "
             "a text logged next to a strong hit in the same session also gets half of that hit's)"
         )
         if timed:
             parts.append("+1: the question asks when and this text states a time")
+        if asking:
+            parts.append("halved: this text ends in a question, so it asks rather than answers")
         if not any(score is not None for score in scores.values()):
             return f"no ranker matched it directly; it was logged next to a strong hit · {parts[-1]}"
     elif rrf is not None:
@@ -173,8 +180,10 @@ def _recall(ctx: Ctx, args: RecallArgs, found: Recall, *, explain: bool) -> None
             f"{ev.evidence.created_at[:10]}  {ev.snippet}"
         )
         if explain:
+            hybrid = found.mode == "hybrid"
             timed = asks_when and fusion.states_time(ev.evidence.text)
-            _say(f"     explain: {_explain(ev.scores, ev.rrf, combsum=found.mode == 'hybrid', timed=timed)}")
+            asking = hybrid and fusion.asks(ev.evidence.text)
+            _say(f"     explain: {_explain(ev.scores, ev.rrf, combsum=hybrid, timed=timed, asking=asking)}")
     if not found.evidence:
         _say("  none")
 
