@@ -403,11 +403,36 @@ def test_session_end_hook_outside_a_project_and_with_bad_payloads(tmp_path):
     skipped = run_ctx_process("hook", "session-end", stdin=json.dumps(payload).encode(), cwd=tmp_path)
     assert skipped.returncode == 0
     assert "transcript not ingested" in skipped.stderr.decode()
-    for bad in (b"", b"[1]", b"{", json.dumps({"cwd": str(tmp_path)}).encode()):
+    for bad in (b"[1]", b"{", json.dumps({"cwd": str(tmp_path)}).encode()):
         result = run_ctx_process("hook", "session-end", stdin=bad, cwd=tmp_path)
         assert result.returncode == 2, bad
         assert len(result.stderr.decode().strip().splitlines()) == 1
         assert b"Traceback" not in result.stderr
+
+
+NO_TRANSCRIPT = "the session has no transcript file (transcript_path is null)"
+
+
+def test_session_end_hook_with_empty_input_or_no_transcript_exits_0_with_a_note(tmp_path):
+    """A hook's exit code means something to its host (Claude Code reads 2 as a blocking error)."""
+    project = tmp_path / "project"
+    project.mkdir()
+    assert run_ctx_process("init", cwd=project).returncode == 0
+    no_file = {
+        "session_id": "0199",
+        "cwd": str(project),
+        "hook_event_name": "SessionEnd",
+        "transcript_path": None,
+    }
+    for stdin, note in (
+        (b"", "ctx: the hook payload on stdin is empty; no transcript ingested\n"),
+        (b" \n", "ctx: the hook payload on stdin is empty; no transcript ingested\n"),
+        (json.dumps(no_file).encode(), f"ctx: {NO_TRANSCRIPT}; nothing ingested\n"),
+    ):
+        result = run_ctx_process("hook", "session-end", stdin=stdin, cwd=project)
+        assert result.returncode == 0
+        assert result.stdout == b""
+        assert result.stderr.decode() == note
 
 
 def test_the_parallel_path_stores_what_the_serial_one_does(tmp_path):
