@@ -153,6 +153,18 @@ def run_ctx_process(
 CTX_BIN = str(Path(sys.executable).parent)
 
 
+def ctx_on_path() -> dict[str, str]:
+    """The environment's variables to change so that `ctx` on PATH is this environment's."""
+    return {"PATH": CTX_BIN + os.pathsep + os.environ["PATH"]}
+
+
+def git_init(folder: Path) -> Path:
+    """``folder`` made a git repository (created if need be), as a project is."""
+    folder.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["git", "init", "-q", str(folder)], check=True)
+    return folder
+
+
 def run_on_terminal(
     args: list[str], answers: bytes, env: dict[str, str], cwd: Path | None = None
 ) -> tuple[int, str]:

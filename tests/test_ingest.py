@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import signal
 import sys
 import time
@@ -12,7 +11,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from conftest import REPO, run_ctx_process
+from conftest import REPO, ctx_on_path, git_init, run_ctx_process
 
 from ctx_kernel.kernel import Ctx
 from ctx_kernel.kernel.capture import transcripts
@@ -363,14 +362,13 @@ def test_transcript_secrets_are_redacted(cli, kernel, tmp_path):
 # -- the session-end hook -----------------------------------------------------------------
 
 
-def readme_session_end_command() -> str:
-    """The SessionEnd command of the README's Claude Code settings block."""
-    text = (REPO / "README.md").read_text(encoding="utf-8")
-    for block in re.finditer(r"```json\n(.*?)```", text, re.DOTALL):
-        settings = json.loads(block.group(1))
-        for group in settings.get("hooks", {}).get("SessionEnd", []):
-            return group["hooks"][0]["command"]
-    raise AssertionError("the README has no SessionEnd hook")
+def setup_session_end_command(project: Path) -> str:
+    """The SessionEnd command `ctx setup claude-code` writes in ``project`` (made a git repository)."""
+    git_init(project)
+    done = run_ctx_process("setup", "claude-code", "--yes", env=ctx_on_path(), cwd=project)
+    assert done.returncode == 0, done.stderr.decode()
+    settings = json.loads((project / ".claude" / "settings.json").read_text(encoding="utf-8"))
+    return settings["hooks"]["SessionEnd"][0]["hooks"][0]["command"]
 
 
 def test_session_end_hook_ingests_the_transcript_named_in_the_payload(tmp_path):
@@ -386,7 +384,7 @@ def test_session_end_hook_ingests_the_transcript_named_in_the_payload(tmp_path):
     }
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    command = readme_session_end_command().split()
+    command = setup_session_end_command(project).split()
     assert command[0] == "ctx"
     result = run_ctx_process(*command[1:], stdin=json.dumps(payload).encode(), cwd=elsewhere)
     assert result.returncode == 0, result.stderr

@@ -215,6 +215,7 @@ AREAS = {
     "rekey": "store",
     "reindex": "store",
     "migrate": "store",
+    "setup": "setup",
 }
 
 
