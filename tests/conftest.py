@@ -6,6 +6,7 @@ import io
 import os
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -146,3 +147,53 @@ def run_ctx_process(
         timeout=120,
         check=False,
     )
+
+
+# The folder of this environment's `ctx`, to put on a PATH as an installed ctx would be.
+CTX_BIN = str(Path(sys.executable).parent)
+
+
+def ctx_on_path() -> dict[str, str]:
+    """The environment's variables to change so that `ctx` on PATH is this environment's."""
+    return {"PATH": CTX_BIN + os.pathsep + os.environ["PATH"]}
+
+
+def git_init(folder: Path) -> Path:
+    """``folder`` made a git repository (created if need be), as a project is."""
+    folder.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["git", "init", "-q", str(folder)], check=True)
+    return folder
+
+
+def run_on_terminal(
+    args: list[str], answers: bytes, env: dict[str, str], cwd: Path | None = None
+) -> tuple[int, str]:
+    """Run the ``ctx`` console script on a pseudo-terminal, typing ``answers``; its code and output."""
+    master, slave = os.openpty()
+    proc = subprocess.Popen(
+        [str(Path(CTX_BIN) / "ctx"), *args],
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        env=env,
+        cwd=cwd,
+        close_fds=True,
+    )
+    os.close(slave)
+    time.sleep(0.3)
+    os.write(master, answers)
+    output = b""
+    deadline = time.monotonic() + 60
+    while proc.poll() is None and time.monotonic() < deadline:
+        try:
+            output += os.read(master, 4096)
+        except OSError:
+            break
+    proc.wait(timeout=60)
+    try:
+        while chunk := os.read(master, 4096):
+            output += chunk
+    except OSError:
+        pass
+    os.close(master)
+    return proc.returncode, output.decode(errors="replace")

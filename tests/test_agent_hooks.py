@@ -1,10 +1,11 @@
-"""The README's session-start hooks, run the way Claude Code and Codex run them.
+"""The session hooks `ctx setup` writes, run the way Claude Code and Codex run them.
 
 Both hosts run a SessionStart command hook through the shell in the project folder, pass a JSON
 description of the session on standard input, and add the command's standard output to the
 model's context when it exits 0: as plain text, unless it looks like JSON (Codex reads output
 starting with ``{`` or ``[`` as a hook response). Claude Code keeps at most 10,000 characters
-inline; longer output becomes a file path and a preview.
+inline; longer output becomes a file path and a preview. The README shows, for doing it by hand,
+exactly what `ctx setup` writes.
 """
 
 from __future__ import annotations
@@ -13,39 +14,48 @@ import json
 import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from conftest import ctx_on_path, git_init, run_ctx_process
 
 from ctx_kernel.kernel import Ctx
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 INLINE_LIMIT = 10_000
+HOOK_FILES = {"claude-code": ".claude/settings.json", "codex": ".codex/hooks.json"}
 
 
-def readme_session_start_hooks() -> dict[str, str]:
-    """Each SessionStart command in the README's JSON hook settings, by the settings file it belongs to."""
+def written_hooks(project: Path, agent: str) -> dict[str, str]:
+    """The command of each hook `ctx setup AGENT` writes in ``project`` (made a git repository), by event."""
+    git_init(project)
+    done = run_ctx_process("setup", agent, "--yes", env=ctx_on_path(), cwd=project)
+    assert done.returncode == 0, done.stderr.decode()
+    settings = json.loads((project / HOOK_FILES[agent]).read_text(encoding="utf-8"))
+    return {event: groups[0]["hooks"][0]["command"] for event, groups in settings["hooks"].items()}
+
+
+def _readme_blocks(heading: str) -> list[tuple[str, str]]:
+    """The fenced blocks (language, text) of one README section."""
     text = README.read_text(encoding="utf-8")
-    found = {}
-    for block in re.finditer(r"```json\n(.*?)```", text, re.DOTALL):
-        settings = json.loads(block.group(1))
-        if "hooks" not in settings:
-            continue
-        # The settings file named last in the text before the block.
-        named = re.findall(r"`([\w./~-]+\.json)`", text[: block.start()])
-        for group in settings["hooks"].get("SessionStart", []):
-            for hook in group["hooks"]:
-                assert hook["type"] == "command"
-                found[named[-1]] = hook["command"]
-    return found
+    section = text[text.index(heading) :]
+    section = section[: section.index("\n## ", 1)]
+    return re.findall(r"```(\w+)\n(.*?)```", section, re.DOTALL)
 
 
-HOOKS = readme_session_start_hooks()
-
-
-def test_the_readme_configures_claude_code_and_codex():
-    assert set(HOOKS) == {".claude/settings.json", ".codex/hooks.json"}
+def test_the_readme_shows_exactly_what_setup_writes(tmp_path):
+    project = tmp_path / "project"
+    for agent in HOOK_FILES:
+        written_hooks(project, agent)
+    blocks = _readme_blocks("## Wire up an agent: `ctx setup`")
+    settings, mcp = (body for language, body in blocks if language == "json")
+    (config,) = (body for language, body in blocks if language == "toml")
+    assert settings == (project / ".claude" / "settings.json").read_text(encoding="utf-8")
+    assert mcp == (project / ".mcp.json").read_text(encoding="utf-8")
+    assert config == (project / ".codex" / "config.toml").read_text(encoding="utf-8")
+    codex = json.loads(settings)
+    codex["hooks"]["SessionEnd"][0]["hooks"][0]["timeout"] = 3  # "the same with \"timeout\": 3"
+    assert json.loads((project / ".codex" / "hooks.json").read_text(encoding="utf-8")) == codex
 
 
 @pytest.fixture
@@ -61,9 +71,10 @@ def crowded(kernel: Ctx) -> Ctx:
     return kernel
 
 
-@pytest.mark.parametrize("settings", sorted(HOOKS))
-def test_the_hook_prints_the_block_to_stdout(crowded, store_path, tmp_path, settings):
+@pytest.mark.parametrize("agent", sorted(HOOK_FILES))
+def test_the_hook_prints_the_block_to_stdout(crowded, store_path, tmp_path, agent):
     project = store_path.parent.parent
+    command = written_hooks(project, agent)["SessionStart"]
     hook_input = {
         "session_id": "0b7d7c9e-3a51-4c6e-9f5e-2d1b4f6a8c90",
         "transcript_path": str(tmp_path / "transcript.jsonl"),
@@ -73,9 +84,9 @@ def test_the_hook_prints_the_block_to_stdout(crowded, store_path, tmp_path, sett
         "model": "some-model",
     }
     # The host's PATH, with this environment's `ctx` on it as an installed ctx would be.
-    env = {**os.environ, "PATH": str(Path(sys.executable).parent) + os.pathsep + os.environ["PATH"]}
+    env = {**os.environ, **ctx_on_path()}
     result = subprocess.run(
-        HOOKS[settings],
+        command,
         shell=True,
         cwd=project,
         env=env,
@@ -93,11 +104,11 @@ def test_the_hook_prints_the_block_to_stdout(crowded, store_path, tmp_path, sett
     assert len(out) <= INLINE_LIMIT
 
 
-@pytest.mark.parametrize("settings", sorted(HOOKS))
-def test_the_hook_outside_a_store_exits_0_with_a_note(tmp_path, settings):
+@pytest.mark.parametrize("agent", sorted(HOOK_FILES))
+def test_the_hook_outside_a_store_exits_0_with_a_note(tmp_path, agent):
     folder = tmp_path / "no-store-here"
-    folder.mkdir()
-    env = {**os.environ, "PATH": str(Path(sys.executable).parent) + os.pathsep + os.environ["PATH"]}
+    command = written_hooks(folder, agent)["SessionStart"]
+    env = {**os.environ, **ctx_on_path()}
     env.pop("CTX_DB", None)
     for stdin in (
         json.dumps({"cwd": str(folder), "hook_event_name": "SessionStart"}).encode(),
@@ -105,7 +116,7 @@ def test_the_hook_outside_a_store_exits_0_with_a_note(tmp_path, settings):
         b"{oops",
     ):
         result = subprocess.run(
-            HOOKS[settings],
+            command,
             shell=True,
             cwd=folder,
             env=env,

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import signal
 import sys
 import time
@@ -12,7 +11,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from conftest import REPO, run_ctx_process
+from conftest import REPO, ctx_on_path, git_init, run_ctx_process
 
 from ctx_kernel.kernel import Ctx
 from ctx_kernel.kernel.capture import transcripts
@@ -363,14 +362,13 @@ def test_transcript_secrets_are_redacted(cli, kernel, tmp_path):
 # -- the session-end hook -----------------------------------------------------------------
 
 
-def readme_session_end_command() -> str:
-    """The SessionEnd command of the README's Claude Code settings block."""
-    text = (REPO / "README.md").read_text(encoding="utf-8")
-    for block in re.finditer(r"```json\n(.*?)```", text, re.DOTALL):
-        settings = json.loads(block.group(1))
-        for group in settings.get("hooks", {}).get("SessionEnd", []):
-            return group["hooks"][0]["command"]
-    raise AssertionError("the README has no SessionEnd hook")
+def setup_session_end_command(project: Path) -> str:
+    """The SessionEnd command `ctx setup claude-code` writes in ``project`` (made a git repository)."""
+    git_init(project)
+    done = run_ctx_process("setup", "claude-code", "--yes", env=ctx_on_path(), cwd=project)
+    assert done.returncode == 0, done.stderr.decode()
+    settings = json.loads((project / ".claude" / "settings.json").read_text(encoding="utf-8"))
+    return settings["hooks"]["SessionEnd"][0]["hooks"][0]["command"]
 
 
 def test_session_end_hook_ingests_the_transcript_named_in_the_payload(tmp_path):
@@ -386,7 +384,7 @@ def test_session_end_hook_ingests_the_transcript_named_in_the_payload(tmp_path):
     }
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    command = readme_session_end_command().split()
+    command = setup_session_end_command(project).split()
     assert command[0] == "ctx"
     result = run_ctx_process(*command[1:], stdin=json.dumps(payload).encode(), cwd=elsewhere)
     assert result.returncode == 0, result.stderr
@@ -403,11 +401,36 @@ def test_session_end_hook_outside_a_project_and_with_bad_payloads(tmp_path):
     skipped = run_ctx_process("hook", "session-end", stdin=json.dumps(payload).encode(), cwd=tmp_path)
     assert skipped.returncode == 0
     assert "transcript not ingested" in skipped.stderr.decode()
-    for bad in (b"", b"[1]", b"{", json.dumps({"cwd": str(tmp_path)}).encode()):
+    for bad in (b"[1]", b"{", json.dumps({"cwd": str(tmp_path)}).encode()):
         result = run_ctx_process("hook", "session-end", stdin=bad, cwd=tmp_path)
         assert result.returncode == 2, bad
         assert len(result.stderr.decode().strip().splitlines()) == 1
         assert b"Traceback" not in result.stderr
+
+
+NO_TRANSCRIPT = "the session has no transcript file (transcript_path is null)"
+
+
+def test_session_end_hook_with_empty_input_or_no_transcript_exits_0_with_a_note(tmp_path):
+    """A hook's exit code means something to its host (Claude Code reads 2 as a blocking error)."""
+    project = tmp_path / "project"
+    project.mkdir()
+    assert run_ctx_process("init", cwd=project).returncode == 0
+    no_file = {
+        "session_id": "0199",
+        "cwd": str(project),
+        "hook_event_name": "SessionEnd",
+        "transcript_path": None,
+    }
+    for stdin, note in (
+        (b"", "ctx: the hook payload on stdin is empty; no transcript ingested\n"),
+        (b" \n", "ctx: the hook payload on stdin is empty; no transcript ingested\n"),
+        (json.dumps(no_file).encode(), f"ctx: {NO_TRANSCRIPT}; nothing ingested\n"),
+    ):
+        result = run_ctx_process("hook", "session-end", stdin=stdin, cwd=project)
+        assert result.returncode == 0
+        assert result.stdout == b""
+        assert result.stderr.decode() == note
 
 
 def test_the_parallel_path_stores_what_the_serial_one_does(tmp_path):

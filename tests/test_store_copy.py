@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import run_on_terminal
 
 from ctx_kernel.kernel import Ctx
 from ctx_kernel.kernel.capture.ingest import EvidenceInput, Item
@@ -261,11 +262,9 @@ def test_a_store_refuses_a_restored_row_that_breaks_its_invariants(source, tmp_p
 
 @pytest.mark.skipif(sys.platform == "win32", reason="needs a pseudo-terminal")
 def test_on_a_terminal_each_table_gets_a_progress_bar(source, store_path, tmp_path):
-    from tests.test_terminal import _run_on_terminal
-
     target = tmp_path / "copy.db"
     env = {**os.environ, "CTX_DB": str(store_path), "COLUMNS": "120"}
-    code, output = _run_on_terminal(["migrate", "--to", str(target)], b"", env)
+    code, output = run_on_terminal(["migrate", "--to", str(target)], b"", env)
     assert code == 0, output
     for label in ("evidence", "proposals", "decisions", "supersession links", "audit chain", "index"):
         assert label in output

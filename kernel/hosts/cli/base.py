@@ -224,6 +224,7 @@ AREAS = {
     "rekey": "store",
     "reindex": "store",
     "migrate": "store",
+    "setup": "setup",
 }
 
 

@@ -41,15 +41,30 @@ def hook(context: click.Context, event: str, fmt: str | None, budget: int, db_he
     """Run from an agent's hooks; a project without a store is skipped with a note (exit 0).
 
     session-start prints the `ctx inject` block for the session. session-end ingests the
-    transcript named in the JSON on stdin. Claude Code and Codex hooks send {"session_id",
-    "transcript_path", "cwd", ...}. The store is --db, CTX_DB, else the nearest .ctx/ctx.db
-    above the payload's cwd, so the hooks can be installed for every project.
+    transcript named in the JSON on stdin (empty input or a null transcript_path: a note, exit 0).
+    Claude Code and Codex hooks send {"session_id", "transcript_path", "cwd", ...}. The store is
+    --db, CTX_DB, else the nearest .ctx/ctx.db above the payload's cwd, so the hooks can be
+    installed for every project.
     """
     if event == "session-start":
         _session_start(context, budget, db_here)
+    else:
+        _session_end(context, fmt, db_here)
+
+
+def _session_end(context: click.Context, fmt: str | None, db_here: str | None) -> None:
+    try:
+        payload = _hook_payload()
+    except UsageError as exc:
+        if exc.message != EMPTY_HOOK_PAYLOAD:
+            raise
+        # Exit 0 with a note: a host reads a hook's other exit codes (2 is a blocking error in Claude Code).
+        _say(f"ctx: {exc.message}; no transcript ingested", err=True)
         return
-    payload = _hook_payload()
     transcript = payload.get("transcript_path")
+    if transcript is None and "transcript_path" in payload:  # Codex: a session it kept no file of
+        _say("ctx: the session has no transcript file (transcript_path is null); nothing ingested", err=True)
+        return
     if not isinstance(transcript, str) or not transcript:
         raise UsageError("the hook payload has no transcript_path")
     cwd = payload.get("cwd")

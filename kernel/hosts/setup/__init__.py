@@ -1,0 +1,5 @@
+"""``ctx setup``: an agent's MCP server, hooks and instructions written into a project's files.
+
+``agents`` says what each agent gets and plans the changes, ``documents`` edits inside JSON, TOML
+and Markdown files, ``files`` finds, reads, diffs and writes them. Nothing here imports click.
+"""
