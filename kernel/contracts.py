@@ -106,6 +106,7 @@ for _args, _name in (
     (inputs.ShowArgs, "ShowInput"),
     (inputs.SearchArgs, "SearchInput"),
     (inputs.WithdrawArgs, "WithdrawInput"),
+    (inputs.TimelineArgs, "TimelineInput"),
 ):
     TOOL_INPUTS[_args] = input_model(_args, _name, _ToolInput)
 
@@ -606,6 +607,7 @@ SCHEMAS: dict[str, type[BaseModel]] = {
     "show-input": TOOL_INPUTS[inputs.ShowArgs],
     "search-input": TOOL_INPUTS[inputs.SearchArgs],
     "withdraw-input": TOOL_INPUTS[inputs.WithdrawArgs],
+    "timeline-input": TOOL_INPUTS[inputs.TimelineArgs],
     "subject-decision": SubjectDecisionOut,
     "log": LogOut,
     "log-record": LogRecordInput,
@@ -620,6 +622,7 @@ SCHEMAS: dict[str, type[BaseModel]] = {
     "history": HistoryOut,
     "show": ShowOut,
     "search": SearchOut,
+    "timeline": record_model(records.Timeline, "TimelineOut"),
     "audit-verify": record_model(ChainReport, "AuditVerifyOut"),
     "audit-record": AuditRecordOut,
     "audit-manifest": AuditManifestOut,

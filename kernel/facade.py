@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Unpack
 
 from ctx_kernel.kernel import clock, ids
 from ctx_kernel.kernel.capture.ingest import BatchReport, Item
@@ -48,11 +48,12 @@ from ctx_kernel.kernel.records import (
     Proposal,
     Ratification,
     SearchResults,
+    Timeline,
 )
 from ctx_kernel.kernel.store import create_store, open_store
 from ctx_kernel.kernel.store.base import ChangeWatch, Store
 from ctx_kernel.kernel.text import visible
-from ctx_kernel.kernel.vault.service import VaultService
+from ctx_kernel.kernel.vault.service import LogOptions, VaultService
 
 __all__ = [
     "STALE_AFTER",
@@ -226,31 +227,9 @@ class Ctx:
         return login
 
     # -- evidence -------------------------------------------------------------------------
-    def log(
-        self,
-        body: str,
-        *,
-        kind: str = "note",
-        agent: str | None = None,
-        session: str | None = None,
-        tags: Iterable[str] = (),
-        source: str | None = None,
-        speaker: str | None = None,
-        occurred_at: str | None = None,
-        redact: bool = True,
-    ) -> LogResult:
+    def log(self, body: str, **options: Unpack[LogOptions]) -> LogResult:
         """Append text to the evidence vault, secrets redacted; the same text again returns its first id."""
-        return self._vault.log(
-            body,
-            kind=kind,
-            agent=agent,
-            session=session,
-            tags=tags,
-            source=source,
-            speaker=speaker,
-            occurred_at=occurred_at,
-            redact=redact,
-        )
+        return self._vault.log(body, **options)
 
     def log_many(
         self,
@@ -394,6 +373,10 @@ class Ctx:
     ) -> list[Decision]:
         """Current decisions, those valid at ``as_of``, or all of them; ``subject`` takes a subtree."""
         return self._decisions.decisions(subject, as_of=as_of, include_closed=include_closed)
+
+    def timeline(self, target: str, *, around: int = 5) -> Timeline:
+        """A subject's evidence, proposals and decisions in time order, around one record or whole."""
+        return self._decisions.timeline(target, around)
 
     def history(self, subject: str) -> list[Decision]:
         """A subject's supersede chain, with the decisions on other subjects it links to, oldest first."""

@@ -193,3 +193,16 @@ class WithdrawArgs:
 
     id: AnyIdText = arg("A pending proposal's id (pr_) that this server proposed.", metavar="ID")
     reason: Annotated[str, Spec(max_length=text.MAX_REASON_CHARS)] | None = arg("Why it is withdrawn.", None)
+
+
+@dataclass(frozen=True, kw_only=True)
+class TimelineArgs:
+    """A record or a subject to tell in time order (``ctx timeline``, MCP ``timeline``)."""
+
+    target: Annotated[str, Spec(min_length=1, max_length=text.MAX_SUBJECT_CHARS)] = arg(
+        "A record (its id, the start of one, or its handle) or a dotted subject, e.g. auth.tokens.",
+        metavar="ID|SUBJECT",
+    )
+    around: Annotated[int, Spec(ge=1, le=100)] = arg(
+        "Entries shown before and after the record (for a subject: its newest 2 x AROUND + 1).", 5
+    )

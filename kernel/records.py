@@ -352,3 +352,35 @@ class SearchResults(Record):
     query: str
     decisions: list[DecisionMatch]
     evidence: list[EvidenceMatch]
+
+
+TimelineEvent = Literal[
+    "logged", "proposed", "ratified", "rejected", "withdrawn", "in force", "superseded", "retired"
+]
+
+
+@dataclass(frozen=True)
+class TimelineEntry(Record):
+    """One thing that happened to a subject's records, at the moment it happened."""
+
+    at: Timestamp
+    event: TimelineEvent
+    kind: Literal["evidence", "proposal", "decision"]
+    id: str
+    subject: str | None
+    # The record's text on one line, cut to a few hundred characters (``show`` gives all of it).
+    text: str
+    # The record the timeline was asked around.
+    focus: bool
+
+
+@dataclass(frozen=True)
+class Timeline(Record):
+    """``ctx timeline``: a subject's evidence, proposals and decisions in time order, or those
+    around one record; the entries cut off before and after are counted."""
+
+    subject: str
+    focus: str | None
+    entries: list[TimelineEntry]
+    omitted_before: int
+    omitted_after: int

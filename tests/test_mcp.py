@@ -43,6 +43,7 @@ TOOLS = {
     "show": ("show-input", "show"),
     "search": ("search-input", "search"),
     "withdraw_proposal": ("withdraw-input", "proposal"),
+    "timeline": ("timeline-input", "timeline"),
 }
 WRITERS = {"propose_decision", "log_evidence", "withdraw_proposal"}
 
@@ -275,6 +276,20 @@ def test_show(agent, world, role):
     )  # ids are case-insensitive, as in the CLI
     assert shown["record"]["id"] == item
     assert shown["kind"] == {"note": "evidence", "pending": "proposal", "current": "decision"}[role]
+
+
+def test_timeline_tells_what_came_before_and_after(agent, world):
+    """The step between a compact hit and the whole record: the subject's story around an id."""
+    current = world["current"].id
+    with Ctx.open(world["db"], embedder=None) as kernel:
+        handle = kernel.handles([current])[current]
+    told = ok(agent.call_json("timeline", {"target": handle, "around": 2}), "timeline")
+    assert told["subject"] == "auth.tokens" and told["focus"] == current
+    assert any(e["focus"] and e["event"] == "in force" for e in told["entries"])
+    assert [e["at"] for e in told["entries"]] == sorted(e["at"] for e in told["entries"])
+    shown = text_of(agent.call("timeline", {"target": "auth.tokens"}))
+    assert shown.splitlines()[0] == "Timeline of auth.tokens (oldest first):"
+    assert f"superseded {world['superseded'].id}" in shown and f"in force {current}" in shown
 
 
 @pytest.mark.parametrize("role", ["note", "pending", "current"])

@@ -30,7 +30,7 @@ from ctx_kernel.kernel.payloads import (
     ProposalState,
 )
 from ctx_kernel.kernel.recall.service import RecallService
-from ctx_kernel.kernel.records import ABSENT, Decision, Evidence, Proposal, Ratification, omit_none
+from ctx_kernel.kernel.records import ABSENT, Decision, Evidence, Proposal, Ratification, Timeline, omit_none
 from ctx_kernel.kernel.store.base import Store
 
 if TYPE_CHECKING:
@@ -329,6 +329,12 @@ class DecisionService:
         subject = text.normalise_subject(subject) if subject is not None else None
         moment = clock.parse_when(as_of) if as_of is not None else None
         return self.store.decisions(subject, moment, include_closed)
+
+    def timeline(self, target: str, around: int) -> Timeline:
+        """A subject's records in time order, told whole or around one record (``decisions/timeline.py``)."""
+        from ctx_kernel.kernel.decisions.timeline import timeline  # noqa: PLC0415
+
+        return timeline(self, target, around)
 
     def history(self, subject: str) -> list[Decision]:
         """A subject's supersede chain, with the decisions on other subjects it links to, oldest first."""

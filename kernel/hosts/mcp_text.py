@@ -216,6 +216,22 @@ def show(data: dict[str, Any]) -> str:
     return _join(lines)
 
 
+def timeline(data: dict[str, Any]) -> str:
+    """A subject's records in time order, one line each, the record asked about marked."""
+    lines = [f"Timeline of {text.visible(data['subject'])} (oldest first):"]
+    if data["omitted_before"]:
+        lines.append(f"... {data['omitted_before']} earlier")
+    for entry in data["entries"]:
+        mark = "> " if entry["focus"] else "- "
+        lines.append(
+            f"{mark}{entry['at'][:16].replace('T', ' ')} {entry['event']} {entry['id']}: "
+            f"{text.visible(entry['text'])}"
+        )
+    if data["omitted_after"]:
+        lines.append(f"... {data['omitted_after']} later")
+    return _join(lines)
+
+
 _EVIDENCE_FIELDS = (("agent", "agent"), ("session", "session"), ("source", "source"), ("speaker", "speaker"))
 
 RENDERERS: dict[str, Callable[[dict[str, Any]], str]] = {
@@ -229,4 +245,5 @@ RENDERERS: dict[str, Callable[[dict[str, Any]], str]] = {
     "log": log,
     "inject": inject,
     "show": show,
+    "timeline": timeline,
 }

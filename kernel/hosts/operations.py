@@ -222,6 +222,22 @@ OPERATIONS: dict[str, Operation] = {
             positional=("subject",),
         ),
         Operation(
+            "timeline",
+            "A subject's evidence, proposals and decisions in time order, around one record or whole.",
+            inputs.TimelineArgs,
+            "timeline",
+            lambda ctx, args, _caller: ctx.timeline(args.target, around=args.around),
+            _as_dict,
+            Tool(
+                "timeline",
+                "Timeline around a record",
+                "What came before and after a record (id or handle) or on a subject: evidence logged, "
+                "proposals made, ratified, rejected or withdrawn, decisions in force, superseded or "
+                "retired, in time order. The step between a compact hit and show.",
+            ),
+            positional=("target",),
+        ),
+        Operation(
             "get",
             "The decision in force on exactly one subject, now or at a moment.",
             inputs.SubjectAtArgs,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from typing import TypedDict, Unpack
 
 from ctx_kernel.kernel import clock, ids
 from ctx_kernel.kernel.capture.ingest import BatchReport, EvidenceInput, Item, Prepared, prepare, prepare_all
@@ -12,6 +13,21 @@ from ctx_kernel.kernel.limits import EVIDENCE_LOGGED, LOG_BATCH
 from ctx_kernel.kernel.payloads import EvidenceLogged
 from ctx_kernel.kernel.records import ABSENT, Evidence, LogResult
 from ctx_kernel.kernel.store.base import Store
+
+
+class LogOptions(TypedDict, total=False):
+    """What ``log`` takes besides the text, each optional: what the text is (``kind``, default
+    ``note``), who logged it and in which session, its tags, where it came from, who said it and
+    when, and whether secrets are redacted first (default True)."""
+
+    kind: str
+    agent: str | None
+    session: str | None
+    tags: Iterable[str]
+    source: str | None
+    speaker: str | None
+    occurred_at: str | None
+    redact: bool
 
 
 class VaultService:
@@ -28,26 +44,23 @@ class VaultService:
         """Each id's handle: the shortest end of it (four characters or more) no other id ends with."""
         return ids.handles(record_ids, self.store.ids_ending)
 
-    def log(
-        self,
-        body: str,
-        *,
-        kind: str = "note",
-        agent: str | None = None,
-        session: str | None = None,
-        tags: Iterable[str] = (),
-        source: str | None = None,
-        speaker: str | None = None,
-        occurred_at: str | None = None,
-        redact: bool = True,
-    ) -> LogResult:
+    def log(self, body: str, **options: Unpack[LogOptions]) -> LogResult:
         """Append text to the evidence vault; the same text logged again returns its first id.
 
         Obvious secrets are replaced by typed placeholders first unless ``redact`` is False;
         the result says how many.
         """
-        record = EvidenceInput(body, kind, agent, session, tuple(tags), source, speaker, occurred_at)
-        prepared = prepare(record, redact=redact)
+        record = EvidenceInput(
+            body,
+            options.get("kind", "note"),
+            options.get("agent"),
+            options.get("session"),
+            tuple(options.get("tags", ())),
+            options.get("source"),
+            options.get("speaker"),
+            options.get("occurred_at"),
+        )
+        prepared = prepare(record, redact=options.get("redact", True))
         with self.store.transaction():
             return self.append(prepared)
 

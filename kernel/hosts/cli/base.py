@@ -218,6 +218,7 @@ AREAS = {
     "search": "read",
     "recall": "read",
     "inject": "read",
+    "timeline": "read",
     "init": "store",
     "allow": "store",
     "encrypt": "store",

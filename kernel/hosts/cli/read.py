@@ -26,10 +26,11 @@ if TYPE_CHECKING:
         SearchArgs,
         ShowArgs,
         SubjectArgs,
+        TimelineArgs,
     )
     from ctx_kernel.kernel.recall.inject import Injection
     from ctx_kernel.kernel.recall.results import Recall
-    from ctx_kernel.kernel.records import SearchResults
+    from ctx_kernel.kernel.records import SearchResults, Timeline
 
 
 def _decisions(ctx: Ctx, _args: DecisionsArgs, found: list[Decision]) -> None:
@@ -245,3 +246,19 @@ operation_command(
         )
     ],
 )
+
+
+def _timeline(ctx: Ctx, _args: TimelineArgs, told: Timeline) -> None:
+    names = ctx.handles(entry.id for entry in told.entries)
+    _say(f"{told.subject}, oldest first:")
+    if told.omitted_before:
+        _say(f"  ... {told.omitted_before} earlier (--around shows more)")
+    for entry in told.entries:
+        mark = ">" if entry.focus else " "
+        when = entry.at[:16].replace("T", " ")
+        _say(f"{mark} {when}  {entry.event:<10} {names[entry.id]:<8} {entry.text}")
+    if told.omitted_after:
+        _say(f"  ... {told.omitted_after} later")
+
+
+operation_command("timeline", _timeline)
