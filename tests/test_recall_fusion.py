@@ -115,7 +115,8 @@ def test_a_when_question_prefers_the_turn_that_states_a_time(kernel, cli):
     hybrid = [h.evidence.id for h in kernel.recall(question, k=3).evidence]
     assert hybrid[0] == ids["moment"]
     explained = cli("recall", question, "--explain", "--k", "3").out
-    first = explained.split(ids["moment"], 1)[1].split("\n")[1]
+    name = kernel.handles(ids.values())  # the recall lists name texts by their handles
+    first = explained.split(f" {name[ids['moment']]} ", 1)[1].split("\n")[1]
     assert "+1: the question asks when and this text states a time" in first
 
 
@@ -168,9 +169,10 @@ def test_a_turn_that_asks_ranks_below_the_reply_that_answers(kernel, cli):
     hybrid = [hit["id"] for hit in json.loads(result.out)["evidence"]]
     assert hybrid[:2] == [ids["reply"], ids["asking"]]
     explained = cli("recall", question, "--explain", "--k", "3").out
-    asking = explained.split(ids["asking"], 1)[1].split("\n")[1]
+    name = kernel.handles(ids.values())  # the recall lists name texts by their handles
+    asking = explained.split(f" {name[ids['asking']]} ", 1)[1].split("\n")[1]
     assert "halved: this text ends in a question" in asking
-    reply = explained.split(ids["reply"], 1)[1].split("\n")[1]
+    reply = explained.split(f" {name[ids['reply']]} ", 1)[1].split("\n")[1]
     assert "halved" not in reply
 
 

@@ -68,4 +68,5 @@ def test_the_cli_takes_a_sqlite_location_as_its_file(cli, tmp_path: Path) -> Non
     assert target.is_file()
     logged = cli("--db", f"sqlite:{target}", "log", "kept in the named file", db=False)
     assert logged.code == 0
-    assert logged.out.split()[0] in cli("--db", str(target), "search", "named", db=False).out
+    found = cli("--db", str(target), "search", "named", "--json", db=False).out
+    assert logged.out.split()[0] in found
