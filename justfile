@@ -26,7 +26,8 @@ schemas:
 demo:
     {{venv}}ctx demo
 
-# Wall time of the agents' hot-path commands.
+# Wall time of the agents' hot-path commands and of a one-shot `ctx recall` (run from an environment
+# without the model extra to time recall with no model).
 bench-cli runs="15":
     {{venv}}python bench/cli_wall.py --runs {{runs}}
 
