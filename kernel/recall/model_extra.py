@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlparse
+from urllib.parse import urlparse
+from urllib.request import url2pathname
 
 DISTRIBUTION = "ctx-kernel"
 EXTRA = "model"
@@ -169,7 +170,7 @@ def _name(requirement: str) -> str:
 
 def _file_url_path(url: str) -> Path | None:
     parsed = urlparse(url)
-    return Path(unquote(parsed.path)) if parsed.scheme == "file" else None
+    return Path(url2pathname(parsed.path)) if parsed.scheme == "file" else None
 
 
 def _join(args: list[str]) -> str:
