@@ -79,13 +79,13 @@ def install_command(installation: Installation | None = None) -> str:
     where = installation or current()
     if (where.prefix / PIPX_RECORD).is_file() and where.extra_requirements:
         # The tool's own record keeps injected packages across `pipx upgrade` and `pipx reinstall`.
-        return _join(["pipx", "inject", where.prefix.name, *where.extra_requirements])
+        return shlex.join(["pipx", "inject", where.prefix.name, *where.extra_requirements])
     if (where.prefix / UV_TOOL_RECORD).is_file():
         return _uv_tool_install(where)
     clone = where.editable_source
     if clone is not None:
-        return _join([*_pip_install(where), "-e", f"{clone}[{EXTRA}]"])
-    return _join([*_pip_install(where), f"{DISTRIBUTION}[{EXTRA}]"])
+        return shlex.join([*_pip_install(where), "-e", f"{clone}[{EXTRA}]"])
+    return shlex.join([*_pip_install(where), f"{DISTRIBUTION}[{EXTRA}]"])
 
 
 def reinstall_command(
@@ -97,8 +97,8 @@ def reinstall_command(
     requirement = next((r for r in where.extra_requirements if _name(r) == _name(distribution)), distribution)
     if (where.prefix / PIPX_RECORD).is_file():
         if ours:
-            return _join(["pipx", "reinstall", where.prefix.name])
-        return _join(
+            return shlex.join(["pipx", "reinstall", where.prefix.name])
+        return shlex.join(
             ["pipx", "runpip", where.prefix.name, "install", "--force-reinstall", "--no-deps", requirement]
         )
     if (where.prefix / UV_TOOL_RECORD).is_file():
@@ -107,10 +107,10 @@ def reinstall_command(
     if ours and clone is not None and files:
         # An editable install runs the clone's own files: git has the committed ones.
         inside = [str(f.relative_to(clone)) if f.is_relative_to(clone) else str(f) for f in files]
-        return _join(["git", "-C", str(clone), "checkout", "--", *inside])
+        return shlex.join(["git", "-C", str(clone), "checkout", "--", *inside])
     if ours and where.direct_url.get("url"):
         requirement = f"{DISTRIBUTION} @ {where.direct_url['url']}"
-    return _join([*_pip_install(where), "--force-reinstall", "--no-deps", requirement])
+    return shlex.join([*_pip_install(where), "--force-reinstall", "--no-deps", requirement])
 
 
 def _pip_install(where: Installation) -> list[str]:
@@ -147,7 +147,7 @@ def _uv_tool_install(where: Installation, *, reinstall: str | None = None) -> st
         args.append(f"{named} @ git+{ours['git']}")
     else:
         args.append(f"{named}{ours.get('specifier', '')}")
-    return _join(args)
+    return shlex.join(args)
 
 
 def _extra_requirements(requires: list[str]) -> list[str]:
@@ -171,7 +171,3 @@ def _name(requirement: str) -> str:
 def _file_url_path(url: str) -> Path | None:
     parsed = urlparse(url)
     return Path(url2pathname(parsed.path)) if parsed.scheme == "file" else None
-
-
-def _join(args: list[str]) -> str:
-    return shlex.join(args)
