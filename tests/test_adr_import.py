@@ -16,7 +16,9 @@ from ctx_kernel.kernel.store.sqlite import driver
 
 DATA = Path(__file__).resolve().parent / "data" / "adr"
 CTX = str(Path(sys.executable).parent / "ctx")
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "eval" / "adr"
+SHARED = Path(
+    os.environ.get("CTX_ADR_CORPUS") or Path(__file__).resolve().parents[2] / "shared" / "eval" / "adr"
+)
 
 
 def kernel_view(kernel: Ctx) -> list[tuple[object, ...]]:
