@@ -180,6 +180,18 @@ def _check_starts(
                 )
 
 
+def _later_that_day(records: list[adr.AdrRecord], start: dict[str, str], now: str, successors: Any) -> None:
+    """A successor dated only by its day (adr-tools writes ``Date: 2024-05-01``), on the day its
+    predecessor started at a stated time, starts at the end of that day (or now, if that is earlier):
+    it was written later that day, not before what it replaces."""
+    for record in records:
+        for nxt in successors(record):
+            if nxt.meta.get(KEY_FROM) or not nxt.date or start[nxt.path] >= start[record.path]:
+                continue
+            if start[nxt.path][:10] == start[record.path][:10]:
+                start[nxt.path] = min(clock.parse_when(nxt.date, end_of_day=True), now)
+
+
 def _check_cycles(records: list[adr.AdrRecord], folder: Path, successors: Any) -> None:
     """Refuse files that supersede each other in a ring (21 by 22, 22 by 23, 23 by 21): no order of
     windows can hold them, and closing each at its successor's start would leave all three empty."""
@@ -279,6 +291,7 @@ def _windows(
                 f"{folder / record.path}: {KEY_UNTIL} is earlier than its start; nothing imported"
             )
     _check_cycles(records, folder, successors)
+    _later_that_day(records, start, now, successors)
     _check_starts(records, start, stated, folder, successors)
     for _ in range(len(records)):  # relax: an undated predecessor starts now, and so must what replaces it
         changed = False
