@@ -181,7 +181,7 @@ def _marked_files(folder: Path, inside: Path) -> dict[str, str]:
         if not adr.is_adr_file(path) or path.is_symlink():
             continue
         try:
-            item_id = adr.front_matter(path, inside).get(KEY_ID, "")
+            item_id = adr.ctx_fields(path, inside).get(KEY_ID, "")
         except adr.AdrParseError:
             continue
         if ids.ID_RE.match(item_id):
@@ -348,7 +348,8 @@ def _status_agrees(parsed: adr.AdrRecord, item: _Item, by_id: dict[str, _Item]) 
     return all(n.name in refs or (n.number is not None and n.number in refs) for n in newer)
 
 
-def _front(item: _Item) -> dict[str, str | list[str] | None]:
+def _front(item: _Item) -> dict[str, str | None]:
+    """ctx's own fields for an item's file."""
     return {
         "subject": item.subject,
         KEY_ID: item.id,
@@ -367,50 +368,56 @@ def _content(item: _Item, by_id: dict[str, _Item], convention: Convention) -> st
             agrees = False
         if not agrees:
             content = adr.set_status(content, status_text(item, by_id))
-        content = adr.set_front_matter(content, _front(item))
+        content = adr.set_ctx_fields(content, _front(item))
         return content if content.endswith("\n") else content + "\n"
     return _render(item, by_id, convention)
 
 
 def _render(item: _Item, by_id: dict[str, _Item], convention: Convention) -> str:
     """A new file for an item ctx holds no file for, in the folder's layout."""
+    if convention.style != "madr":
+        return _render_nygard(item, by_id)
     status = status_text(item, by_id)
     older = [by_id[o] for o in item.older if o in by_id]
-    # A text with its own top-level headings cannot sit under "## Decision": it is the whole body.
-    whole_body = adr.has_top_headings(item.text)
-    front: dict[str, str | list[str] | None] = {}
-    madr = convention.style == "madr"
-    if madr:
-        front["status"] = status
-        front["date"] = item.start[:10]
-        if item.deciders:
-            front["deciders"] = ", ".join(item.deciders)
+    front: dict[str, str | list[str] | None] = {"status": status, "date": item.start[:10]}
+    if item.deciders:
+        front["deciders"] = ", ".join(item.deciders)
     front |= _front(item)
-    if older and (madr or whole_body):
+    if older:
         front["supersedes"] = [o.name for o in older]
-    heading = f"# {item.number}. {item.title}" if not madr and item.number is not None else f"# {item.title}"
-    out = [heading, ""]
-    if not madr:
-        out.append(f"Date: {item.start[:10]}")
-        if item.deciders:
-            out.append(f"Deciders: {', '.join(item.deciders)}")
-        if whole_body:
-            out.append(f"Status: {status}")
-        else:
-            out += ["", "## Status", "", status]
-            out += [line for o in older for line in ("", f"Supersedes {_link(o)}")]
-        out.append("")
-    if whole_body:
+    out = [f"# {item.title}", ""]
+    # A text with its own top-level headings cannot sit under a heading of ours: it is the whole body.
+    if adr.has_top_headings(item.text):
         out += [item.text.strip(), ""]
     else:
-        context, decision = (
-            ("Context and Problem Statement", "Decision Outcome") if madr else ("Context", "Decision")
-        )
         if item.rationale:
-            out += [f"## {context}", "", item.rationale.strip(), ""]
-        out += [f"## {decision}", "", item.text.strip(), ""]
+            out += ["## Context and Problem Statement", "", item.rationale.strip(), ""]
+        out += ["## Decision Outcome", "", item.text.strip(), ""]
     body = "\n".join(out).rstrip("\n") + "\n"
     return adr.set_front_matter(body, front)
+
+
+def _render_nygard(item: _Item, by_id: dict[str, _Item]) -> str:
+    """A new file as adr-tools writes one: the title on line 1, a ``## Status`` section holding the status
+    and links, and ctx's fields in a comment block that adr-tools does not read."""
+    status = [status_text(item, by_id)]
+    status += [line for o in item.older if o in by_id for line in ("", f"Supersedes {_link(by_id[o])}")]
+    out = [f"# {item.number}. {item.title}" if item.number is not None else f"# {item.title}", ""]
+    out.append(f"Date: {item.start[:10]}")
+    if item.deciders:
+        out.append(f"Deciders: {', '.join(item.deciders)}")
+    out.append("")
+    if adr.has_top_headings(item.text):
+        # The whole body is the text, and the Status section follows it, where it ends no section of the
+        # text's own (a Status section first would take in the text up to its first heading).
+        out += [item.text.strip(), "", "## Status", "", *status, ""]
+    else:
+        out += ["## Status", "", *status, ""]
+        if item.rationale:
+            out += ["## Context", "", item.rationale.strip(), ""]
+        out += ["## Decision", "", item.text.strip(), ""]
+    body = "\n".join(out).rstrip("\n") + "\n"
+    return adr.set_ctx_fields(body, _front(item))
 
 
 def _reads_back(content: str, item: _Item, by_id: dict[str, _Item]) -> list[str]:
@@ -442,9 +449,10 @@ def _reads_back(content: str, item: _Item, by_id: dict[str, _Item]) -> list[str]
 
 
 def owned_by_ctx(path: Path, inside: Path | None = None) -> bool:
-    """Whether an existing file is one ctx wrote: a regular file whose front matter has a ``ctx-id``."""
+    """Whether an existing file is one ctx wrote: a regular file with a ``ctx-id`` in its front matter or
+    in ctx's comment block."""
     try:
-        meta = adr.front_matter(path, inside)
+        meta = adr.ctx_fields(path, inside)
     except adr.AdrParseError:
         return False
     found = meta.get(KEY_ID, "")

@@ -48,6 +48,13 @@ _FRONT_MATTER_RELATIONS = {
 _FRONT_MATTER_USED = {"status", "date", "subject", "title", *_FRONT_MATTER_RELATIONS}
 # Who took the decision: MADR 2/3 front matter ``deciders``, MADR 4 ``decision-makers``.
 DECIDER_KEYS = ("deciders", "decision-makers")
+# ctx's own fields in a file, which export writes and import honours so that a round trip is exact.
+KEY_ID, KEY_FROM, KEY_UNTIL, KEY_BY = "ctx-id", "ctx-valid-from", "ctx-valid-until", "ctx-ratified-by"
+CTX_KEYS: tuple[str, ...] = ("subject", KEY_ID, KEY_FROM, KEY_UNTIL, KEY_BY)
+# A file whose metadata is not front matter (adr-tools reads its title from line 1; log4brains and MADR 2
+# read a list under the title) keeps ctx's fields in an HTML comment that those tools and Markdown
+# viewers ignore. It opens with this line and closes with a line of its own, ``-->``.
+CTX_BLOCK_OPEN = "<!-- ctx: fields ctx export adr keeps; adr-tools and Markdown viewers ignore this comment"
 
 
 class AdrParseError(UsageError):
@@ -725,7 +732,7 @@ def _parse_text(text: str, path: Path, rel: str) -> _Parsed:
     ):
         status = "superseded"
 
-    stated_subject = _front_text(doc.front, "subject")
+    stated_subject = _front_text(doc.front, "subject") or doc.ctx.get("subject", "").strip()
     record = AdrRecord(
         number=number,
         title=title,
@@ -741,7 +748,7 @@ def _parse_text(text: str, path: Path, rel: str) -> _Parsed:
         raw_status=raw_status,
         amends=[ref.value for ref in links["amends"]],
         amended_by=[ref.value for ref in links["amended_by"]],
-        meta=_meta(doc.front),
+        meta=_meta(doc.front, doc.ctx),
         deciders=_deciders(doc),
         subject_stated=bool(stated_subject),
     )
@@ -767,6 +774,7 @@ class _Document:
     status_heading: _Heading | None
     status_lines: list[int]
     link_lines: list[int]
+    ctx: dict[str, str]  # ctx's fields from its comment block (front matter keys are in ``front``)
 
     def first(self, *kinds: str) -> _Heading | None:
         """The first section of the first of these kinds that the file has."""
@@ -780,6 +788,7 @@ def _read_document(text: str) -> _Document:
     if fm_match:
         front = _parse_front_matter(fm_match.group(1) or "")
         text = text[fm_match.end() :]
+    text, ctx = _split_ctx_block(text)
     lines = _COMMENT_RE.sub("", text).split("\n")
     code = _code_mask(lines)
     headings = _headings(lines, code)
@@ -802,6 +811,7 @@ def _read_document(text: str) -> _Document:
         link_lines=[
             i for h in sections if h.kind == "links" for i in _outside_code(code, h.index + 1, h.end)
         ],
+        ctx=ctx,
     )
 
 
@@ -982,13 +992,16 @@ def _deciders(doc: _Document) -> list[str]:
     return list(dict.fromkeys(deciders))
 
 
-def _meta(front: Mapping[str, str | list[str]]) -> dict[str, str]:
-    """The front matter keys that no record field reads, such as ``ctx-id``."""
-    return {
-        key: _as_text(value)
+def _meta(front: Mapping[str, str | list[str]], ctx: Mapping[str, str]) -> dict[str, str]:
+    """The front matter keys that no record field reads, such as ``ctx-id``, and ctx's comment block's
+    (the front matter wins where both state a key)."""
+    meta = {key: value for key, value in ctx.items() if key not in _FRONT_MATTER_USED}
+    meta.update(
+        (key, _as_text(value))
         for key, value in front.items()
         if key.lower().replace("_", "-") not in _FRONT_MATTER_USED
-    }
+    )
+    return meta
 
 
 def _mentions(doc: _Document) -> frozenset[str]:
@@ -1026,22 +1039,30 @@ def _unmark(line: str) -> str:
 def _status_from_lines(lines: Sequence[str], indexes: Iterable[int], *, bullets_only: bool) -> str:
     """The status written in these lines: a ``Status: X`` line, else (in a Status section) the first line
     naming a status, else its first meaningful line."""
-    meaningful: list[str] = []
+    found = _status_line(lines, indexes, bullets_only=bullets_only)
+    return found[1] if found else ""
+
+
+def _status_line(
+    lines: Sequence[str], indexes: Iterable[int], *, bullets_only: bool
+) -> tuple[int, str] | None:
+    """The line that states the status among these lines (see :func:`_status_from_lines`), and its status."""
+    meaningful: list[tuple[int, str]] = []
     for index in indexes:
         line = lines[index]
         labelled = _STATUS_LINE_RE.match(_QUOTE_OR_BULLET_RE.sub("", line, count=1))
         value = labelled.group("value").strip().rstrip("*_ \t") if labelled else ""
         if value:
-            return value
+            return index, value
         if bullets_only:
             continue
         text = _unmark(line)
         if not text or _RULE_RE.match(text) or _DATE_LINE_RE.match(text):
             continue
-        meaningful.append(text)
+        meaningful.append((index, text))
     if bullets_only or not meaningful:
-        return ""
-    return next((text for text in meaningful if _status_keyword(text)), meaningful[0])
+        return None
+    return next((found for found in meaningful if _status_keyword(found[1])), meaningful[0])
 
 
 def _date_from_lines(lines: Sequence[str], indexes: Iterable[int]) -> str | None:
@@ -1448,6 +1469,138 @@ def set_front_matter(text: str, values: Mapping[str, str | list[str] | None]) ->
     return "---\n" + "\n".join(kept).strip("\n") + "\n---\n" + ("" if match else "\n") + body
 
 
+# ---------------------------------------------------------------------------------------------------------
+# ctx's own fields: in the front matter of a file that keeps its metadata there, else in a comment block
+# ---------------------------------------------------------------------------------------------------------
+
+_MAX_BLOCK_LINES = 16
+
+
+def _key_name(key: str) -> str:
+    """A front matter key as ctx compares keys (``Ctx_Id`` is ``ctx-id``)."""
+    return key.lower().replace("_", "-")
+
+
+def _block_scalar(value: str) -> str:
+    """A one-line value for the comment block, in which ``--`` never appears, so that no value can close
+    the HTML comment early (``-\\-`` reads back as ``--``)."""
+    scalar = _yaml_scalar(value)
+    if "--" not in scalar:
+        return scalar
+    if not scalar.startswith('"'):
+        scalar = '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return re.sub(r"-(?=-)", r"-\\", scalar)
+
+
+def _find_ctx_block(lines: Sequence[str]) -> tuple[int, int, dict[str, str]] | None:
+    """The last ctx comment block outside code: its first and last line, and its fields.
+
+    Only ctx's own keys are read from it, so a block can state nothing a front matter could not.
+    """
+    code = _code_mask(lines)
+    found: tuple[int, int, dict[str, str]] | None = None
+    for start, line in enumerate(lines):
+        if code[start] or not line.startswith("<!-- ctx") or "-->" in line:
+            continue
+        if line[8:9] not in ("", ":"):  # "<!-- ctx notes" is someone's own comment
+            continue
+        fields: dict[str, str] = {}
+        for end in range(start + 1, min(len(lines), start + 2 + _MAX_BLOCK_LINES)):
+            if lines[end].strip() == "-->":
+                found = (start, end, fields) if fields else found
+                break
+            match = _FM_KEY_RE.match(lines[end])
+            if match is None or "--" in lines[end]:
+                break
+            if _key_name(match.group(1)) in CTX_KEYS:
+                fields[_key_name(match.group(1))] = _unquote_scalar(match.group(2) or "")
+    return found
+
+
+def _split_ctx_block(text: str) -> tuple[str, dict[str, str]]:
+    """Markdown without its ctx comment block (exactly as it was before the block was added), and the
+    block's fields."""
+    lines = text.split("\n")
+    found = _find_ctx_block(lines)
+    if found is None:
+        return text, {}
+    start, end, fields = found
+    rest = lines[end + 1 :]
+    if rest and rest[0] == "":  # the blank line that follows the block is the block's own
+        rest = rest[1:]
+    return "\n".join([*lines[:start], *rest]), fields
+
+
+def _block_position(body: str) -> int | None:
+    """Where the comment block goes: the line of the first heading after the title, outside code (so
+    before adr-tools' ``## Status`` section, never inside it); None for the end of the file."""
+    shadow = _COMMENT_RE.sub(lambda m: "\n" * m.group().count("\n"), body).split("\n")
+    code = _code_mask(shadow)
+    headings = _headings(shadow, code)
+    title = _find_title(shadow, code, headings)
+    after = title.index if title is not None else -1
+    first = next((h.index for h in headings if h.index > after), None)
+    if first is not None or not _code_mask([*shadow, "<!--"])[-1]:
+        return first
+    # The file ends in an unclosed code fence, where the block would be code: it goes under the title.
+    position = after + 1
+    if title is not None and position < len(shadow) and _SETEXT_H1_RE.match(shadow[position]):
+        position += 1
+    return position
+
+
+def _with_ctx_block(text: str, fields: Mapping[str, str]) -> str:
+    """The file with a ctx comment block holding these fields, in place of any it had."""
+    match = _FRONT_MATTER_RE.match(text)
+    head, body = (text[: match.end()], text[match.end() :]) if match else ("", text)
+    body = _split_ctx_block(body)[0]
+    if not fields:
+        return head + body
+    block = [CTX_BLOCK_OPEN, *(f"{key}: {_block_scalar(value)}" for key, value in fields.items()), "-->"]
+    position = _block_position(body)
+    if position is None:
+        return head + body.rstrip("\n") + "\n\n" + "\n".join(block) + "\n"
+    lines = body.split("\n")
+    return head + "\n".join([*lines[:position], *block, "", *lines[position:]])
+
+
+def keeps_front_matter(text: str) -> bool:
+    """Whether a file keeps metadata of its own in front matter (MADR), beyond ctx's keys."""
+    return any(_key_name(key) not in CTX_KEYS for key in front_matter_of(text))
+
+
+def set_ctx_fields(text: str, values: Mapping[str, str | None]) -> str:
+    """The file with ctx's fields set where its own tools ignore them, every other line kept.
+
+    A file that keeps its metadata in front matter (MADR) keeps ctx's keys there too. Any other file
+    (adr-tools, which reads the title from line 1; log4brains and MADR 2, which read a list under the
+    title) keeps them in an HTML comment before its first section, and loses a front matter that held
+    only ctx's keys. A value of None leaves the key out.
+    """
+    if keeps_front_matter(text):
+        match = _FRONT_MATTER_RE.match(text)
+        head = text[: match.end()] if match else ""
+        return set_front_matter(head + _split_ctx_block(text[len(head) :])[0], dict(values))
+    if _FRONT_MATTER_RE.match(text):
+        text = set_front_matter(text, {key: None for key in front_matter_of(text)})
+    return _with_ctx_block(text, {key: value for key, value in values.items() if value is not None})
+
+
+def ctx_fields_of(text: str) -> dict[str, str]:
+    """ctx's fields in Markdown text: its comment block's, and its front matter's (which win)."""
+    match = _FRONT_MATTER_RE.match(text)
+    fields = _split_ctx_block(text[match.end() :] if match else text)[1]
+    for key, value in front_matter_of(text).items():
+        if _key_name(key) in CTX_KEYS:
+            fields[_key_name(key)] = value
+    return fields
+
+
+def ctx_fields(path: Path, inside: Path | None = None) -> dict[str, str]:
+    """ctx's fields in a file (see :func:`ctx_fields_of`), read as ADRs are read."""
+    return ctx_fields_of(_read_text(path, inside))
+
+
 def set_status(text: str, status: str) -> str:
     """The file with its status replaced by ``status`` where the file states it, every other line kept.
 
@@ -1481,7 +1634,7 @@ def set_status(text: str, status: str) -> str:
                 *lines[section.index + 1 :],
             ]
         else:
-            edited = [*lines[: section.index + 1], "", status, "", *lines[end:]]
+            edited = _with_status_line(lines, shadow, code, section, end, status)
     else:
         first = next((h.index for h in later), len(lines))
         for index in range(start, first):
@@ -1501,6 +1654,22 @@ def set_status(text: str, status: str) -> str:
     except AdrParseError:
         pass
     return set_front_matter(text, {"status": status})
+
+
+def _with_status_line(
+    lines: list[str], shadow: list[str], code: list[bool], section: _Heading, end: int, status: str
+) -> list[str]:
+    """A Status section with the line that states the status replaced, as adr-tools replaces it, so its
+    links (``Supersedes [2. X](0002-x.md)``) stay; an empty section gets the status."""
+    found = _status_line(shadow, _outside_code(code, section.index + 1, end), bullets_only=False)
+    if found is None:
+        return [*lines[: section.index + 1], "", status, "", *lines[end:]]
+    index = found[0]
+    labelled = _STATUS_LINE_RE.match(lines[index])
+    if labelled is not None:
+        return [*lines[:index], lines[index][: labelled.start("value")] + status, *lines[index + 1 :]]
+    bullet = _QUOTE_OR_BULLET_RE.match(lines[index])
+    return [*lines[:index], (bullet.group() if bullet else "") + status, *lines[index + 1 :]]
 
 
 def has_top_headings(text: str) -> bool:

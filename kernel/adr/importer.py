@@ -17,8 +17,9 @@ if TYPE_CHECKING:
     from ctx_kernel.kernel.decisions.kernel import DecisionService
     from ctx_kernel.kernel.vault.service import VaultService
 
-# Front-matter keys ctx writes on export and honours on import, so a round trip keeps exact windows.
-KEY_ID, KEY_FROM, KEY_UNTIL, KEY_BY = "ctx-id", "ctx-valid-from", "ctx-valid-until", "ctx-ratified-by"
+# The fields ctx writes on export and honours on import (in front matter or ctx's comment block), so a
+# round trip keeps exact windows.
+KEY_ID, KEY_FROM, KEY_UNTIL, KEY_BY = adr.KEY_ID, adr.KEY_FROM, adr.KEY_UNTIL, adr.KEY_BY
 # Evidence tag of an ADR file kept whole beside the decision it holds.
 ADR_TAG = "adr"
 # Front-matter claims about who decided, kept on import as attribution (never as the ratifier).
