@@ -302,3 +302,18 @@ def test_the_comment_block_cannot_be_closed_early_or_claim_other_fields():
     assert adr.ctx_fields_of(in_code) == {}
     unclosed = text + "\n<!-- ctx\n" + "subject: a\n" * 10_000
     assert adr.ctx_fields_of(unclosed) == {}
+
+
+# -- the index a tool writes for itself ---------------------------------------------------------------
+
+
+def test_an_index_adr_tools_generated_is_never_replaced(kernel: Ctx, tmp_path: Path):
+    folder = _copy(ADR_TOOLS_FOLDER, tmp_path)
+    toc = "# Architecture Decision Records\n\n" + "".join(
+        f"* [{int(name[:4])}. x]({name})\n" for name in _listed(folder)
+    )
+    (folder / "README.md").write_text(toc, encoding="utf-8")
+    kernel.import_adrs(folder, reviewer="alice")
+    done = kernel.export_adrs(folder, force=True)
+    assert (folder / "README.md").read_text(encoding="utf-8") == toc
+    assert any("adr-tools's own index" in w or "adr-tools' own index" in w for w in done.warnings)

@@ -555,6 +555,23 @@ def render_index(items: list[_Item], by_id: dict[str, _Item], others: list[adr.A
     return "\n".join([*head, *(row for _, row in rows)]) + "\n"
 
 
+_TOC_LINE_RE = re.compile(r"^\* \[[^\n]*\]\([^)\n]*\.md\)$", re.M)
+
+
+def _index_tool(text: str) -> str | None:
+    """The ADR tool whose own index a README is, if it is one: ``adr generate toc``'s (adr-tools),
+    adr-log's (its ``<!-- adrlog -->`` marks) or log4brains'."""
+    if text.startswith(INDEX_MARK):
+        return None
+    if "<!-- adrlog -->" in text:
+        return "adr-log"
+    if "log4brains" in text.lower():
+        return "log4brains"
+    if text.startswith("# Architecture Decision Records\n") and _TOC_LINE_RE.search(text):
+        return "adr-tools"
+    return None
+
+
 def _write_index(
     folder: Path, items: list[_Item], by_id: dict[str, _Item], inside: Path, force: bool, report: AdrExport
 ) -> None:
@@ -564,9 +581,15 @@ def _write_index(
         return
     if path.exists() and not path.is_symlink():
         try:
-            mine = adr.read_text(path, inside).startswith(INDEX_MARK)
+            existing = adr.read_text(path, inside)
         except adr.AdrParseError:
-            mine = False
+            existing = ""
+        mine, tool = existing.startswith(INDEX_MARK), _index_tool(existing)
+        if tool is not None:  # the tool rewrites its index: ctx's would be lost, or would replace the tool's
+            report.warnings.append(
+                f"{path} is {tool}'s own index; ctx's index was not written (not even with --force)"
+            )
+            return
         if not path.is_file() or (not mine and not force):
             report.warnings.append(
                 f"{path} was not written by ctx export; the index was not written (--force replaces it)"
