@@ -304,6 +304,31 @@ def test_the_comment_block_cannot_be_closed_early_or_claim_other_fields():
     assert adr.ctx_fields_of(unclosed) == {}
 
 
+# -- links the reader did not see before ------------------------------------------------------------
+
+
+def test_a_reference_style_link_in_a_status_line_supersedes(kernel: Ctx, tmp_path: Path):
+    folder = _write(
+        tmp_path / "adr",
+        {
+            "0003-use-redis.md": "# 3. Use Redis\n\nDate: 2021-01-01\n\n## Status\n\n"
+            "Superseded by [ADR 12][adr12]\n\n## Decision\n\nCache in Redis.\n\n"
+            "[adr12]: 0012-use-memcached.md\n",
+            "0012-use-memcached.md": "# 12. Use Memcached\n\nDate: 2021-06-01\n\n## Status\n\n"
+            "Accepted\n\nSupersedes [3][]\n\n## Decision\n\nCache in Memcached.\n\n"
+            "[3]: ./0003-use-redis.md\n",
+        },
+    )
+    records, _, warnings = adr.read_adr_folder(folder)
+    assert warnings == []
+    by_number = {r.number: r for r in records}
+    assert by_number[3].superseded_by == [12] and by_number[3].status == "superseded"
+    assert by_number[12].supersedes == [3]
+    kernel.import_adrs(folder, reviewer="alice")
+    decisions = {d.adr_number: d for d in kernel.decisions(include_closed=True)}
+    assert decisions[3].superseded_by == [decisions[12].id]
+
+
 # -- the index a tool writes for itself ---------------------------------------------------------------
 
 

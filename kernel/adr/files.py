@@ -220,6 +220,11 @@ _LINK_RE = re.compile(
     r"\[(?P<text>(?:\\.|[^\[\]\\]|\[[^\[\]]{0,300}\]){0,1000})\]\(\s*<?(?P<target>[^)\s>]*)>?(?:\s+\"[^\"]*\")?\s*\)"
 )
 _SCHEME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
+# Reference-style links: ``[ADR 12][adr12]``, ``[adr12][]`` or ``[adr12]``, whose target a definition
+# ``[adr12]: 0012-x.md`` gives anywhere in the file (CommonMark's link reference definitions).
+_REF_DEF_RE = re.compile(r"^ {0,3}\[(?P<label>[^\[\]\n^][^\[\]\n]{0,299})\]:[ \t]*<?(?P<target>[^\s<>]+)>?")
+_REF_LINK_RE = re.compile(r"\[(?P<text>[^\[\]\n]{1,300})\]\[(?P<label>[^\[\]\n]{0,300})\]")
+_SHORTCUT_RE = re.compile(r"(?<![\]\\])\[(?P<text>[^\[\]\n]{1,300})\](?![\[(:])")
 _TOKEN_RE = re.compile(
     r"(?<![\w/.-])(?P<prefix>adr|dr|ad|decision|record)[\s_#:-]{0,3}(?P<num>\d{1,6})\b(?![/.-]\d)", re.I
 )
@@ -487,6 +492,38 @@ def _relations_in_line(line: str, *, bare: bool) -> list[tuple[str, _Ref]]:
             kind = "amends" if match.group("verb").lower() == "amends" else "supersedes"
         found.extend((kind, ref) for ref in _refs_in(line[match.end() : end], bare=bare))
     return found
+
+
+def _label(text: str) -> str:
+    """A link label as CommonMark matches it: case-folded, inner whitespace collapsed."""
+    return " ".join(text.split()).casefold()
+
+
+def _link_definitions(lines: Sequence[str], code: Sequence[bool]) -> dict[str, str]:
+    """The targets of the link reference definitions outside code, by label (the first one wins)."""
+    found: dict[str, str] = {}
+    for index, line in enumerate(lines):
+        match = None if code[index] else _REF_DEF_RE.match(line)
+        if match is not None:
+            found.setdefault(_label(match.group("label")), match.group("target"))
+    return found
+
+
+def _inline_references(line: str, definitions: Mapping[str, str]) -> str:
+    """A line with its reference-style links written inline, ``[ADR 12][adr12]`` as ``[ADR 12](0012-x.md)``,
+    so the link readers see where they lead; labels with no definition are left as they are."""
+    if not definitions or "[" not in line:
+        return line
+
+    def full(match: re.Match[str]) -> str:
+        target = definitions.get(_label(match.group("label") or match.group("text")))
+        return f"[{match.group('text')}]({target})" if target else match.group(0)
+
+    def shortcut(match: re.Match[str]) -> str:
+        target = definitions.get(_label(match.group("text")))
+        return f"[{match.group('text')}]({target})" if target else match.group(0)
+
+    return _SHORTCUT_RE.sub(shortcut, _REF_LINK_RE.sub(full, line))
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -775,6 +812,7 @@ class _Document:
     status_lines: list[int]
     link_lines: list[int]
     ctx: dict[str, str]  # ctx's fields from its comment block (front matter keys are in ``front``)
+    definitions: dict[str, str]  # link reference definitions, by label
 
     def first(self, *kinds: str) -> _Heading | None:
         """The first section of the first of these kinds that the file has."""
@@ -812,6 +850,7 @@ def _read_document(text: str) -> _Document:
             i for h in sections if h.kind == "links" for i in _outside_code(code, h.index + 1, h.end)
         ],
         ctx=ctx,
+        definitions=_link_definitions(lines, code),
     )
 
 
@@ -922,7 +961,7 @@ def _stated_links(doc: _Document) -> dict[str, list[_Ref]]:
     fm_status = _front_text(doc.front, "status")
     region_lines = [fm_status] if fm_status else []
     region_lines += [doc.lines[i] for i in (*doc.preamble, *doc.status_lines, *doc.link_lines)]
-    for line in region_lines:
+    for line in (_inline_references(line, doc.definitions) for line in region_lines):
         for kind, ref in _relations_in_line(line, bare=True):
             links[kind].append(ref)
     return links
@@ -934,7 +973,7 @@ def _self_relations(doc: _Document) -> list[tuple[str, _Ref]]:
         found
         for index, line in enumerate(doc.lines)
         if not doc.code[index] and _SELF_RELATION_RE.search(line)
-        for found in _relations_in_line(line, bare=False)
+        for found in _relations_in_line(_inline_references(line, doc.definitions), bare=False)
     ]
 
 
@@ -1006,12 +1045,16 @@ def _meta(front: Mapping[str, str | list[str]], ctx: Mapping[str, str]) -> dict[
 
 def _mentions(doc: _Document) -> frozenset[str]:
     """The file names (lower-case) of every Markdown file the text links to outside code."""
-    return frozenset(
-        linked.filename.lower()
+    targets = [
+        link.group("target")
         for index, line in enumerate(doc.lines)
         if not doc.code[index]
         for link in _LINK_RE.finditer(line)
-        if (linked := _link_ref(link.group("target"))) is not None and linked.filename is not None
+    ]
+    return frozenset(
+        linked.filename.lower()
+        for target in (*targets, *doc.definitions.values())
+        if (linked := _link_ref(target)) is not None and linked.filename is not None
     )
 
 
