@@ -8,6 +8,7 @@ on the files themselves, and, where adr-tools is installed (Debian's ``adr-tools
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 import re
 import shutil
@@ -327,6 +328,71 @@ def test_a_reference_style_link_in_a_status_line_supersedes(kernel: Ctx, tmp_pat
     kernel.import_adrs(folder, reviewer="alice")
     decisions = {d.adr_number: d for d in kernel.decisions(include_closed=True)}
     assert decisions[3].superseded_by == [decisions[12].id]
+
+
+SUCCESSOR_IN_TEXT = {
+    "0003-use-redis.md": "# 3. Use Redis\n\nDate: 2021-01-01\n\n## Status\n\nAccepted\n\n"
+    "## Decision\n\nCache in Redis.\n",
+    "0007-use-memcached.md": "# 7. Use Memcached\n\nDate: 2021-06-01\n\n## Status\n\nAccepted\n\n"
+    "## Context\n\nRedis costs too much for what we cache.\n"
+    "This replaces\nADR 3, which we keep for history.\n\n"
+    "## Decision\n\nCache in Memcached.\n",
+}
+
+
+def test_a_successor_named_only_in_the_text_is_suggested_not_linked(cli, kernel: Ctx, tmp_path: Path):
+    folder = _write(tmp_path / "adr", SUCCESSOR_IN_TEXT)
+    kernel.close()
+    dry = cli("import", "adr", str(folder), "--dry-run")
+    assert dry.code == 0, dry.err
+    [line] = [line for line in dry.out.splitlines() if line.startswith("suggested")]
+    assert "0007-use-memcached.md supersedes 0003-use-redis.md?" in line
+    assert "This replaces ADR 3, which we keep for history." in line
+    assert "Supersedes [3. Use Redis](0003-use-redis.md)" in line
+
+    done = json.loads(cli("import", "adr", str(folder), "--yes", "--reviewer", "alice", "--json").out)
+    assert done["suggested_links"] == [
+        {
+            "path": "0007-use-memcached.md",
+            "supersedes": "0003-use-redis.md",
+            "said": "This replaces ADR 3, which we keep for history.",
+            "said_in": "0007-use-memcached.md",
+            "status_line": "Supersedes [3. Use Redis](0003-use-redis.md)",
+        }
+    ]
+    with Ctx.open(kernel.store.location) as reopened:  # not guessed: both stay current, unlinked
+        assert all(d.current and not d.supersedes for d in reopened.decisions(include_closed=True))
+
+
+def test_a_suggested_link_is_confirmed_by_writing_its_status_line(kernel: Ctx, tmp_path: Path):
+    folder = _write(tmp_path / "adr", SUCCESSOR_IN_TEXT)
+    with Ctx.open(kernel.store.location) as probe:
+        [suggestion] = probe.import_adrs(folder, reviewer="alice", dry_run=True).suggested_links
+    successor = folder / suggestion["path"]
+    text = successor.read_text(encoding="utf-8")
+    successor.write_text(
+        text.replace("## Status\n\nAccepted\n", f"## Status\n\nAccepted\n\n{suggestion['status_line']}\n"),
+        encoding="utf-8",
+    )
+    report = kernel.import_adrs(folder, reviewer="alice")
+    assert report.suggested_links == []
+    decisions = {d.adr_number: d for d in kernel.decisions(include_closed=True)}
+    assert decisions[3].superseded_by == [decisions[7].id]
+
+
+def test_mentions_that_are_links_already_or_name_nothing_are_not_suggested(tmp_path: Path):
+    folder = _write(
+        tmp_path / "adr",
+        {
+            **SUCCESSOR_IN_TEXT,
+            "0007-use-memcached.md": SUCCESSOR_IN_TEXT["0007-use-memcached.md"].replace(
+                "## Status\n\nAccepted\n", "## Status\n\nAccepted\n\nSupersedes [3](0003-use-redis.md)\n"
+            )
+            + "\nIt replaces ADR 99 too, and the decision 3 weeks ago.\n\n```\nThis replaces ADR 3.\n```\n",
+        },
+    )
+    records, _, _ = adr.read_adr_folder(folder)
+    assert all(r.suggested == [] for r in records)
 
 
 # -- the index a tool writes for itself ---------------------------------------------------------------

@@ -11,7 +11,7 @@ import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import unquote
+from urllib.parse import quote, unquote
 
 from ctx_kernel.kernel import text as _text
 from ctx_kernel.kernel.errors import UsageError
@@ -87,6 +87,17 @@ class AdrRecord:
     meta: dict[str, str] = field(default_factory=dict)  # other front matter keys, such as ctx-id
     deciders: list[str] = field(default_factory=list)  # "Deciders: Alice, Bob", MADR front matter
     subject_stated: bool = False  # the front matter names the subject (else it was made from the title)
+    # Links the text only mentions ("This replaces ADR 3"), never taken as links: a person confirms them.
+    suggested: list[SuggestedLink] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class SuggestedLink:
+    """A supersession a record's own text mentions outside any status line: for a person to confirm."""
+
+    relation: str  # "supersedes" or "superseded_by", from the record that says it
+    target: AdrRef
+    said: str  # the sentence, as written
 
 
 @dataclass(frozen=True)
@@ -110,6 +121,7 @@ class _Parsed:
     record: AdrRecord
     links: dict[str, list[_Ref]]
     mentions: frozenset[str]
+    suggested: list[tuple[str, _Ref, str]] = field(default_factory=list)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -225,6 +237,15 @@ _SCHEME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 _REF_DEF_RE = re.compile(r"^ {0,3}\[(?P<label>[^\[\]\n^][^\[\]\n]{0,299})\]:[ \t]*<?(?P<target>[^\s<>]+)>?")
 _REF_LINK_RE = re.compile(r"\[(?P<text>[^\[\]\n]{1,300})\]\[(?P<label>[^\[\]\n]{0,300})\]")
 _SHORTCUT_RE = re.compile(r"(?<![\]\\])\[(?P<text>[^\[\]\n]{1,300})\](?![\[(:])")
+# A supersession mentioned in running text. It is only ever suggested, never taken as a link: "This
+# replaces ADR 3" may as well say "This does not replace ADR 3" a line later.
+_MENTION_RE = re.compile(
+    r"\b(?P<by>superseded|replaced|obsoleted)\s+by\b"
+    r"|\b(?P<verb>supersede[sd]?|superseding|replaces?|replacing|obsoletes|obsoleting)\b",
+    re.I,
+)
+_SENTENCE_END_RE = re.compile(r"(?<=[.!?])\s+")
+MAX_SAID_CHARS = 300
 _TOKEN_RE = re.compile(
     r"(?<![\w/.-])(?P<prefix>adr|dr|ad|decision|record)[\s_#:-]{0,3}(?P<num>\d{1,6})\b(?![/.-]\d)", re.I
 )
@@ -526,6 +547,19 @@ def _inline_references(line: str, definitions: Mapping[str, str]) -> str:
     return _SHORTCUT_RE.sub(shortcut, _REF_LINK_RE.sub(full, line))
 
 
+def _mentions_in(sentence: str) -> list[tuple[str, _Ref]]:
+    """The supersessions a sentence mentions, each with the ADR it names by link or ``ADR 3`` token."""
+    matches = list(_MENTION_RE.finditer(sentence))
+    found: list[tuple[str, _Ref]] = []
+    for index, match in enumerate(matches):
+        end = matches[index + 1].start() if index + 1 < len(matches) else len(sentence)
+        kind = "superseded_by" if match.group("by") else "supersedes"
+        refs = _refs_in(sentence[match.end() : end], bare=False)
+        # "decision 3" and "record 3" are too common in prose to suggest anything on their own.
+        found += [(kind, ref) for ref in refs if ref.filename is not None or ref.prefix is not None]
+    return found
+
+
 # ---------------------------------------------------------------------------------------------------------
 # Markdown structure
 # ---------------------------------------------------------------------------------------------------------
@@ -759,6 +793,11 @@ def _parse_text(text: str, path: Path, rel: str) -> _Parsed:
     for kind, ref in _self_relations(doc):
         links[kind].append(ref)
     links = {kind: _dedupe_refs(refs, path.name, number, own_prefix) for kind, refs in links.items()}
+    suggested = [
+        (kind, ref, said)
+        for kind, ref, said in _suggested(doc)
+        if _dedupe_refs([ref], path.name, number, own_prefix)
+    ]
     status = normalise_status(raw_status)
     if (
         stated_superseded
@@ -788,8 +827,9 @@ def _parse_text(text: str, path: Path, rel: str) -> _Parsed:
         meta=_meta(doc.front, doc.ctx),
         deciders=_deciders(doc),
         subject_stated=bool(stated_subject),
+        suggested=[SuggestedLink(kind, ref.value, said) for kind, ref, said in suggested],
     )
-    return _Parsed(record, links, _mentions(doc))
+    return _Parsed(record, links, _mentions(doc), suggested)
 
 
 @dataclass(frozen=True)
@@ -975,6 +1015,27 @@ def _self_relations(doc: _Document) -> list[tuple[str, _Ref]]:
         if not doc.code[index] and _SELF_RELATION_RE.search(line)
         for found in _relations_in_line(_inline_references(line, doc.definitions), bare=False)
     ]
+
+
+def _suggested(doc: _Document) -> list[tuple[str, _Ref, str]]:
+    """Supersessions the running text mentions outside the title, status and links (``This replaces ADR
+    3.``), each with its sentence: suggestions for a person, never links."""
+    stated = {*doc.preamble, *doc.status_lines, *doc.link_lines}
+    found: list[tuple[str, _Ref, str]] = []
+    paragraph: list[str] = []
+    for index in range(doc.body_start, len(doc.lines) + 1):
+        line = doc.lines[index] if index < len(doc.lines) else ""
+        if line.strip() and not doc.code[index] and index not in stated:
+            paragraph.append(_inline_references(line.strip(), doc.definitions))
+            continue
+        text = " ".join(paragraph)
+        paragraph.clear()
+        if not _MENTION_RE.search(text):
+            continue
+        for sentence in _SENTENCE_END_RE.split(text):
+            said = sentence if len(sentence) <= MAX_SAID_CHARS else sentence[: MAX_SAID_CHARS - 3] + "..."
+            found += [(kind, ref, said) for kind, ref in _mentions_in(sentence)]
+    return found
 
 
 def _context(doc: _Document) -> str | None:
@@ -1228,6 +1289,7 @@ def read_adr_folder(
             superseded_by=list(dict.fromkeys(edges[i]["superseded_by"])),
             amends=list(dict.fromkeys(edges[i]["amends"])),
             amended_by=list(dict.fromkeys(edges[i]["amended_by"])),
+            suggested=_resolved_suggestions(i, parsed, index, edges),
         )
         for i, record in enumerate(index.records)
     ]
@@ -1292,6 +1354,25 @@ def _two_way_links(
                 edges[source][kind].append(index.value_of(target))
                 edges[target][_INVERSE[kind]].append(index.value_of(source))
     return edges, warnings
+
+
+def _resolved_suggestions(
+    source: int,
+    parsed: Sequence[_Parsed],
+    index: _FolderIndex,
+    edges: Mapping[int, Mapping[str, list[AdrRef]]],
+) -> list[SuggestedLink]:
+    """A record's suggested links that name one file in the folder and are not links already."""
+    found: dict[tuple[str, AdrRef], SuggestedLink] = {}
+    for kind, ref, said in parsed[source].suggested:
+        target, _ = _resolve(ref, source, parsed, index.by_name, index.by_number)
+        if target is None or target == source:
+            continue
+        value = index.value_of(target)
+        if value in edges[source][kind] or value in edges[source][_INVERSE[kind]]:
+            continue
+        found.setdefault((kind, value), SuggestedLink(kind, value, said))
+    return list(found.values())
 
 
 def _describe(ref: _Ref) -> str:
@@ -1394,6 +1475,12 @@ def _render_link(target: AdrLinkTarget) -> str:
     if isinstance(target, int):
         return f"ADR-{target:04d}"
     return f"[{_escape_link_text(target)}]({target})"
+
+
+def link_to(record: AdrRecord) -> str:
+    """A Markdown link to a record from a file beside it, as adr-tools writes it: ``[3. X](0003-x.md)``."""
+    text = f"{record.number}. {record.title}" if record.number is not None else record.title
+    return f"[{_escape_link_text(text)}]({quote(Path(record.path).name)})"
 
 
 def _escape_link_text(text: str) -> str:

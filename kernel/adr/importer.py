@@ -38,6 +38,9 @@ class ImportReport(Record):
     # One entry per file read: path, number, title, the subject chosen and what became of it.
     files: list[dict[str, Any]] = field(default_factory=list)
     dry_run: bool = False
+    # Supersessions a file's text only mentions ("This replaces ADR 3"): never linked by the import; a
+    # person confirms one by writing its status line in the successor's file (``status_line``).
+    suggested_links: list[dict[str, Any]] = field(default_factory=list)
 
 
 class _DryRun(Exception):  # not an error: raised to roll a dry run back
@@ -244,6 +247,7 @@ def import_adrs(
         {"path": _relative(e.path, folder), "outcome": "skipped", "reason": e.reason} for e in errors
     ]
     by_ref = _by_ref(records)
+    report.suggested_links = suggested_links(records, by_ref)
     subjects = plan_subjects(records)
     now = clock.now()
 
@@ -263,6 +267,31 @@ def import_adrs(
         pass
     report.files.sort(key=lambda f: f["path"])
     return report
+
+
+def suggested_links(
+    records: list[adr.AdrRecord], by_ref: dict[adr.AdrRef, adr.AdrRecord]
+) -> list[dict[str, Any]]:
+    """The supersessions the files' texts mention, once per pair, each with the status line that would
+    state it in the successor's file."""
+    found: dict[tuple[str, str], dict[str, Any]] = {}
+    for record in records:
+        for suggestion in record.suggested:
+            other = by_ref.get(suggestion.target)
+            if other is None or other is record:
+                continue
+            newer, older = (record, other) if suggestion.relation == "supersedes" else (other, record)
+            found.setdefault(
+                (newer.path, older.path),
+                {
+                    "path": newer.path,
+                    "supersedes": older.path,
+                    "said": suggestion.said,
+                    "said_in": record.path,
+                    "status_line": f"Supersedes {adr.link_to(older)}",
+                },
+            )
+    return sorted(found.values(), key=lambda s: (s["path"], s["supersedes"]))
 
 
 def _relative(path: Path, folder: Path) -> str:
