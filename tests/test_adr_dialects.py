@@ -13,6 +13,7 @@ import os
 import re
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -303,6 +304,15 @@ def test_the_comment_block_cannot_be_closed_early_or_claim_other_fields():
     assert adr.ctx_fields_of(in_code) == {}
     unclosed = text + "\n<!-- ctx\n" + "subject: a\n" * 10_000
     assert adr.ctx_fields_of(unclosed) == {}
+
+
+def test_unclosed_comments_are_read_in_linear_time():
+    hostile = "# 1. X\n\n## Status\n\nAccepted\n\n" + "<!-- x\n" * 70_000  # ~500 KB
+    started = time.perf_counter()
+    record = adr.parse_text(hostile, "0001-x.md")
+    adr.set_ctx_fields(adr.set_status(hostile, "Deprecated"), {"subject": "x"})
+    assert record.status == "accepted"
+    assert time.perf_counter() - started < 10  # a regular expression took minutes on this file
 
 
 # -- links the reader did not see before ------------------------------------------------------------

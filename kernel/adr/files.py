@@ -131,7 +131,6 @@ class _Parsed:
 _FRONT_MATTER_RE = re.compile(r"\A---[ \t]*\n(?:(.*?)\n)?(?:---|\.\.\.)[ \t]*(?:\n|\Z)", re.S)
 _FM_KEY_RE = re.compile(r"^([A-Za-z0-9_][\w.-]*)[ \t]*:(?:[ \t]+(.*))?[ \t]*$")
 _FM_ITEM_RE = re.compile(r"^[ \t]+-[ \t]+(.*?)[ \t]*$")
-_COMMENT_RE = re.compile(r"<!--.*?-->", re.S)
 _FENCE_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _ATX_RE = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*))?$")
 _LOOSE_TITLE_RE = re.compile(r"^ {0,3}#(?![#\s])(.+)$")
@@ -597,6 +596,26 @@ def _section_kind(name: str) -> str | None:
     return None
 
 
+def _without_comments(text: str, *, keep_lines: bool) -> str:
+    """Text without its HTML comments, or with each blanked to its newlines (so that line numbers stay).
+
+    One pass with ``find``: a regular expression would try every unclosed ``<!--`` against the rest of
+    the file, which takes minutes on a hostile file of a megabyte.
+    """
+    kept: list[str] = []
+    position = 0
+    while (start := text.find("<!--", position)) != -1:
+        end = text.find("-->", start + 4)
+        if end == -1:  # unclosed: no comment starts after it either
+            break
+        kept.append(text[position:start])
+        if keep_lines:
+            kept.append("\n" * text.count("\n", start, end + 3))
+        position = end + 3
+    kept.append(text[position:])
+    return "".join(kept)
+
+
 def _heading_text(text: str) -> str:
     """A heading's text without surrounding spaces or a closing run of ``#`` characters."""
     text = text.strip()
@@ -867,7 +886,7 @@ def _read_document(text: str) -> _Document:
         front = _parse_front_matter(fm_match.group(1) or "")
         text = text[fm_match.end() :]
     text, ctx = _split_ctx_block(text)
-    lines = _COMMENT_RE.sub("", text).split("\n")
+    lines = _without_comments(text, keep_lines=False).split("\n")
     code = _code_mask(lines)
     headings = _headings(lines, code)
     title = _find_title(lines, code, headings)
@@ -1664,7 +1683,7 @@ def _split_ctx_block(text: str) -> tuple[str, dict[str, str]]:
 def _block_position(body: str) -> int | None:
     """Where the comment block goes: the line of the first heading after the title, outside code (so
     before adr-tools' ``## Status`` section, never inside it); None for the end of the file."""
-    shadow = _COMMENT_RE.sub(lambda m: "\n" * m.group().count("\n"), body).split("\n")
+    shadow = _without_comments(body, keep_lines=True).split("\n")
     code = _code_mask(shadow)
     headings = _headings(shadow, code)
     title = _find_title(shadow, code, headings)
@@ -1744,7 +1763,7 @@ def set_status(text: str, status: str) -> str:
         return set_front_matter(text, {"status": status})
     head, body = (text[: match.end()], text[match.end() :]) if match else ("", text)
     # Comments are blanked line for line, so positions found in the shadow are positions in the file.
-    shadow = _COMMENT_RE.sub(lambda m: "\n" * m.group().count("\n"), body).split("\n")
+    shadow = _without_comments(body, keep_lines=True).split("\n")
     lines = body.split("\n")
     code = _code_mask(shadow)
     headings = _headings(shadow, code)
