@@ -268,6 +268,36 @@ def test_a_log4brains_file_keeps_its_layout(kernel: Ctx, tmp_path: Path):
     fresh.close()
 
 
+def test_new_files_in_a_log4brains_folder_are_written_as_log4brains_writes_them(kernel: Ctx, tmp_path: Path):
+    folder = _write(tmp_path / "adr", {"20200925-use-log4brains-to-manage-the-adrs.md": LOG4BRAINS})
+    kernel.import_adrs(folder, reviewer="alice")
+    first = kernel.propose("cache", "Cache in Redis.", title="Use Redis", rationale="Pages are slow.")
+    redis = kernel.ratify(first.id, reviewer="bob").decision
+    kernel.ratify(kernel.propose("cache", "Cache in Memcached.", title="Use Memcached").id, reviewer="bob")
+    assert kernel.export_adrs(folder).warnings == []
+    day = redis.valid_from[:10].replace("-", "")
+    assert sorted(p.name for p in folder.iterdir()) == sorted(
+        [
+            "20200925-use-log4brains-to-manage-the-adrs.md",
+            f"{day}-use-redis.md",
+            f"{day}-use-memcached.md",
+            "README.md",
+        ]
+    )
+    text = (folder / f"{day}-use-redis.md").read_text(encoding="utf-8")
+    assert text.startswith(
+        f"# Use Redis\n\n- Status: superseded by [Use Memcached]({day}-use-memcached.md)\n- Date: "
+    )
+    assert "\n## Context and Problem Statement\n\nPages are slow.\n" in text and "\n---\n" not in text
+    newer = (folder / f"{day}-use-memcached.md").read_text(encoding="utf-8")
+    assert newer.startswith("# Use Memcached\n\n- Status: accepted\n")
+    assert newer.endswith(f"## Links\n\n- Supersedes [Use Redis]({day}-use-redis.md)\n")
+    fresh, _ = Ctx.init(tmp_path / "fresh.db")
+    assert fresh.import_adrs(folder, reviewer="carol").skipped == []
+    assert _view(fresh) == _view(kernel)
+    fresh.close()
+
+
 def test_new_files_in_an_adr_tools_folder_have_no_front_matter(kernel: Ctx, tmp_path: Path):
     folder = _copy(ADR_TOOLS_FOLDER, tmp_path)
     kernel.import_adrs(folder, reviewer="alice")

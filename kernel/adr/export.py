@@ -36,6 +36,8 @@ INDEX_NAME = "README.md"
 INDEX_MARK = "<!-- ctx export adr writes this index and rewrites it on every export. -->"
 IMPORTED_SUFFIX = " (imported ADR)"
 _MADR_SECTIONS = ("## context and problem statement", "## decision outcome", "## considered options")
+# log4brains names a record by its day: 20200925-use-log4brains-to-manage-the-adrs.md
+_DATED_NAME_RE = re.compile(r"^\d{8}-.+\.md$")
 _NAME_RE = re.compile(
     r"^(?P<prefix>[A-Za-z]{0,5}[-_ ]?)(?P<num>\d{1,6})(?P<sep>[-_ ]?)(?P<slug>.*)\.md$", re.I
 )
@@ -59,7 +61,7 @@ class Convention:
     width: int = 4
     separator: str = "-"
     keep_case: bool = False
-    style: str = "madr"  # or "nygard": "# 1. Title", a Date line and a Status section
+    style: str = "madr"  # "nygard": "# 1. Title", a Date line and a Status section; "log4brains"
 
     @property
     def series(self) -> str:
@@ -71,10 +73,17 @@ class Convention:
         slug = adr.slug(title, keep_case=self.keep_case)
         return f"{self.prefix}{number:0{self.width}d}{self.separator}{slug}.md"
 
+    def dated_filename(self, day: str, title: str, copy: int = 1) -> str:
+        """A new file's name as log4brains names one: its day, then its slug (``20240501-use-x.md``)."""
+        suffix = f"-{copy}" if copy > 1 else ""
+        return f"{day.replace('-', '')}-{adr.slug(title)}{suffix}.md"
+
 
 def detect_convention(folder: Path) -> Convention:
     """The convention most of a folder's ADR files follow (adr-tools' MADR default for an empty one)."""
     names = sorted(p.name for p in folder.iterdir() if adr.is_adr_file(p)) if folder.is_dir() else []
+    if names and sum(bool(_DATED_NAME_RE.match(name)) for name in names) * 2 > len(names):
+        return Convention(style="log4brains")
     shapes: Counter[tuple[str, int, str]] = Counter()
     cased = 0
     for name in names:
@@ -307,6 +316,13 @@ def _name(items: list[_Item], convention: Convention, folder: Path, marked: dict
             used.add(item.number)
     next_number = max(used, default=0) + 1
     for item in fresh:
+        if convention.style == "log4brains":  # no numbers: a day and a slug, and a copy number if taken
+            item.number, copy = None, 1
+            while (dated := convention.dated_filename(item.start[:10], item.title, copy)).lower() in taken:
+                copy += 1
+            item.name = dated
+            taken.add(dated.lower())
+            continue
         while next_number in used:
             next_number += 1
         item.number = next_number
@@ -375,8 +391,10 @@ def _content(item: _Item, by_id: dict[str, _Item], convention: Convention) -> st
 
 def _render(item: _Item, by_id: dict[str, _Item], convention: Convention) -> str:
     """A new file for an item ctx holds no file for, in the folder's layout."""
-    if convention.style != "madr":
+    if convention.style == "nygard":
         return _render_nygard(item, by_id)
+    if convention.style == "log4brains":
+        return _render_log4brains(item, by_id)
     status = status_text(item, by_id)
     older = [by_id[o] for o in item.older if o in by_id]
     front: dict[str, str | list[str] | None] = {"status": status, "date": item.start[:10]}
@@ -416,6 +434,27 @@ def _render_nygard(item: _Item, by_id: dict[str, _Item]) -> str:
         if item.rationale:
             out += ["## Context", "", item.rationale.strip(), ""]
         out += ["## Decision", "", item.text.strip(), ""]
+    body = "\n".join(out).rstrip("\n") + "\n"
+    return adr.set_ctx_fields(body, _front(item))
+
+
+def _render_log4brains(item: _Item, by_id: dict[str, _Item]) -> str:
+    """A new file as log4brains writes one: the title, the list of its fields under it (which log4brains
+    reads), MADR's sections, the links in a Links section, and ctx's fields in a comment block."""
+    status = status_text(item, by_id)
+    out = [f"# {item.title}", "", f"- Status: {status[:1].lower()}{status[1:]}"]
+    if item.deciders:
+        out.append(f"- Deciders: {', '.join(item.deciders)}")
+    out += [f"- Date: {item.start[:10]}", ""]
+    if adr.has_top_headings(item.text):
+        out += [item.text.strip(), ""]
+    else:
+        if item.rationale:
+            out += ["## Context and Problem Statement", "", item.rationale.strip(), ""]
+        out += ["## Decision Outcome", "", item.text.strip(), ""]
+    older = [by_id[o] for o in item.older if o in by_id]
+    if older:
+        out += ["## Links", "", *(f"- Supersedes {_link(o)}" for o in older), ""]
     body = "\n".join(out).rstrip("\n") + "\n"
     return adr.set_ctx_fields(body, _front(item))
 
