@@ -16,7 +16,9 @@ from ctx_kernel.kernel.store.sqlite import driver
 
 DATA = Path(__file__).resolve().parent / "data" / "adr"
 CTX = str(Path(sys.executable).parent / "ctx")
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "eval" / "adr"
+SHARED = Path(
+    os.environ.get("CTX_ADR_CORPUS") or Path(__file__).resolve().parents[2] / "shared" / "eval" / "adr"
+)
 
 
 def kernel_view(kernel: Ctx) -> list[tuple[object, ...]]:
@@ -275,6 +277,23 @@ def test_import_refuses_a_time_it_cannot_keep(cli, kernel: Ctx, store_path, tmp_
     assert "0002-cache.md" in line and words in line and "nothing imported" in line
     with Ctx.open(store_path) as reopened:
         assert reopened.decisions(include_closed=True) == [] and reopened.audit.events() == []
+
+
+def test_a_successor_dated_the_day_its_predecessor_started_starts_later_that_day(kernel: Ctx, tmp_path: Path):
+    folder = tmp_path / "adr"
+    folder.mkdir()
+    (folder / "0001-use-a.md").write_text(
+        "---\nctx-valid-from: 2024-05-01T09:30:00Z\n---\n# 1. Use A\n\n## Status\n\n"
+        "Superseded by [2. Use B](0002-use-b.md)\n\n## Decision\n\nUse A.\n",
+        encoding="utf-8",
+    )
+    (folder / "0002-use-b.md").write_text(  # as adr-tools dates it: the day only
+        "# 2. Use B\n\nDate: 2024-05-01\n\n## Status\n\nAccepted\n\n## Decision\n\nUse B.\n", encoding="utf-8"
+    )
+    assert kernel.import_adrs(folder, reviewer="alice").skipped == []
+    by_number = {d.adr_number: d for d in kernel.decisions(include_closed=True)}
+    assert by_number[1].valid_from == "2024-05-01T09:30:00.000000Z"
+    assert by_number[2].valid_from == by_number[1].valid_until == "2024-05-01T23:59:59.999999Z"
 
 
 def test_import_refuses_a_successor_that_starts_before_its_predecessor(cli, kernel, store_path, tmp_path):

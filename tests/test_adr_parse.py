@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import os
 from pathlib import Path
 
 import pytest
@@ -24,7 +25,9 @@ from ctx_kernel.kernel.adr.files import (
 DATA = Path(__file__).resolve().parent / "data" / "adr"
 NYGARD = DATA / "nygard"
 MADR = DATA / "madr"
-REAL = Path(__file__).resolve().parents[2] / "shared" / "eval" / "adr"
+REAL = Path(
+    os.environ.get("CTX_ADR_CORPUS") or Path(__file__).resolve().parents[2] / "shared" / "eval" / "adr"
+)
 
 
 def _by_number(records: list[AdrRecord]) -> dict[int | None, AdrRecord]:

@@ -36,6 +36,8 @@ INDEX_NAME = "README.md"
 INDEX_MARK = "<!-- ctx export adr writes this index and rewrites it on every export. -->"
 IMPORTED_SUFFIX = " (imported ADR)"
 _MADR_SECTIONS = ("## context and problem statement", "## decision outcome", "## considered options")
+# log4brains names a record by its day: 20200925-use-log4brains-to-manage-the-adrs.md
+_DATED_NAME_RE = re.compile(r"^\d{8}-.+\.md$")
 _NAME_RE = re.compile(
     r"^(?P<prefix>[A-Za-z]{0,5}[-_ ]?)(?P<num>\d{1,6})(?P<sep>[-_ ]?)(?P<slug>.*)\.md$", re.I
 )
@@ -59,7 +61,7 @@ class Convention:
     width: int = 4
     separator: str = "-"
     keep_case: bool = False
-    style: str = "madr"  # or "nygard": "# 1. Title", a Date line and a Status section
+    style: str = "madr"  # "nygard": "# 1. Title", a Date line and a Status section; "log4brains"
 
     @property
     def series(self) -> str:
@@ -71,10 +73,17 @@ class Convention:
         slug = adr.slug(title, keep_case=self.keep_case)
         return f"{self.prefix}{number:0{self.width}d}{self.separator}{slug}.md"
 
+    def dated_filename(self, day: str, title: str, copy: int = 1) -> str:
+        """A new file's name as log4brains names one: its day, then its slug (``20240501-use-x.md``)."""
+        suffix = f"-{copy}" if copy > 1 else ""
+        return f"{day.replace('-', '')}-{adr.slug(title)}{suffix}.md"
+
 
 def detect_convention(folder: Path) -> Convention:
     """The convention most of a folder's ADR files follow (adr-tools' MADR default for an empty one)."""
     names = sorted(p.name for p in folder.iterdir() if adr.is_adr_file(p)) if folder.is_dir() else []
+    if names and sum(bool(_DATED_NAME_RE.match(name)) for name in names) * 2 > len(names):
+        return Convention(style="log4brains")
     shapes: Counter[tuple[str, int, str]] = Counter()
     cased = 0
     for name in names:
@@ -181,7 +190,7 @@ def _marked_files(folder: Path, inside: Path) -> dict[str, str]:
         if not adr.is_adr_file(path) or path.is_symlink():
             continue
         try:
-            item_id = adr.front_matter(path, inside).get(KEY_ID, "")
+            item_id = adr.ctx_fields(path, inside).get(KEY_ID, "")
         except adr.AdrParseError:
             continue
         if ids.ID_RE.match(item_id):
@@ -307,6 +316,13 @@ def _name(items: list[_Item], convention: Convention, folder: Path, marked: dict
             used.add(item.number)
     next_number = max(used, default=0) + 1
     for item in fresh:
+        if convention.style == "log4brains":  # no numbers: a day and a slug, and a copy number if taken
+            item.number, copy = None, 1
+            while (dated := convention.dated_filename(item.start[:10], item.title, copy)).lower() in taken:
+                copy += 1
+            item.name = dated
+            taken.add(dated.lower())
+            continue
         while next_number in used:
             next_number += 1
         item.number = next_number
@@ -348,7 +364,8 @@ def _status_agrees(parsed: adr.AdrRecord, item: _Item, by_id: dict[str, _Item]) 
     return all(n.name in refs or (n.number is not None and n.number in refs) for n in newer)
 
 
-def _front(item: _Item) -> dict[str, str | list[str] | None]:
+def _front(item: _Item) -> dict[str, str | None]:
+    """ctx's own fields for an item's file."""
     return {
         "subject": item.subject,
         KEY_ID: item.id,
@@ -367,50 +384,79 @@ def _content(item: _Item, by_id: dict[str, _Item], convention: Convention) -> st
             agrees = False
         if not agrees:
             content = adr.set_status(content, status_text(item, by_id))
-        content = adr.set_front_matter(content, _front(item))
+        content = adr.set_ctx_fields(content, _front(item))
         return content if content.endswith("\n") else content + "\n"
     return _render(item, by_id, convention)
 
 
 def _render(item: _Item, by_id: dict[str, _Item], convention: Convention) -> str:
     """A new file for an item ctx holds no file for, in the folder's layout."""
+    if convention.style == "nygard":
+        return _render_nygard(item, by_id)
+    if convention.style == "log4brains":
+        return _render_log4brains(item, by_id)
     status = status_text(item, by_id)
     older = [by_id[o] for o in item.older if o in by_id]
-    # A text with its own top-level headings cannot sit under "## Decision": it is the whole body.
-    whole_body = adr.has_top_headings(item.text)
-    front: dict[str, str | list[str] | None] = {}
-    madr = convention.style == "madr"
-    if madr:
-        front["status"] = status
-        front["date"] = item.start[:10]
-        if item.deciders:
-            front["deciders"] = ", ".join(item.deciders)
+    front: dict[str, str | list[str] | None] = {"status": status, "date": item.start[:10]}
+    if item.deciders:
+        front["deciders"] = ", ".join(item.deciders)
     front |= _front(item)
-    if older and (madr or whole_body):
+    if older:
         front["supersedes"] = [o.name for o in older]
-    heading = f"# {item.number}. {item.title}" if not madr and item.number is not None else f"# {item.title}"
-    out = [heading, ""]
-    if not madr:
-        out.append(f"Date: {item.start[:10]}")
-        if item.deciders:
-            out.append(f"Deciders: {', '.join(item.deciders)}")
-        if whole_body:
-            out.append(f"Status: {status}")
-        else:
-            out += ["", "## Status", "", status]
-            out += [line for o in older for line in ("", f"Supersedes {_link(o)}")]
-        out.append("")
-    if whole_body:
+    out = [f"# {item.title}", ""]
+    # A text with its own top-level headings cannot sit under a heading of ours: it is the whole body.
+    if adr.has_top_headings(item.text):
         out += [item.text.strip(), ""]
     else:
-        context, decision = (
-            ("Context and Problem Statement", "Decision Outcome") if madr else ("Context", "Decision")
-        )
         if item.rationale:
-            out += [f"## {context}", "", item.rationale.strip(), ""]
-        out += [f"## {decision}", "", item.text.strip(), ""]
+            out += ["## Context and Problem Statement", "", item.rationale.strip(), ""]
+        out += ["## Decision Outcome", "", item.text.strip(), ""]
     body = "\n".join(out).rstrip("\n") + "\n"
     return adr.set_front_matter(body, front)
+
+
+def _render_nygard(item: _Item, by_id: dict[str, _Item]) -> str:
+    """A new file as adr-tools writes one: the title on line 1, a ``## Status`` section holding the status
+    and links, and ctx's fields in a comment block that adr-tools does not read."""
+    status = [status_text(item, by_id)]
+    status += [line for o in item.older if o in by_id for line in ("", f"Supersedes {_link(by_id[o])}")]
+    out = [f"# {item.number}. {item.title}" if item.number is not None else f"# {item.title}", ""]
+    out.append(f"Date: {item.start[:10]}")
+    if item.deciders:
+        out.append(f"Deciders: {', '.join(item.deciders)}")
+    out.append("")
+    if adr.has_top_headings(item.text):
+        # The whole body is the text, and the Status section follows it, where it ends no section of the
+        # text's own (a Status section first would take in the text up to its first heading).
+        out += [item.text.strip(), "", "## Status", "", *status, ""]
+    else:
+        out += ["## Status", "", *status, ""]
+        if item.rationale:
+            out += ["## Context", "", item.rationale.strip(), ""]
+        out += ["## Decision", "", item.text.strip(), ""]
+    body = "\n".join(out).rstrip("\n") + "\n"
+    return adr.set_ctx_fields(body, _front(item))
+
+
+def _render_log4brains(item: _Item, by_id: dict[str, _Item]) -> str:
+    """A new file as log4brains writes one: the title, the list of its fields under it (which log4brains
+    reads), MADR's sections, the links in a Links section, and ctx's fields in a comment block."""
+    status = status_text(item, by_id)
+    out = [f"# {item.title}", "", f"- Status: {status[:1].lower()}{status[1:]}"]
+    if item.deciders:
+        out.append(f"- Deciders: {', '.join(item.deciders)}")
+    out += [f"- Date: {item.start[:10]}", ""]
+    if adr.has_top_headings(item.text):
+        out += [item.text.strip(), ""]
+    else:
+        if item.rationale:
+            out += ["## Context and Problem Statement", "", item.rationale.strip(), ""]
+        out += ["## Decision Outcome", "", item.text.strip(), ""]
+    older = [by_id[o] for o in item.older if o in by_id]
+    if older:
+        out += ["## Links", "", *(f"- Supersedes {_link(o)}" for o in older), ""]
+    body = "\n".join(out).rstrip("\n") + "\n"
+    return adr.set_ctx_fields(body, _front(item))
 
 
 def _reads_back(content: str, item: _Item, by_id: dict[str, _Item]) -> list[str]:
@@ -442,9 +488,10 @@ def _reads_back(content: str, item: _Item, by_id: dict[str, _Item]) -> list[str]
 
 
 def owned_by_ctx(path: Path, inside: Path | None = None) -> bool:
-    """Whether an existing file is one ctx wrote: a regular file whose front matter has a ``ctx-id``."""
+    """Whether an existing file is one ctx wrote: a regular file with a ``ctx-id`` in its front matter or
+    in ctx's comment block."""
     try:
-        meta = adr.front_matter(path, inside)
+        meta = adr.ctx_fields(path, inside)
     except adr.AdrParseError:
         return False
     found = meta.get(KEY_ID, "")
@@ -547,6 +594,23 @@ def render_index(items: list[_Item], by_id: dict[str, _Item], others: list[adr.A
     return "\n".join([*head, *(row for _, row in rows)]) + "\n"
 
 
+_TOC_LINE_RE = re.compile(r"^\* \[[^\n]*\]\([^)\n]*\.md\)$", re.M)
+
+
+def _index_tool(text: str) -> str | None:
+    """The ADR tool whose own index a README is, if it is one: ``adr generate toc``'s (adr-tools),
+    adr-log's (its ``<!-- adrlog -->`` marks) or log4brains'."""
+    if text.startswith(INDEX_MARK):
+        return None
+    if "<!-- adrlog -->" in text:
+        return "adr-log"
+    if "log4brains" in text.lower():
+        return "log4brains"
+    if text.startswith("# Architecture Decision Records\n") and _TOC_LINE_RE.search(text):
+        return "adr-tools"
+    return None
+
+
 def _write_index(
     folder: Path, items: list[_Item], by_id: dict[str, _Item], inside: Path, force: bool, report: AdrExport
 ) -> None:
@@ -556,9 +620,15 @@ def _write_index(
         return
     if path.exists() and not path.is_symlink():
         try:
-            mine = adr.read_text(path, inside).startswith(INDEX_MARK)
+            existing = adr.read_text(path, inside)
         except adr.AdrParseError:
-            mine = False
+            existing = ""
+        mine, tool = existing.startswith(INDEX_MARK), _index_tool(existing)
+        if tool is not None:  # the tool rewrites its index: ctx's would be lost, or would replace the tool's
+            report.warnings.append(
+                f"{path} is {tool}'s own index; ctx's index was not written (not even with --force)"
+            )
+            return
         if not path.is_file() or (not mine and not force):
             report.warnings.append(
                 f"{path} was not written by ctx export; the index was not written (--force replaces it)"

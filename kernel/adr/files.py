@@ -11,7 +11,7 @@ import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import unquote
+from urllib.parse import quote, unquote
 
 from ctx_kernel.kernel import text as _text
 from ctx_kernel.kernel.errors import UsageError
@@ -48,6 +48,13 @@ _FRONT_MATTER_RELATIONS = {
 _FRONT_MATTER_USED = {"status", "date", "subject", "title", *_FRONT_MATTER_RELATIONS}
 # Who took the decision: MADR 2/3 front matter ``deciders``, MADR 4 ``decision-makers``.
 DECIDER_KEYS = ("deciders", "decision-makers")
+# ctx's own fields in a file, which export writes and import honours so that a round trip is exact.
+KEY_ID, KEY_FROM, KEY_UNTIL, KEY_BY = "ctx-id", "ctx-valid-from", "ctx-valid-until", "ctx-ratified-by"
+CTX_KEYS: tuple[str, ...] = ("subject", KEY_ID, KEY_FROM, KEY_UNTIL, KEY_BY)
+# A file whose metadata is not front matter (adr-tools reads its title from line 1; log4brains and MADR 2
+# read a list under the title) keeps ctx's fields in an HTML comment that those tools and Markdown
+# viewers ignore. It opens with this line and closes with a line of its own, ``-->``.
+CTX_BLOCK_OPEN = "<!-- ctx: fields ctx export adr keeps; adr-tools and Markdown viewers ignore this comment"
 
 
 class AdrParseError(UsageError):
@@ -80,6 +87,17 @@ class AdrRecord:
     meta: dict[str, str] = field(default_factory=dict)  # other front matter keys, such as ctx-id
     deciders: list[str] = field(default_factory=list)  # "Deciders: Alice, Bob", MADR front matter
     subject_stated: bool = False  # the front matter names the subject (else it was made from the title)
+    # Links the text only mentions ("This replaces ADR 3"), never taken as links: a person confirms them.
+    suggested: list[SuggestedLink] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class SuggestedLink:
+    """A supersession a record's own text mentions outside any status line: for a person to confirm."""
+
+    relation: str  # "supersedes" or "superseded_by", from the record that says it
+    target: AdrRef
+    said: str  # the sentence, as written
 
 
 @dataclass(frozen=True)
@@ -103,6 +121,7 @@ class _Parsed:
     record: AdrRecord
     links: dict[str, list[_Ref]]
     mentions: frozenset[str]
+    suggested: list[tuple[str, _Ref, str]] = field(default_factory=list)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -112,7 +131,6 @@ class _Parsed:
 _FRONT_MATTER_RE = re.compile(r"\A---[ \t]*\n(?:(.*?)\n)?(?:---|\.\.\.)[ \t]*(?:\n|\Z)", re.S)
 _FM_KEY_RE = re.compile(r"^([A-Za-z0-9_][\w.-]*)[ \t]*:(?:[ \t]+(.*))?[ \t]*$")
 _FM_ITEM_RE = re.compile(r"^[ \t]+-[ \t]+(.*?)[ \t]*$")
-_COMMENT_RE = re.compile(r"<!--.*?-->", re.S)
 _FENCE_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _ATX_RE = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*))?$")
 _LOOSE_TITLE_RE = re.compile(r"^ {0,3}#(?![#\s])(.+)$")
@@ -213,6 +231,20 @@ _LINK_RE = re.compile(
     r"\[(?P<text>(?:\\.|[^\[\]\\]|\[[^\[\]]{0,300}\]){0,1000})\]\(\s*<?(?P<target>[^)\s>]*)>?(?:\s+\"[^\"]*\")?\s*\)"
 )
 _SCHEME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
+# Reference-style links: ``[ADR 12][adr12]``, ``[adr12][]`` or ``[adr12]``, whose target a definition
+# ``[adr12]: 0012-x.md`` gives anywhere in the file (CommonMark's link reference definitions).
+_REF_DEF_RE = re.compile(r"^ {0,3}\[(?P<label>[^\[\]\n^][^\[\]\n]{0,299})\]:[ \t]*<?(?P<target>[^\s<>]+)>?")
+_REF_LINK_RE = re.compile(r"\[(?P<text>[^\[\]\n]{1,300})\]\[(?P<label>[^\[\]\n]{0,300})\]")
+_SHORTCUT_RE = re.compile(r"(?<![\]\\])\[(?P<text>[^\[\]\n]{1,300})\](?![\[(:])")
+# A supersession mentioned in running text. It is only ever suggested, never taken as a link: "This
+# replaces ADR 3" may as well say "This does not replace ADR 3" a line later.
+_MENTION_RE = re.compile(
+    r"\b(?P<by>superseded|replaced|obsoleted)\s+by\b"
+    r"|\b(?P<verb>supersede[sd]?|superseding|replaces?|replacing|obsoletes|obsoleting)\b",
+    re.I,
+)
+_SENTENCE_END_RE = re.compile(r"(?<=[.!?])\s+")
+MAX_SAID_CHARS = 300
 _TOKEN_RE = re.compile(
     r"(?<![\w/.-])(?P<prefix>adr|dr|ad|decision|record)[\s_#:-]{0,3}(?P<num>\d{1,6})\b(?![/.-]\d)", re.I
 )
@@ -482,6 +514,51 @@ def _relations_in_line(line: str, *, bare: bool) -> list[tuple[str, _Ref]]:
     return found
 
 
+def _label(text: str) -> str:
+    """A link label as CommonMark matches it: case-folded, inner whitespace collapsed."""
+    return " ".join(text.split()).casefold()
+
+
+def _link_definitions(lines: Sequence[str], code: Sequence[bool]) -> dict[str, str]:
+    """The targets of the link reference definitions outside code, by label (the first one wins)."""
+    found: dict[str, str] = {}
+    for index, line in enumerate(lines):
+        match = None if code[index] else _REF_DEF_RE.match(line)
+        if match is not None:
+            found.setdefault(_label(match.group("label")), match.group("target"))
+    return found
+
+
+def _inline_references(line: str, definitions: Mapping[str, str]) -> str:
+    """A line with its reference-style links written inline, ``[ADR 12][adr12]`` as ``[ADR 12](0012-x.md)``,
+    so the link readers see where they lead; labels with no definition are left as they are."""
+    if not definitions or "[" not in line:
+        return line
+
+    def full(match: re.Match[str]) -> str:
+        target = definitions.get(_label(match.group("label") or match.group("text")))
+        return f"[{match.group('text')}]({target})" if target else match.group(0)
+
+    def shortcut(match: re.Match[str]) -> str:
+        target = definitions.get(_label(match.group("text")))
+        return f"[{match.group('text')}]({target})" if target else match.group(0)
+
+    return _SHORTCUT_RE.sub(shortcut, _REF_LINK_RE.sub(full, line))
+
+
+def _mentions_in(sentence: str) -> list[tuple[str, _Ref]]:
+    """The supersessions a sentence mentions, each with the ADR it names by link or ``ADR 3`` token."""
+    matches = list(_MENTION_RE.finditer(sentence))
+    found: list[tuple[str, _Ref]] = []
+    for index, match in enumerate(matches):
+        end = matches[index + 1].start() if index + 1 < len(matches) else len(sentence)
+        kind = "superseded_by" if match.group("by") else "supersedes"
+        refs = _refs_in(sentence[match.end() : end], bare=False)
+        # "decision 3" and "record 3" are too common in prose to suggest anything on their own.
+        found += [(kind, ref) for ref in refs if ref.filename is not None or ref.prefix is not None]
+    return found
+
+
 # ---------------------------------------------------------------------------------------------------------
 # Markdown structure
 # ---------------------------------------------------------------------------------------------------------
@@ -517,6 +594,26 @@ def _section_kind(name: str) -> str | None:
     if re.match(r"^decision\s*[:\-–—]", name):
         return "decision"
     return None
+
+
+def _without_comments(text: str, *, keep_lines: bool) -> str:
+    """Text without its HTML comments, or with each blanked to its newlines (so that line numbers stay).
+
+    One pass with ``find``: a regular expression would try every unclosed ``<!--`` against the rest of
+    the file, which takes minutes on a hostile file of a megabyte.
+    """
+    kept: list[str] = []
+    position = 0
+    while (start := text.find("<!--", position)) != -1:
+        end = text.find("-->", start + 4)
+        if end == -1:  # unclosed: no comment starts after it either
+            break
+        kept.append(text[position:start])
+        if keep_lines:
+            kept.append("\n" * text.count("\n", start, end + 3))
+        position = end + 3
+    kept.append(text[position:])
+    return "".join(kept)
 
 
 def _heading_text(text: str) -> str:
@@ -715,6 +812,11 @@ def _parse_text(text: str, path: Path, rel: str) -> _Parsed:
     for kind, ref in _self_relations(doc):
         links[kind].append(ref)
     links = {kind: _dedupe_refs(refs, path.name, number, own_prefix) for kind, refs in links.items()}
+    suggested = [
+        (kind, ref, said)
+        for kind, ref, said in _suggested(doc)
+        if _dedupe_refs([ref], path.name, number, own_prefix)
+    ]
     status = normalise_status(raw_status)
     if (
         stated_superseded
@@ -725,7 +827,7 @@ def _parse_text(text: str, path: Path, rel: str) -> _Parsed:
     ):
         status = "superseded"
 
-    stated_subject = _front_text(doc.front, "subject")
+    stated_subject = _front_text(doc.front, "subject") or doc.ctx.get("subject", "").strip()
     record = AdrRecord(
         number=number,
         title=title,
@@ -741,11 +843,12 @@ def _parse_text(text: str, path: Path, rel: str) -> _Parsed:
         raw_status=raw_status,
         amends=[ref.value for ref in links["amends"]],
         amended_by=[ref.value for ref in links["amended_by"]],
-        meta=_meta(doc.front),
+        meta=_meta(doc.front, doc.ctx),
         deciders=_deciders(doc),
         subject_stated=bool(stated_subject),
+        suggested=[SuggestedLink(kind, ref.value, said) for kind, ref, said in suggested],
     )
-    return _Parsed(record, links, _mentions(doc))
+    return _Parsed(record, links, _mentions(doc), suggested)
 
 
 @dataclass(frozen=True)
@@ -767,6 +870,8 @@ class _Document:
     status_heading: _Heading | None
     status_lines: list[int]
     link_lines: list[int]
+    ctx: dict[str, str]  # ctx's fields from its comment block (front matter keys are in ``front``)
+    definitions: dict[str, str]  # link reference definitions, by label
 
     def first(self, *kinds: str) -> _Heading | None:
         """The first section of the first of these kinds that the file has."""
@@ -780,7 +885,8 @@ def _read_document(text: str) -> _Document:
     if fm_match:
         front = _parse_front_matter(fm_match.group(1) or "")
         text = text[fm_match.end() :]
-    lines = _COMMENT_RE.sub("", text).split("\n")
+    text, ctx = _split_ctx_block(text)
+    lines = _without_comments(text, keep_lines=False).split("\n")
     code = _code_mask(lines)
     headings = _headings(lines, code)
     title = _find_title(lines, code, headings)
@@ -802,6 +908,8 @@ def _read_document(text: str) -> _Document:
         link_lines=[
             i for h in sections if h.kind == "links" for i in _outside_code(code, h.index + 1, h.end)
         ],
+        ctx=ctx,
+        definitions=_link_definitions(lines, code),
     )
 
 
@@ -912,7 +1020,7 @@ def _stated_links(doc: _Document) -> dict[str, list[_Ref]]:
     fm_status = _front_text(doc.front, "status")
     region_lines = [fm_status] if fm_status else []
     region_lines += [doc.lines[i] for i in (*doc.preamble, *doc.status_lines, *doc.link_lines)]
-    for line in region_lines:
+    for line in (_inline_references(line, doc.definitions) for line in region_lines):
         for kind, ref in _relations_in_line(line, bare=True):
             links[kind].append(ref)
     return links
@@ -924,8 +1032,29 @@ def _self_relations(doc: _Document) -> list[tuple[str, _Ref]]:
         found
         for index, line in enumerate(doc.lines)
         if not doc.code[index] and _SELF_RELATION_RE.search(line)
-        for found in _relations_in_line(line, bare=False)
+        for found in _relations_in_line(_inline_references(line, doc.definitions), bare=False)
     ]
+
+
+def _suggested(doc: _Document) -> list[tuple[str, _Ref, str]]:
+    """Supersessions the running text mentions outside the title, status and links (``This replaces ADR
+    3.``), each with its sentence: suggestions for a person, never links."""
+    stated = {*doc.preamble, *doc.status_lines, *doc.link_lines}
+    found: list[tuple[str, _Ref, str]] = []
+    paragraph: list[str] = []
+    for index in range(doc.body_start, len(doc.lines) + 1):
+        line = doc.lines[index] if index < len(doc.lines) else ""
+        if line.strip() and not doc.code[index] and index not in stated:
+            paragraph.append(_inline_references(line.strip(), doc.definitions))
+            continue
+        text = " ".join(paragraph)
+        paragraph.clear()
+        if not _MENTION_RE.search(text):
+            continue
+        for sentence in _SENTENCE_END_RE.split(text):
+            said = sentence if len(sentence) <= MAX_SAID_CHARS else sentence[: MAX_SAID_CHARS - 3] + "..."
+            found += [(kind, ref, said) for kind, ref in _mentions_in(sentence)]
+    return found
 
 
 def _context(doc: _Document) -> str | None:
@@ -982,23 +1111,30 @@ def _deciders(doc: _Document) -> list[str]:
     return list(dict.fromkeys(deciders))
 
 
-def _meta(front: Mapping[str, str | list[str]]) -> dict[str, str]:
-    """The front matter keys that no record field reads, such as ``ctx-id``."""
-    return {
-        key: _as_text(value)
+def _meta(front: Mapping[str, str | list[str]], ctx: Mapping[str, str]) -> dict[str, str]:
+    """The front matter keys that no record field reads, such as ``ctx-id``, and ctx's comment block's
+    (the front matter wins where both state a key)."""
+    meta = {key: value for key, value in ctx.items() if key not in _FRONT_MATTER_USED}
+    meta.update(
+        (key, _as_text(value))
         for key, value in front.items()
         if key.lower().replace("_", "-") not in _FRONT_MATTER_USED
-    }
+    )
+    return meta
 
 
 def _mentions(doc: _Document) -> frozenset[str]:
     """The file names (lower-case) of every Markdown file the text links to outside code."""
-    return frozenset(
-        linked.filename.lower()
+    targets = [
+        link.group("target")
         for index, line in enumerate(doc.lines)
         if not doc.code[index]
         for link in _LINK_RE.finditer(line)
-        if (linked := _link_ref(link.group("target"))) is not None and linked.filename is not None
+    ]
+    return frozenset(
+        linked.filename.lower()
+        for target in (*targets, *doc.definitions.values())
+        if (linked := _link_ref(target)) is not None and linked.filename is not None
     )
 
 
@@ -1026,22 +1162,30 @@ def _unmark(line: str) -> str:
 def _status_from_lines(lines: Sequence[str], indexes: Iterable[int], *, bullets_only: bool) -> str:
     """The status written in these lines: a ``Status: X`` line, else (in a Status section) the first line
     naming a status, else its first meaningful line."""
-    meaningful: list[str] = []
+    found = _status_line(lines, indexes, bullets_only=bullets_only)
+    return found[1] if found else ""
+
+
+def _status_line(
+    lines: Sequence[str], indexes: Iterable[int], *, bullets_only: bool
+) -> tuple[int, str] | None:
+    """The line that states the status among these lines (see :func:`_status_from_lines`), and its status."""
+    meaningful: list[tuple[int, str]] = []
     for index in indexes:
         line = lines[index]
         labelled = _STATUS_LINE_RE.match(_QUOTE_OR_BULLET_RE.sub("", line, count=1))
         value = labelled.group("value").strip().rstrip("*_ \t") if labelled else ""
         if value:
-            return value
+            return index, value
         if bullets_only:
             continue
         text = _unmark(line)
         if not text or _RULE_RE.match(text) or _DATE_LINE_RE.match(text):
             continue
-        meaningful.append(text)
+        meaningful.append((index, text))
     if bullets_only or not meaningful:
-        return ""
-    return next((text for text in meaningful if _status_keyword(text)), meaningful[0])
+        return None
+    return next((found for found in meaningful if _status_keyword(found[1])), meaningful[0])
 
 
 def _date_from_lines(lines: Sequence[str], indexes: Iterable[int]) -> str | None:
@@ -1164,6 +1308,7 @@ def read_adr_folder(
             superseded_by=list(dict.fromkeys(edges[i]["superseded_by"])),
             amends=list(dict.fromkeys(edges[i]["amends"])),
             amended_by=list(dict.fromkeys(edges[i]["amended_by"])),
+            suggested=_resolved_suggestions(i, parsed, index, edges),
         )
         for i, record in enumerate(index.records)
     ]
@@ -1228,6 +1373,25 @@ def _two_way_links(
                 edges[source][kind].append(index.value_of(target))
                 edges[target][_INVERSE[kind]].append(index.value_of(source))
     return edges, warnings
+
+
+def _resolved_suggestions(
+    source: int,
+    parsed: Sequence[_Parsed],
+    index: _FolderIndex,
+    edges: Mapping[int, Mapping[str, list[AdrRef]]],
+) -> list[SuggestedLink]:
+    """A record's suggested links that name one file in the folder and are not links already."""
+    found: dict[tuple[str, AdrRef], SuggestedLink] = {}
+    for kind, ref, said in parsed[source].suggested:
+        target, _ = _resolve(ref, source, parsed, index.by_name, index.by_number)
+        if target is None or target == source:
+            continue
+        value = index.value_of(target)
+        if value in edges[source][kind] or value in edges[source][_INVERSE[kind]]:
+            continue
+        found.setdefault((kind, value), SuggestedLink(kind, value, said))
+    return list(found.values())
 
 
 def _describe(ref: _Ref) -> str:
@@ -1330,6 +1494,12 @@ def _render_link(target: AdrLinkTarget) -> str:
     if isinstance(target, int):
         return f"ADR-{target:04d}"
     return f"[{_escape_link_text(target)}]({target})"
+
+
+def link_to(record: AdrRecord) -> str:
+    """A Markdown link to a record from a file beside it, as adr-tools writes it: ``[3. X](0003-x.md)``."""
+    text = f"{record.number}. {record.title}" if record.number is not None else record.title
+    return f"[{_escape_link_text(text)}]({quote(Path(record.path).name)})"
 
 
 def _escape_link_text(text: str) -> str:
@@ -1448,6 +1618,138 @@ def set_front_matter(text: str, values: Mapping[str, str | list[str] | None]) ->
     return "---\n" + "\n".join(kept).strip("\n") + "\n---\n" + ("" if match else "\n") + body
 
 
+# ---------------------------------------------------------------------------------------------------------
+# ctx's own fields: in the front matter of a file that keeps its metadata there, else in a comment block
+# ---------------------------------------------------------------------------------------------------------
+
+_MAX_BLOCK_LINES = 16
+
+
+def _key_name(key: str) -> str:
+    """A front matter key as ctx compares keys (``Ctx_Id`` is ``ctx-id``)."""
+    return key.lower().replace("_", "-")
+
+
+def _block_scalar(value: str) -> str:
+    """A one-line value for the comment block, in which ``--`` never appears, so that no value can close
+    the HTML comment early (``-\\-`` reads back as ``--``)."""
+    scalar = _yaml_scalar(value)
+    if "--" not in scalar:
+        return scalar
+    if not scalar.startswith('"'):
+        scalar = '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return re.sub(r"-(?=-)", r"-\\", scalar)
+
+
+def _find_ctx_block(lines: Sequence[str]) -> tuple[int, int, dict[str, str]] | None:
+    """The last ctx comment block outside code: its first and last line, and its fields.
+
+    Only ctx's own keys are read from it, so a block can state nothing a front matter could not.
+    """
+    code = _code_mask(lines)
+    found: tuple[int, int, dict[str, str]] | None = None
+    for start, line in enumerate(lines):
+        if code[start] or not line.startswith("<!-- ctx") or "-->" in line:
+            continue
+        if line[8:9] not in ("", ":"):  # "<!-- ctx notes" is someone's own comment
+            continue
+        fields: dict[str, str] = {}
+        for end in range(start + 1, min(len(lines), start + 2 + _MAX_BLOCK_LINES)):
+            if lines[end].strip() == "-->":
+                found = (start, end, fields) if fields else found
+                break
+            match = _FM_KEY_RE.match(lines[end])
+            if match is None or "--" in lines[end]:
+                break
+            if _key_name(match.group(1)) in CTX_KEYS:
+                fields[_key_name(match.group(1))] = _unquote_scalar(match.group(2) or "")
+    return found
+
+
+def _split_ctx_block(text: str) -> tuple[str, dict[str, str]]:
+    """Markdown without its ctx comment block (exactly as it was before the block was added), and the
+    block's fields."""
+    lines = text.split("\n")
+    found = _find_ctx_block(lines)
+    if found is None:
+        return text, {}
+    start, end, fields = found
+    rest = lines[end + 1 :]
+    if rest and rest[0] == "":  # the blank line that follows the block is the block's own
+        rest = rest[1:]
+    return "\n".join([*lines[:start], *rest]), fields
+
+
+def _block_position(body: str) -> int | None:
+    """Where the comment block goes: the line of the first heading after the title, outside code (so
+    before adr-tools' ``## Status`` section, never inside it); None for the end of the file."""
+    shadow = _without_comments(body, keep_lines=True).split("\n")
+    code = _code_mask(shadow)
+    headings = _headings(shadow, code)
+    title = _find_title(shadow, code, headings)
+    after = title.index if title is not None else -1
+    first = next((h.index for h in headings if h.index > after), None)
+    if first is not None or not _code_mask([*shadow, "<!--"])[-1]:
+        return first
+    # The file ends in an unclosed code fence, where the block would be code: it goes under the title.
+    position = after + 1
+    if title is not None and position < len(shadow) and _SETEXT_H1_RE.match(shadow[position]):
+        position += 1
+    return position
+
+
+def _with_ctx_block(text: str, fields: Mapping[str, str]) -> str:
+    """The file with a ctx comment block holding these fields, in place of any it had."""
+    match = _FRONT_MATTER_RE.match(text)
+    head, body = (text[: match.end()], text[match.end() :]) if match else ("", text)
+    body = _split_ctx_block(body)[0]
+    if not fields:
+        return head + body
+    block = [CTX_BLOCK_OPEN, *(f"{key}: {_block_scalar(value)}" for key, value in fields.items()), "-->"]
+    position = _block_position(body)
+    if position is None:
+        return head + body.rstrip("\n") + "\n\n" + "\n".join(block) + "\n"
+    lines = body.split("\n")
+    return head + "\n".join([*lines[:position], *block, "", *lines[position:]])
+
+
+def keeps_front_matter(text: str) -> bool:
+    """Whether a file keeps metadata of its own in front matter (MADR), beyond ctx's keys."""
+    return any(_key_name(key) not in CTX_KEYS for key in front_matter_of(text))
+
+
+def set_ctx_fields(text: str, values: Mapping[str, str | None]) -> str:
+    """The file with ctx's fields set where its own tools ignore them, every other line kept.
+
+    A file that keeps its metadata in front matter (MADR) keeps ctx's keys there too. Any other file
+    (adr-tools, which reads the title from line 1; log4brains and MADR 2, which read a list under the
+    title) keeps them in an HTML comment before its first section, and loses a front matter that held
+    only ctx's keys. A value of None leaves the key out.
+    """
+    if keeps_front_matter(text):
+        match = _FRONT_MATTER_RE.match(text)
+        head = text[: match.end()] if match else ""
+        return set_front_matter(head + _split_ctx_block(text[len(head) :])[0], dict(values))
+    if _FRONT_MATTER_RE.match(text):
+        text = set_front_matter(text, {key: None for key in front_matter_of(text)})
+    return _with_ctx_block(text, {key: value for key, value in values.items() if value is not None})
+
+
+def ctx_fields_of(text: str) -> dict[str, str]:
+    """ctx's fields in Markdown text: its comment block's, and its front matter's (which win)."""
+    match = _FRONT_MATTER_RE.match(text)
+    fields = _split_ctx_block(text[match.end() :] if match else text)[1]
+    for key, value in front_matter_of(text).items():
+        if _key_name(key) in CTX_KEYS:
+            fields[_key_name(key)] = value
+    return fields
+
+
+def ctx_fields(path: Path, inside: Path | None = None) -> dict[str, str]:
+    """ctx's fields in a file (see :func:`ctx_fields_of`), read as ADRs are read."""
+    return ctx_fields_of(_read_text(path, inside))
+
+
 def set_status(text: str, status: str) -> str:
     """The file with its status replaced by ``status`` where the file states it, every other line kept.
 
@@ -1461,7 +1763,7 @@ def set_status(text: str, status: str) -> str:
         return set_front_matter(text, {"status": status})
     head, body = (text[: match.end()], text[match.end() :]) if match else ("", text)
     # Comments are blanked line for line, so positions found in the shadow are positions in the file.
-    shadow = _COMMENT_RE.sub(lambda m: "\n" * m.group().count("\n"), body).split("\n")
+    shadow = _without_comments(body, keep_lines=True).split("\n")
     lines = body.split("\n")
     code = _code_mask(shadow)
     headings = _headings(shadow, code)
@@ -1481,7 +1783,7 @@ def set_status(text: str, status: str) -> str:
                 *lines[section.index + 1 :],
             ]
         else:
-            edited = [*lines[: section.index + 1], "", status, "", *lines[end:]]
+            edited = _with_status_line(lines, shadow, code, section, end, status)
     else:
         first = next((h.index for h in later), len(lines))
         for index in range(start, first):
@@ -1501,6 +1803,22 @@ def set_status(text: str, status: str) -> str:
     except AdrParseError:
         pass
     return set_front_matter(text, {"status": status})
+
+
+def _with_status_line(
+    lines: list[str], shadow: list[str], code: list[bool], section: _Heading, end: int, status: str
+) -> list[str]:
+    """A Status section with the line that states the status replaced, as adr-tools replaces it, so its
+    links (``Supersedes [2. X](0002-x.md)``) stay; an empty section gets the status."""
+    found = _status_line(shadow, _outside_code(code, section.index + 1, end), bullets_only=False)
+    if found is None:
+        return [*lines[: section.index + 1], "", status, "", *lines[end:]]
+    index = found[0]
+    labelled = _STATUS_LINE_RE.match(lines[index])
+    if labelled is not None:
+        return [*lines[:index], lines[index][: labelled.start("value")] + status, *lines[index + 1 :]]
+    bullet = _QUOTE_OR_BULLET_RE.match(lines[index])
+    return [*lines[:index], (bullet.group() if bullet else "") + status, *lines[index + 1 :]]
 
 
 def has_top_headings(text: str) -> bool:

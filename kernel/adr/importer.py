@@ -17,8 +17,9 @@ if TYPE_CHECKING:
     from ctx_kernel.kernel.decisions.kernel import DecisionService
     from ctx_kernel.kernel.vault.service import VaultService
 
-# Front-matter keys ctx writes on export and honours on import, so a round trip keeps exact windows.
-KEY_ID, KEY_FROM, KEY_UNTIL, KEY_BY = "ctx-id", "ctx-valid-from", "ctx-valid-until", "ctx-ratified-by"
+# The fields ctx writes on export and honours on import (in front matter or ctx's comment block), so a
+# round trip keeps exact windows.
+KEY_ID, KEY_FROM, KEY_UNTIL, KEY_BY = adr.KEY_ID, adr.KEY_FROM, adr.KEY_UNTIL, adr.KEY_BY
 # Evidence tag of an ADR file kept whole beside the decision it holds.
 ADR_TAG = "adr"
 # Front-matter claims about who decided, kept on import as attribution (never as the ratifier).
@@ -37,6 +38,9 @@ class ImportReport(Record):
     # One entry per file read: path, number, title, the subject chosen and what became of it.
     files: list[dict[str, Any]] = field(default_factory=list)
     dry_run: bool = False
+    # Supersessions a file's text only mentions ("This replaces ADR 3"): never linked by the import; a
+    # person confirms one by writing its status line in the successor's file (``status_line``).
+    suggested_links: list[dict[str, Any]] = field(default_factory=list)
 
 
 class _DryRun(Exception):  # not an error: raised to roll a dry run back
@@ -180,6 +184,18 @@ def _check_starts(
                 )
 
 
+def _later_that_day(records: list[adr.AdrRecord], start: dict[str, str], now: str, successors: Any) -> None:
+    """A successor dated only by its day (adr-tools writes ``Date: 2024-05-01``), on the day its
+    predecessor started at a stated time, starts at the end of that day (or now, if that is earlier):
+    it was written later that day, not before what it replaces."""
+    for record in records:
+        for nxt in successors(record):
+            if nxt.meta.get(KEY_FROM) or not nxt.date or start[nxt.path] >= start[record.path]:
+                continue
+            if start[nxt.path][:10] == start[record.path][:10]:
+                start[nxt.path] = min(clock.parse_when(nxt.date, end_of_day=True), now)
+
+
 def _check_cycles(records: list[adr.AdrRecord], folder: Path, successors: Any) -> None:
     """Refuse files that supersede each other in a ring (21 by 22, 22 by 23, 23 by 21): no order of
     windows can hold them, and closing each at its successor's start would leave all three empty."""
@@ -231,6 +247,7 @@ def import_adrs(
         {"path": _relative(e.path, folder), "outcome": "skipped", "reason": e.reason} for e in errors
     ]
     by_ref = _by_ref(records)
+    report.suggested_links = suggested_links(records, by_ref)
     subjects = plan_subjects(records)
     now = clock.now()
 
@@ -250,6 +267,31 @@ def import_adrs(
         pass
     report.files.sort(key=lambda f: f["path"])
     return report
+
+
+def suggested_links(
+    records: list[adr.AdrRecord], by_ref: dict[adr.AdrRef, adr.AdrRecord]
+) -> list[dict[str, Any]]:
+    """The supersessions the files' texts mention, once per pair, each with the status line that would
+    state it in the successor's file."""
+    found: dict[tuple[str, str], dict[str, Any]] = {}
+    for record in records:
+        for suggestion in record.suggested:
+            other = by_ref.get(suggestion.target)
+            if other is None or other is record:
+                continue
+            newer, older = (record, other) if suggestion.relation == "supersedes" else (other, record)
+            found.setdefault(
+                (newer.path, older.path),
+                {
+                    "path": newer.path,
+                    "supersedes": older.path,
+                    "said": suggestion.said,
+                    "said_in": record.path,
+                    "status_line": f"Supersedes {adr.link_to(older)}",
+                },
+            )
+    return sorted(found.values(), key=lambda s: (s["path"], s["supersedes"]))
 
 
 def _relative(path: Path, folder: Path) -> str:
@@ -279,6 +321,7 @@ def _windows(
                 f"{folder / record.path}: {KEY_UNTIL} is earlier than its start; nothing imported"
             )
     _check_cycles(records, folder, successors)
+    _later_that_day(records, start, now, successors)
     _check_starts(records, start, stated, folder, successors)
     for _ in range(len(records)):  # relax: an undated predecessor starts now, and so must what replaces it
         changed = False

@@ -30,7 +30,8 @@ def import_adr(ctx: Ctx, folder: str, reviewer: str | None, yes: bool, dry_run: 
     """Import a folder of ADR Markdown files (adr-tools/Nygard or MADR); re-import is a no-op.
 
     Each file is kept whole as evidence; its Decision section (or, without one, its whole body) is
-    the decision. Set a file's subject with `subject:` front matter after checking --dry-run.
+    the decision. Set a file's subject with `subject:` front matter after checking --dry-run. A
+    supersession a file's text only mentions ("This replaces ADR 3") is suggested, never linked.
     """
     if dry_run:
         name = reviewer or paths.configured_reviewer() or getpass.getuser()
@@ -49,6 +50,12 @@ def import_adr(ctx: Ctx, folder: str, reviewer: str | None, yes: bool, dry_run: 
         f"{verb} {len(report.decisions)} decisions and {len(report.proposals)} proposals; "
         f"{len(report.unchanged)} already imported" + ("; nothing written (dry run)" if dry_run else "")
     )
+    for link in report.suggested_links:
+        _say(
+            f"suggested, not linked: {link['path']} supersedes {link['supersedes']}? "
+            f'{link["said_in"]} says: "{link["said"]}"; to link them, write '
+            f"'{link['status_line']}' in the Status section of {link['path']}"
+        )
     for line in report.skipped:
         _say(f"skipped {line}", err=True)
     for line in report.warnings:
