@@ -46,6 +46,7 @@ DEMO_QUESTION = "how do we keep users signed in?"
 SIZED: list[tuple[str, str, dict[str, object]]] = [
     ("recall k=1", "recall", {"k": 1}),
     ("recall k=10", "recall", {"k": 10}),
+    ("recall k=50", "recall", {"k": 50}),
     ("list_pending", "list_pending", {}),
     ("inject_context (default budget)", "inject_context", {}),
 ]
@@ -55,6 +56,7 @@ async def _sizes(session: ClientSession, query: str) -> list[tuple[str, int, int
     """Bytes of each sized call's answer: the text form; the JSON form's structured content, and
     all the JSON form sends (its text content too)."""
     out = []
+    first: str | None = None
     for label, tool, given in SIZED:
         arguments = {**given, "query": query} if tool == "recall" else given
         text = await session.call_tool(tool, arguments)
@@ -65,7 +67,32 @@ async def _sizes(session: ClientSession, query: str) -> list[tuple[str, int, int
         text_bytes = len(text.content[0].text.encode())
         json_bytes = len(json.dumps(full.structured_content, ensure_ascii=False).encode())
         out.append((label, text_bytes, json_bytes, json_bytes + len(full.content[0].text.encode())))
+        if label == "recall k=1":
+            first = _first_hit(full.structured_content or {})
+    # Progressive disclosure: the compact hits above (step 1), then what came before and after the
+    # first hit (step 2), then its whole record (step 3).
+    if first is not None:
+        for label, tool, arguments in (
+            ("step 2: timeline around the first hit", "timeline", {"target": first}),
+            ("step 3: show the first hit", "show", {"id": first}),
+        ):
+            text = await session.call_tool(tool, arguments)
+            full = await session.call_tool(tool, {**arguments, "format": "json"})
+            if text.is_error or full.is_error:
+                raise SystemExit(f"{tool} failed: {(text if text.is_error else full).content[0].text}")
+            text_bytes = len(text.content[0].text.encode())
+            json_bytes = len(json.dumps(full.structured_content, ensure_ascii=False).encode())
+            out.append((label, text_bytes, json_bytes, json_bytes + len(full.content[0].text.encode())))
     return out
+
+
+def _first_hit(recalled: dict[str, object]) -> str | None:
+    """The id of a recall's first decision, else of its first evidence text."""
+    for section in ("decisions", "evidence"):
+        hits = recalled.get(section)
+        if isinstance(hits, list) and hits:
+            return str(hits[0]["id"])
+    return None
 
 
 async def _demo_sizes(query: str) -> list[tuple[str, int, int, int]]:
@@ -176,9 +203,10 @@ def main() -> None:
         (f"the {args.decisions}-decision corpus", warm["sizes"]),
         ("the ctx demo store", demo),
     ):
-        print(f"\n{f'What an agent reads on {store} (bytes)':52} {'text':>8} {'json':>8} {'json+text':>9}")
+        heading = f"What an agent reads on {store} (bytes; ~tokens = bytes / 4)"
+        print(f"\n{heading:60} {'text':>8} {'~tokens':>8} {'json':>8} {'json+text':>9}")
         for label, text_bytes, json_bytes, wire_bytes in sizes:
-            print(f"{label:52} {text_bytes:8,} {json_bytes:8,} {wire_bytes:9,}")
+            print(f"{label:60} {text_bytes:8,} {text_bytes // 4:8,} {json_bytes:8,} {wire_bytes:9,}")
 
 
 if __name__ == "__main__":
