@@ -403,16 +403,17 @@ def _render(item: _Item, by_id: dict[str, _Item], convention: Convention) -> str
     front |= _front(item)
     if older:
         front["supersedes"] = [o.name for o in older]
-    out = [f"# {item.title}", ""]
-    # A text with its own top-level headings cannot sit under a heading of ours: it is the whole body.
-    if adr.has_top_headings(item.text):
-        out += [item.text.strip(), ""]
-    else:
-        if item.rationale:
-            out += ["## Context and Problem Statement", "", item.rationale.strip(), ""]
-        out += ["## Decision Outcome", "", item.text.strip(), ""]
-    body = "\n".join(out).rstrip("\n") + "\n"
+    body = "\n".join([f"# {item.title}", "", *_madr_sections(item)]).rstrip("\n") + "\n"
     return adr.set_front_matter(body, front)
+
+
+def _madr_sections(item: _Item) -> list[str]:
+    """MADR's sections of a record: its context and its outcome. A text with its own top-level
+    headings cannot sit under a heading of ours: it is then the whole body."""
+    if adr.has_top_headings(item.text):
+        return [item.text.strip(), ""]
+    context = ["## Context and Problem Statement", "", item.rationale.strip(), ""] if item.rationale else []
+    return [*context, "## Decision Outcome", "", item.text.strip(), ""]
 
 
 def _render_nygard(item: _Item, by_id: dict[str, _Item]) -> str:
@@ -445,13 +446,7 @@ def _render_log4brains(item: _Item, by_id: dict[str, _Item]) -> str:
     out = [f"# {item.title}", "", f"- Status: {status[:1].lower()}{status[1:]}"]
     if item.deciders:
         out.append(f"- Deciders: {', '.join(item.deciders)}")
-    out += [f"- Date: {item.start[:10]}", ""]
-    if adr.has_top_headings(item.text):
-        out += [item.text.strip(), ""]
-    else:
-        if item.rationale:
-            out += ["## Context and Problem Statement", "", item.rationale.strip(), ""]
-        out += ["## Decision Outcome", "", item.text.strip(), ""]
+    out += [f"- Date: {item.start[:10]}", "", *_madr_sections(item)]
     older = [by_id[o] for o in item.older if o in by_id]
     if older:
         out += ["## Links", "", *(f"- Supersedes {_link(o)}" for o in older), ""]
