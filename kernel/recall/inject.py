@@ -233,7 +233,11 @@ def _candidates_from_recall(found: Recall, service: RecallService) -> _Candidate
     ordered = [p for p in queue if p.id in pending_ids] + [p for p in queue if p.id not in pending_ids]
     out["proposals"] = [_proposal_line(p) for p in ordered]
     out["evidence"] = [_evidence_line(h.evidence, h.snippet) for h in found.evidence[:MAX_EVIDENCE]]
-    return _Candidates(out, _newest_first(service.store.decisions()))
+    # The index names the hits that did not fit first, by relevance, then the rest newest first.
+    hits = [hit.decision for hit in found.decisions]
+    ranked = {d.id for d in hits}
+    rest = [d for d in _newest_first(service.store.decisions()) if d.id not in ranked]
+    return _Candidates(out, hits + rest)
 
 
 def _candidates_without_query(service: RecallService) -> _Candidates:
