@@ -580,6 +580,7 @@ class InjectIndexOut(_Strict):
     """A current decision that did not fit in full: named, so ``ctx show`` reaches it."""
 
     id: DecisionId
+    handle: Annotated[str, Field(description="The end of `id` the block names it by; commands take it.")]
     subject: str
 
 

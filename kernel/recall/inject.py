@@ -40,7 +40,7 @@ SECTIONS = (
     ("proposals", "## Proposals awaiting review (not in force)"),
     ("evidence", "## Evidence (unratified: context only, not decisions)"),
 )
-INDEX_HEADING = "## Also current, not shown above (`ctx show ID` prints one)"
+INDEX_HEADING = "## Also current, not shown above (`ctx show HANDLE` prints one)"
 
 Name = Callable[[str], str]
 
@@ -352,8 +352,26 @@ def _add_index(block: _Block, left_out: list[Decision]) -> int:
             return len(left_out) - count
         for part in parts:
             block.add(part)
-        block.injection.index.append({"id": decision.id, "subject": decision.subject})
+        block.injection.index.append(
+            {"id": decision.id, "handle": block.name(decision.id), "subject": decision.subject}
+        )
     return 0
+
+
+# The shortest line an item can have (``- `ABCD` x``: 11 characters and the newline, 3 tokens):
+# no more items than the room holds of these can be shown, so no more need a handle.
+SHORTEST_LINE = (3, 12)
+
+
+def _handles(service: RecallService, candidates: _Candidates, room: _Room) -> dict[str, str]:
+    """The handles of every record the block may name (at most as many per section as could fit)."""
+    most = room.tokens // SHORTEST_LINE[0]
+    if room.chars is not None:
+        most = min(most, room.chars // SHORTEST_LINE[1])
+    wanted = [d.id for d in candidates.current[:most]]
+    for lines in candidates.sections.values():
+        wanted += [record_id for line in lines[:most] for record_id in line.ids]
+    return service.vault.handles(wanted)
 
 
 def build(
@@ -370,7 +388,8 @@ def build(
     footer_chars = None if max_chars is None else max_chars - FOOTER_RESERVE * CHARS_PER_TOKEN
     # The last line ("" after the final newline) costs a token and a character.
     room = _Room(budget - FOOTER_RESERVE - 1, None if footer_chars is None else footer_chars - 1)
-    block = _Block(injection, room, lambda record_id: record_id)
+    names = _handles(service, candidates, room)
+    block = _Block(injection, room, lambda record_id: names.get(record_id, record_id))
     block.add(_header(query))
     left_out = _choose_decisions(block, candidates)
     # The sections after the decisions leave room for the index (as much of it as fits at all).
