@@ -34,13 +34,13 @@ QUERY_DEPTH = 30
 FOOTER_RESERVE = 40
 SUBJECT_CHARS = 80
 SECTIONS = (
-    ("decisions", "## Current decisions (ratified: apply these)"),
+    ("decisions", "## Current decisions (apply these)"),
     ("superseded", f"## Superseded: {SUPERSEDED_WARNING.split(': ', 1)[1]}"),
-    ("conflicts", "## Conflicts needing attention (ask a person)"),
-    ("proposals", "## Proposals awaiting review (not in force)"),
-    ("evidence", "## Evidence (unratified: context only, not decisions)"),
+    ("conflicts", "## Conflicts (ask a person)"),
+    ("proposals", "## Proposals (not in force)"),
+    ("evidence", "## Evidence (unratified)"),
 )
-INDEX_HEADING = "## Also current, not shown above (`ctx show HANDLE` prints one)"
+INDEX_HEADING = "## Also current (not shown above)"
 
 Name = Callable[[str], str]
 
@@ -129,9 +129,7 @@ def _decision_line(d: Decision) -> _Line:
     return _Line(
         item,
         (d.id,),
-        lambda name: (
-            f"- `{name(d.id)}` **{d.subject}** (since {_day(d.valid_from)}): {_one_line(d.decision)}"
-        ),
+        lambda name: f"- `{name(d.id)}` {d.subject}: {_one_line(d.decision)}",
     )
 
 
@@ -152,10 +150,7 @@ def _superseded_line(r: Related, holders: list[str]) -> _Line:
 
     def render(name: Name) -> str:
         now = ", ".join(f"`{name(h)}`" for h in holders)
-        return (
-            f"- `{name(r.id)}` {r.subject} ({_day(r.valid_from)} to {_day(r.valid_until)}): "
-            f"~~{_one_line(r.text, 200)}~~ {SUPERSEDED_WARNING}; now {now}"
-        )
+        return f"- `{name(r.id)}` {r.subject}: ~~{_one_line(r.text, 200)}~~ now {now}"
 
     return _Line(item, (r.id, *holders), render)
 
@@ -181,10 +176,7 @@ def _proposal_line(p: Proposal) -> _Line:
     return _Line(
         item,
         (p.id,),
-        lambda name: (
-            f"- `{name(p.id)}` {p.subject}: {_one_line(p.decision, 240)} "
-            f"(proposed by {p.proposer}, not ratified)"
-        ),
+        lambda name: f"- `{name(p.id)}` {p.subject}: {_one_line(p.decision, 240)} (by {p.proposer})",
     )
 
 
@@ -193,9 +185,7 @@ def _evidence_line(e: Evidence, snippet: str) -> _Line:
     return _Line(
         item,
         (e.id,),
-        lambda name: (
-            f"- `{name(e.id)}` ({e.kind}, {_day(e.created_at)}, unratified): {_one_line(snippet, 300)}"
-        ),
+        lambda name: f"- `{name(e.id)}` {e.kind}, {_day(e.created_at)}: {_one_line(snippet, 300)}",
     )
 
 
@@ -264,10 +254,10 @@ def _candidates_without_query(service: RecallService) -> _Candidates:
 
 
 def _header(query: str | None) -> str:
-    header = "# Project decisions from ctx\n"
+    header = "# Project decisions (ctx)\n"
     header += (
-        "Ratified by a person: apply the current decisions; never apply superseded ones; "
-        "proposals and evidence are not decisions."
+        "Apply the current decisions (ratified by a person), never superseded ones; proposals and "
+        "evidence are not decisions. `ctx show HANDLE` prints a record in full."
     )
     if query is not None:
         header += f"\nRelevant to: {_one_line(query, 200)}"
