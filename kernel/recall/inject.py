@@ -13,6 +13,7 @@ fit is one ``ctx show`` away.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -33,6 +34,7 @@ MAX_EVIDENCE = 5
 QUERY_DEPTH = 30
 FOOTER_RESERVE = 40
 SUBJECT_CHARS = 80
+SENTENCE_CHARS = 240
 SECTIONS = (
     ("decisions", "## Current decisions (apply these)"),
     ("superseded", f"## Superseded: {SUPERSEDED_WARNING.split(': ', 1)[1]}"),
@@ -124,12 +126,28 @@ def _one_line(value: str, limit: int = 400) -> str:
     return clip(value, limit)
 
 
+# A sentence ends at ., ! or ? before a space; the first one is the decision itself in a short
+# decision and the gist of a long one (ADRs begin "We will ..."): `ctx show` has the rest. One
+# shorter than SENTENCE_MIN characters ("No.", "We will go with option 3.") says too little alone.
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s")
+SENTENCE_MIN = 40
+
+
+def _first_sentence(value: str, limit: int = SENTENCE_CHARS) -> str:
+    """``value``'s first sentence on one line, clipped to ``limit``; "…" marks what is left out."""
+    flat = " ".join(value.split())
+    end = _SENTENCE_END.search(flat, SENTENCE_MIN)
+    if end is None or end.start() >= limit:
+        return clip(flat, limit)
+    return flat[: end.start()] + " …"
+
+
 def _decision_line(d: Decision) -> _Line:
     item = {"id": d.id, "subject": d.subject, "decision": d.decision, "valid_from": d.valid_from}
     return _Line(
         item,
         (d.id,),
-        lambda name: f"- `{name(d.id)}` {d.subject}: {_one_line(d.decision)}",
+        lambda name: f"- `{name(d.id)}` {d.subject}: {_first_sentence(d.decision)}",
     )
 
 
@@ -150,7 +168,7 @@ def _superseded_line(r: Related, holders: list[str]) -> _Line:
 
     def render(name: Name) -> str:
         now = ", ".join(f"`{name(h)}`" for h in holders)
-        return f"- `{name(r.id)}` {r.subject}: ~~{_one_line(r.text, 200)}~~ now {now}"
+        return f"- `{name(r.id)}` {r.subject}: ~~{_first_sentence(r.text)}~~ now {now}"
 
     return _Line(item, (r.id, *holders), render)
 
@@ -176,7 +194,7 @@ def _proposal_line(p: Proposal) -> _Line:
     return _Line(
         item,
         (p.id,),
-        lambda name: f"- `{name(p.id)}` {p.subject}: {_one_line(p.decision, 240)} (by {p.proposer})",
+        lambda name: f"- `{name(p.id)}` {p.subject}: {_first_sentence(p.decision)} (by {p.proposer})",
     )
 
 
