@@ -35,6 +35,7 @@ QUERY_DEPTH = 30
 FOOTER_RESERVE = 40
 SUBJECT_CHARS = 80
 SENTENCE_CHARS = 240
+FULL_SHARE = 2  # the decisions in full may take 1/FULL_SHARE of the room, even at the index's cost
 SECTIONS = (
     ("decisions", "## Current decisions (apply these)"),
     ("superseded", f"## Superseded: {SUPERSEDED_WARNING.split(': ', 1)[1]}"),
@@ -304,9 +305,14 @@ class _Block:
 
 
 def _choose_decisions(block: _Block, candidates: _Candidates) -> list[Decision]:
-    """Show current decisions in full, in order, while those left out still fit as an index;
-    the first fits alone. Returns the current decisions left out, in the index's order."""
+    """Show current decisions in full, in order, while those left out still fit as an index, and
+    while they take at most FULL_SHARE of the room whether or not it does (the first always, when
+    it fits). Returns the current decisions left out, in the index's order."""
     shown: set[str] = set()
+    # However long the index, the decisions in full may take this much: a block that were all
+    # index would name everything and say nothing.
+    chars = block.room.chars
+    floor = _Room(block.room.tokens // FULL_SHARE, None if chars is None else chars // FULL_SHARE)
     # What each left-out decision's index line costs (the index of all of them, at first).
     cost = {d.id: block.room.cost(_index_line(d, block.name)) for d in candidates.current}
     heading_tokens, heading_chars = block.room.cost("\n" + INDEX_HEADING)
@@ -321,11 +327,11 @@ def _choose_decisions(block: _Block, candidates: _Candidates) -> list[Decision]:
             rest_tokens = rest_chars = 0
         first = not shown
         parts = (section_heading, block.line(candidate)) if first else (block.line(candidate),)
-        if block.room.fits(*parts, tokens=rest_tokens, chars=rest_chars) or (
-            first and block.room.fits(*parts)
-        ):
+        beside_index = block.room.fits(*parts, tokens=rest_tokens, chars=rest_chars)
+        if beside_index or ((first or floor.fits(*parts)) and block.room.fits(*parts)):
             for part in parts:
                 block.add(part)
+                floor.take(part)
             shown.add(decision_id)
             block.injection.items["decisions"].append(candidate.item)
             tokens, chars = rest_tokens, rest_chars
