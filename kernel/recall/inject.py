@@ -35,7 +35,7 @@ QUERY_DEPTH = 30
 FOOTER_RESERVE = 40
 SUBJECT_CHARS = 80
 SENTENCE_CHARS = 240
-FULL_SHARE = 2  # the decisions in full may take 1/FULL_SHARE of the room, even at the index's cost
+FULL_SHARE = 2  # when the index cannot name everything, decisions in full may take 1/FULL_SHARE
 SECTIONS = (
     ("decisions", "## Current decisions (apply these)"),
     ("superseded", f"## Superseded: {SUPERSEDED_WARNING.split(': ', 1)[1]}"),
@@ -305,19 +305,22 @@ class _Block:
 
 
 def _choose_decisions(block: _Block, candidates: _Candidates) -> list[Decision]:
-    """Show current decisions in full, in order, while those left out still fit as an index, and
-    while they take at most FULL_SHARE of the room whether or not it does (the first always, when
-    it fits). Returns the current decisions left out, in the index's order."""
+    """Show current decisions in full, in order, while those left out still fit as an index; when
+    the index of them all cannot fit anyway, while they take at most 1/FULL_SHARE of the room
+    (and the first always, when it fits). Returns the decisions left out, in the index's order."""
     shown: set[str] = set()
-    # However long the index, the decisions in full may take this much: a block that were all
-    # index would name everything and say nothing.
-    chars = block.room.chars
-    floor = _Room(block.room.tokens // FULL_SHARE, None if chars is None else chars // FULL_SHARE)
     # What each left-out decision's index line costs (the index of all of them, at first).
     cost = {d.id: block.room.cost(_index_line(d, block.name)) for d in candidates.current}
     heading_tokens, heading_chars = block.room.cost("\n" + INDEX_HEADING)
     tokens = sum(t for t, _ in cost.values()) + heading_tokens
     chars = sum(c for _, c in cost.values()) + heading_chars
+    # When not everything can be named, a block that were all index would say nothing: the
+    # decisions in full get a share of the room, and the index names what fits after them.
+    room = block.room
+    if room.fits(tokens=tokens, chars=chars):
+        floor = _Room(0, 0)
+    else:
+        floor = _Room(room.tokens // FULL_SHARE, None if room.chars is None else room.chars // FULL_SHARE)
     section_heading = "\n" + SECTIONS[0][1]
     for candidate in candidates.sections["decisions"]:
         decision_id = candidate.item["id"]
