@@ -62,6 +62,11 @@ quality-locomo *args:
 bench-handles *args:
     {{venv}}python bench/handles_bench.py {{args}}
 
+# The session-start block on the demo store, the labelled set and the ADR corpora (--adr DIR, else
+# $CTX_ADR_DIR, else ../shared/eval/adr): tokens, characters and hit@inject per budget, and wall time.
+bench-inject *args:
+    {{venv}}python bench/inject_bench.py {{args}}
+
 # Recall through `ctx mcp` with the SDK client: server start, first and later recall latency.
 bench-mcp queries="100":
     {{venv}}python bench/mcp_bench.py --queries {{queries}}
@@ -75,7 +80,7 @@ bench-redact:
     {{venv}}python bench/redact_bench.py
 
 # Every benchmark.
-bench: bench-cli quality bench-recall bench-review bench-mcp bench-ingest bench-writers bench-vault bench-embed
+bench: bench-cli quality bench-inject bench-recall bench-review bench-mcp bench-ingest bench-writers bench-vault bench-embed
 
 # `ctx reindex` beside the model's own floor (sorted batches on all cores) on the realistic generator's
 # texts: texts/s of each, their ratio, load and RSS (e.g. `just bench-embed --counts 300` for a quick run).

@@ -577,11 +577,22 @@ class InjectOmittedOut(_Strict):
     evidence: int
 
 
+class InjectIndexOut(_Strict):
+    """A current decision that did not fit in full: named, so ``ctx show`` reaches it."""
+
+    id: DecisionId
+    handle: Annotated[str, Field(description="The end of `id` the block names it by; commands take it.")]
+    subject: str
+
+
 class InjectOut(_Strict):
     """``ctx inject --format json``: the session-start block and the items in it."""
 
     query: str | None
     budget: int
+    max_chars: Annotated[
+        int | None, Field(description="The most characters `markdown` may have, whatever the budget.")
+    ]
     tokens: Annotated[int, Field(ge=0, description="Estimated tokens of `markdown`; never above `budget`.")]
     token_counting: str
     decisions: list[InjectDecisionOut]
@@ -590,6 +601,10 @@ class InjectOut(_Strict):
     proposals: list[InjectProposalOut]
     evidence: list[InjectEvidenceOut]
     omitted: InjectOmittedOut
+    index: Annotated[
+        list[InjectIndexOut],
+        Field(description="Current decisions left out of `decisions`, in the order the block names them."),
+    ]
     vectors: VectorStatusOut | None
     markdown: str
 

@@ -37,6 +37,7 @@ from ctx_kernel.kernel.limits import (
     DEFAULT_MODE,
     DEFAULT_RRF_K,
     LOG_BATCH,
+    MAX_INJECT_CHARS,
     META_CONFLICT_RULES,
 )
 from ctx_kernel.kernel.recall.service import RecallService
@@ -414,10 +415,18 @@ class Ctx:
         self.facts.keep_current()
         return self._recall.recall(query, k=k, as_of=as_of, mode=mode, rrf_k=rrf_k, min_scores=min_scores)
 
-    def inject(self, query: str | None = None, *, budget: int = DEFAULT_BUDGET) -> Injection:
-        """The session-start block: current decisions, superseded ones, conflicts, proposals, evidence."""
+    def inject(
+        self,
+        query: str | None = None,
+        *,
+        budget: int = DEFAULT_BUDGET,
+        max_chars: int | None = MAX_INJECT_CHARS,
+    ) -> Injection:
+        """The session-start block within ``budget`` tokens and ``max_chars`` characters (None: no
+        cap): current decisions, superseded ones, conflicts, proposals, evidence, and an index of
+        the current decisions that did not fit."""
         self.facts.keep_current()
-        return self._recall.inject(query, budget=budget)
+        return self._recall.inject(query, budget=budget, max_chars=max_chars)
 
     def embedding(self) -> embed.Resolution:
         """The embedding model this store uses (resolved once), or why vectors are off."""

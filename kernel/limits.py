@@ -16,6 +16,9 @@ MAX_JSON_INPUT_BYTES: Final = 200_000
 DEFAULT_BUDGET: Final = 2000
 MIN_BUDGET: Final = 200
 MAX_BUDGET: Final = 1_000_000
+# The block's characters, whatever the budget: Claude Code keeps at most 10,000 characters of a
+# SessionStart hook's output in the context (longer output becomes a file path and a preview).
+MAX_INJECT_CHARS: Final = 10_000
 # Hits per section a recall may ask for, and results a keyword search may return.
 MAX_RECALL_K: Final = 100
 MAX_SEARCH_LIMIT: Final = 1000

@@ -20,6 +20,7 @@ import pytest
 from conftest import ctx_on_path, git_init, run_ctx_process
 
 from ctx_kernel.kernel import Ctx
+from ctx_kernel.kernel.limits import MAX_INJECT_CHARS
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 INLINE_LIMIT = 10_000
@@ -101,7 +102,19 @@ def test_the_hook_prints_the_block_to_stdout(crowded, store_path, tmp_path, agen
     assert out == crowded.inject(budget=2000).markdown
     assert out.startswith("# Project decisions") and not out.lstrip().startswith(("{", "["))
     assert "## Current decisions" in out and "did not fit the budget" in out.splitlines()[-1]
-    assert len(out) <= INLINE_LIMIT
+    assert len(out) <= INLINE_LIMIT == MAX_INJECT_CHARS
+
+
+def test_the_hook_block_keeps_to_the_inline_limit_whatever_the_budget(kernel, store_path):
+    for i in range(80):
+        text = f"Use option {i}, " + "for reasons the rationale gives at length, " * 8
+        kernel.ratify(kernel.propose(f"area{i % 12}.topic{i}", text).id, reviewer="alice")
+    assert len(kernel.inject(budget=100_000, max_chars=None).markdown) > INLINE_LIMIT
+    for budget in ("2500", "100000"):
+        done = run_ctx_process("hook", "session-start", "--budget", budget, env={"CTX_DB": str(store_path)})
+        assert done.returncode == 0, done.stderr.decode()
+        out = done.stdout.decode("utf-8")
+        assert len(out) <= INLINE_LIMIT and "## Also current (not shown above)" in out
 
 
 @pytest.mark.parametrize("agent", sorted(HOOK_FILES))

@@ -331,9 +331,10 @@ def test_search(agent, world):
 def test_inject_context(agent, world):
     block = ok(agent.call_json("inject_context", {"budget": 600}), "inject_context")
     assert block["tokens"] <= 600
-    assert world["current"].id in block["markdown"]
+    assert world["current"].id in [item["id"] for item in block["decisions"]]
     with facade(world) as kernel:
         assert kernel.inject(budget=600).markdown == block["markdown"]
+        assert f"`{kernel.handles([world['current'].id])[world['current'].id]}`" in block["markdown"]
 
 
 def test_recall_keyword(agent, world):

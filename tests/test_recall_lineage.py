@@ -38,14 +38,14 @@ def test_recall_lists_each_successor_as_current_with_only_its_own_predecessor(sp
 
 def test_inject_strikes_out_only_the_predecessor_once_naming_both_successors(split) -> None:
     kernel, ids = split
+    names = kernel.handles(ids.values())  # the block names records by their handles
+    old, first, second = (names[ids[key]] for key in ("old", "first", "second"))
     for query in ("sessions job queues Redis", None):
         block = kernel.inject(query=query, budget=4000)
         lines = block.markdown.splitlines()
         struck = [line for line in lines if "~~" in line]
-        assert len(struck) == 1 and f"`{ids['old']}`" in struck[0], block.markdown
-        assert f"now `{ids['first']}`, `{ids['second']}`" in struck[0] or (
-            f"now `{ids['second']}`, `{ids['first']}`" in struck[0]
-        )
-        current = [line for line in lines if line.startswith(("- `" + ids["first"], "- `" + ids["second"]))]
+        assert len(struck) == 1 and f"`{old}`" in struck[0], block.markdown
+        assert f"now `{first}`, `{second}`" in struck[0] or f"now `{second}`, `{first}`" in struck[0]
+        current = [line for line in lines if line.startswith((f"- `{first}`", f"- `{second}`"))]
         assert len(current) == 2 and all("~~" not in line for line in current)
         assert [item["id"] for item in block.items["superseded"]] == [ids["old"]]

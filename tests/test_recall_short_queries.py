@@ -44,7 +44,7 @@ def test_inject_for_database_lists_the_driver_decision(cli, demo):
     assert result.code == 0, result.err
     current = result.out.split("## Current decisions", 1)[1].split("##", 1)[0]
     assert "Use psycopg 3 for all PostgreSQL access" in current
-    assert "**db.ingest**" in current
+    assert "` db.ingest: " in current
 
 
 def test_a_paraphrase_finds_the_decision_its_subject_names_without_vectors(cli, demo, monkeypatch):

@@ -22,6 +22,7 @@ from ctx_kernel.kernel.limits import (
     DEFAULT_MODE,
     DEFAULT_RRF_K,
     MAX_BUDGET,
+    MAX_INJECT_CHARS,
     MAX_QUERY_CHARS,
     MAX_RECALL_K,
     MAX_RRF_K,
@@ -182,8 +183,15 @@ class RecallService:
             evidence=recaller.evidence(query, mode, k, rrf_k),
         )
 
-    def inject(self, query: str | None = None, *, budget: int = DEFAULT_BUDGET) -> Injection:
-        """The session-start block: current decisions, superseded ones, conflicts, proposals, evidence."""
+    def inject(
+        self,
+        query: str | None = None,
+        *,
+        budget: int = DEFAULT_BUDGET,
+        max_chars: int | None = MAX_INJECT_CHARS,
+    ) -> Injection:
+        """The session-start block: current decisions, superseded ones, conflicts, proposals, evidence,
+        and an index of the current decisions left out; at most ``max_chars`` characters (None: no cap)."""
         from ctx_kernel.kernel.recall import inject  # noqa: PLC0415
 
         if not MIN_BUDGET <= budget <= MAX_BUDGET:
@@ -192,7 +200,7 @@ class RecallService:
             query = text.require_text(query, "query", MAX_QUERY_CHARS)
             if TextQuery.from_text(query) is None:
                 raise UsageError("the query has no words to search for")
-        return inject.build(self, query, budget)
+        return inject.build(self, query, budget, max_chars=max_chars)
 
     def recorded_conflicts(self) -> list[tuple[Decision, Related]]:
         """The recorded pairs of current decisions that take opposite stances, newest first."""
