@@ -203,7 +203,9 @@ OPERATIONS: dict[str, Operation] = {
                 "Session context",
                 "The context block to read at the start of a session, within a token budget: current "
                 "decisions (relevant to query, if given), superseded ones not to apply, conflicts, pending "
-                "proposals and a few evidence snippets. The text content is the Markdown block.",
+                "proposals, a few evidence snippets, and an index (handle and subject) of the current "
+                "decisions that did not fit: show or get_decision expands one. The text content is the "
+                "Markdown block.",
             ),
         ),
         Operation(
