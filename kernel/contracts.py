@@ -37,7 +37,7 @@ from ctx_kernel.kernel.limits import (
     AuditEventType,
     RecallMode,
 )
-from ctx_kernel.kernel.records import (
+from ctx_kernel.kernel.spec import (
     DecisionId,
     EvidenceId,
     EvidenceKind,

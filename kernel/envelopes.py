@@ -7,12 +7,14 @@ schema named in its docstring. Answers that are a single record (``ctx propose``
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ctx_kernel.kernel import clock, text
-from ctx_kernel.kernel.records import Decision, Evidence, Proposal
 
-RECORD_KINDS: dict[type, str] = {Evidence: "evidence", Proposal: "proposal", Decision: "decision"}
+if TYPE_CHECKING:
+    # Every command made from an operation loads this module, a shell's Tab press included; the
+    # records load when there is an answer to write.
+    from ctx_kernel.kernel.records import Decision, Evidence, Proposal
 
 
 def queue(proposals: list[Proposal]) -> dict[str, Any]:
@@ -36,7 +38,10 @@ def history(subject: str, chain: list[Decision]) -> dict[str, Any]:
 
 def show(record: Evidence | Proposal | Decision) -> dict[str, Any]:
     """One record of any kind, named (``schemas/show.schema.json``)."""
-    return {"kind": RECORD_KINDS[type(record)], "record": record.to_dict()}
+    from ctx_kernel.kernel.records import Decision, Evidence, Proposal  # noqa: PLC0415
+
+    kinds: dict[type, str] = {Evidence: "evidence", Proposal: "proposal", Decision: "decision"}
+    return {"kind": kinds[type(record)], "record": record.to_dict()}
 
 
 def subject_decision(subject: str, as_of: str | None, held: Decision | None) -> dict[str, Any]:

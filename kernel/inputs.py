@@ -4,7 +4,7 @@ An operation (``kernel/hosts/operations.py``) names one of these as its input. F
 fields come the MCP tool's input schema (``kernel/contracts.py`` builds a pydantic model of each
 and ``schemas/*-input.schema.json`` from it), the CLI command's arguments and options (their help
 is the field's description) and the command reference. Like the records, these are dataclasses
-with their limits in :class:`~ctx_kernel.kernel.records.Spec`: every CLI process loads them,
+with their limits in :class:`~ctx_kernel.kernel.spec.Spec`: every CLI process loads them,
 and none may import pydantic.
 
 A field's ``metadata`` holds its description and how the CLI spells it when not ``--field-name``
@@ -28,7 +28,7 @@ from ctx_kernel.kernel.limits import (
     MIN_BUDGET,
     RecallMode,
 )
-from ctx_kernel.kernel.records import DecisionId, EvidenceId, EvidenceKind, Spec
+from ctx_kernel.kernel.spec import DecisionId, EvidenceId, EvidenceKind, Spec
 
 Name = Annotated[str, Spec(min_length=1, max_length=text.MAX_NAME_CHARS)]
 SessionText = Annotated[str, Spec(max_length=text.MAX_NAME_CHARS)]

@@ -36,6 +36,11 @@ AUTO: Final = "auto"
 BACKFILL_ON_RECALL: Final = 128
 
 # -- writing ----------------------------------------------------------------------------------
+# The names kernel.capture.transcripts.FORMATS registers, here so the CLI can offer them without
+# importing the parsers, or the ingest code, on every command (a test keeps the two equal).
+TRANSCRIPT_FORMATS: Final = ("claude-code", "codex", "aider")
+# Below this many records a worker process costs more to start than it saves.
+PARALLEL_FROM: Final = 5_000
 # Records per transaction in a bulk log: large enough that commits (an fsync each) are a small
 # share of the time, small enough that an interrupted run loses little work.
 LOG_BATCH: Final = 500

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import getpass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from ctx_kernel.kernel import paths
-from ctx_kernel.kernel.facade import Ctx
 from ctx_kernel.kernel.hosts.cli.base import _confirm, _emit_json, _reviewer, _say, _with_store, cli
+
+if TYPE_CHECKING:
+    from ctx_kernel.kernel.facade import Ctx
 
 
 @cli.group("import")

@@ -5,13 +5,15 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from ctx_kernel.kernel.audit.service import AuditService
 from ctx_kernel.kernel.errors import CtxError, UsageError
-from ctx_kernel.kernel.facade import Ctx
 from ctx_kernel.kernel.hosts.cli.base import _db_option, _emit_json, _open, _say, _with_store, cli
+
+if TYPE_CHECKING:
+    from ctx_kernel.kernel.facade import Ctx
 
 
 @cli.group()
@@ -122,6 +124,8 @@ def audit_verify(
         return
     if checkpoints:
         raise UsageError("--checkpoint checks the store's log: leave out FILE")
+    from ctx_kernel.kernel.audit.service import AuditService  # noqa: PLC0415 - it loads the store
+
     found = AuditService.verify_export(
         Path(file),
         pubkey=Path(pubkey) if pubkey else None,
@@ -207,6 +211,8 @@ def keys_init(force: bool) -> None:
 
     The passphrase is asked twice on a terminal, or read from CTX_KEY_PASSPHRASE.
     """
+    from ctx_kernel.kernel.audit.service import AuditService  # noqa: PLC0415 - it loads the store
+
     info = AuditService.create_signing_key(lambda: _passphrase(confirm=True), force=force)
     _say(f"created signing key {info.key_id}")
     _say(f"private key (encrypted): {info.private_path}")
@@ -224,5 +230,7 @@ def keys_init(force: bool) -> None:
 )
 def keys_export_public(fmt: str) -> None:
     """Print the public key that verifies your audit exports; give it to the reviewer."""
+    from ctx_kernel.kernel.audit.service import AuditService  # noqa: PLC0415 - it loads the store
+
     info = AuditService.signing_key()
     _say(info.public_pem.rstrip("\n") if fmt == "pem" else info.public_raw)

@@ -4,23 +4,12 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from ctx_kernel.kernel import text
-from ctx_kernel.kernel.capture.ingest import (
-    PARALLEL_FROM,
-    TRANSCRIPT_FORMATS,
-    BatchReport,
-    EvidenceInput,
-    count_lines,
-    from_turns,
-    read_jsonl,
-)
 from ctx_kernel.kernel.errors import UsageError
-from ctx_kernel.kernel.facade import Ctx
-from ctx_kernel.kernel.hosts import bulk
 from ctx_kernel.kernel.hosts.cli.base import (
     _check_utf8,
     _emit_json,
@@ -30,7 +19,12 @@ from ctx_kernel.kernel.hosts.cli.base import (
     _with_store,
     cli,
 )
-from ctx_kernel.kernel.records import EVIDENCE_KINDS
+from ctx_kernel.kernel.limits import PARALLEL_FROM, TRANSCRIPT_FORMATS
+from ctx_kernel.kernel.spec import EVIDENCE_KINDS
+
+if TYPE_CHECKING:
+    from ctx_kernel.kernel.capture.ingest import BatchReport, EvidenceInput
+    from ctx_kernel.kernel.facade import Ctx
 
 
 @cli.command()
@@ -75,6 +69,11 @@ def log(
     if jsonl is not None:
         if body is not None:
             raise UsageError("give either TEXT or --jsonl FILE, not both")
+        # Imported here, as every import below: the root group loads this module for a shell's Tab
+        # press, which needs only the options above.
+        from ctx_kernel.kernel.capture.ingest import EvidenceInput  # noqa: PLC0415
+        from ctx_kernel.kernel.hosts import bulk  # noqa: PLC0415
+
         defaults = EvidenceInput(text="", kind=kind, agent=agent, session=session, tags=tags)
         report = _log_jsonl(ctx, jsonl, defaults, redact=not no_redact)
         if as_json:
@@ -110,6 +109,9 @@ def log(
 
 
 def _log_jsonl(ctx: Ctx, name: str, defaults: EvidenceInput, *, redact: bool) -> BatchReport:
+    from ctx_kernel.kernel.capture.ingest import BatchReport, count_lines, read_jsonl  # noqa: PLC0415
+    from ctx_kernel.kernel.hosts import bulk  # noqa: PLC0415
+
     report = BatchReport()
     if name == "-":
         items = read_jsonl(sys.stdin.buffer, defaults=defaults)
@@ -165,6 +167,8 @@ def ingest_transcript(
     2,000 characters and binary blobs are left out. A folder is searched for *.jsonl and
     aider history files. Running it again on the same files adds nothing new.
     """
+    from ctx_kernel.kernel.hosts import bulk  # noqa: PLC0415
+
     report, files, failures = _ingest(ctx, paths, fmt, thinking=thinking, tags=tags, redact=not no_redact)
     if as_json:
         _emit_json({**report.to_dict(), "files": files})
@@ -220,6 +224,8 @@ def _ingest(
     redact: bool,
 ) -> tuple[BatchReport, list[dict[str, Any]], list[str]]:
     from ctx_kernel.kernel.capture import transcripts  # noqa: PLC0415 - the parsers load only here
+    from ctx_kernel.kernel.capture.ingest import BatchReport, count_lines, from_turns  # noqa: PLC0415
+    from ctx_kernel.kernel.hosts import bulk  # noqa: PLC0415
 
     files = _transcript_files(paths)
     explicit = {p.absolute() for p in paths if not p.is_dir()}

@@ -10,18 +10,15 @@ from typing import Any
 
 import click
 
-from ctx_kernel.kernel.capture.ingest import (
-    TRANSCRIPT_FORMATS,
-)
 from ctx_kernel.kernel.capture.json_input import JSONInputError, read_json
 from ctx_kernel.kernel.errors import CtxError, UsageError
-from ctx_kernel.kernel.facade import Ctx
 from ctx_kernel.kernel.hosts.cli.base import _db_option, _locate, _open, _say, cli
 from ctx_kernel.kernel.hosts.cli.evidence import _ingest
 from ctx_kernel.kernel.limits import (
     DEFAULT_BUDGET,
     MAX_BUDGET,
     MIN_BUDGET,
+    TRANSCRIPT_FORMATS,
 )
 
 
@@ -74,6 +71,8 @@ def _session_end(context: click.Context, fmt: str | None, db_here: str | None) -
     except CtxError as exc:
         _say(f"ctx: {exc.message}; transcript not ingested", err=True)
         return
+    from ctx_kernel.kernel.facade import Ctx  # noqa: PLC0415 - see base.py
+
     with Ctx.open(location) as ctx:
         report, files, failures = _ingest(
             ctx, (Path(transcript).expanduser(),), fmt, thinking=False, tags=(), redact=True

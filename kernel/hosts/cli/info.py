@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 import click
 
 from ctx_kernel.kernel import paths, text
 from ctx_kernel.kernel.errors import StoreError, UsageError
-from ctx_kernel.kernel.facade import Ctx
 from ctx_kernel.kernel.hosts.cli.base import (
     _colour,
     _db_option,
@@ -19,6 +19,9 @@ from ctx_kernel.kernel.hosts.cli.base import (
     _with_store,
     cli,
 )
+
+if TYPE_CHECKING:
+    from ctx_kernel.kernel.facade import Ctx
 
 
 @cli.command()

@@ -7,12 +7,12 @@ import os
 import shlex
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from ctx_kernel.kernel import paths
 from ctx_kernel.kernel.errors import StoreError, UsageError
-from ctx_kernel.kernel.facade import Ctx
 from ctx_kernel.kernel.hosts.cli.base import (
     _db_option,
     _decision_line,
@@ -22,6 +22,9 @@ from ctx_kernel.kernel.hosts.cli.base import (
     _with_store,
     cli,
 )
+
+if TYPE_CHECKING:
+    from ctx_kernel.kernel.facade import Ctx
 
 
 @cli.command("mcp")

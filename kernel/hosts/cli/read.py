@@ -12,12 +12,11 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from ctx_kernel.kernel.errors import UsageError
-from ctx_kernel.kernel.facade import Ctx, Decision, Evidence, Proposal, plain_diff
 from ctx_kernel.kernel.hosts.cli.base import _decision_line, _emit_json, _proposal_line, _say
 from ctx_kernel.kernel.hosts.cli.operations import operation_command
-from ctx_kernel.kernel.recall import fusion
 
 if TYPE_CHECKING:
+    from ctx_kernel.kernel.facade import Ctx, Decision, Evidence, Proposal
     from ctx_kernel.kernel.inputs import (
         DecisionsArgs,
         InjectArgs,
@@ -69,6 +68,8 @@ def _history(ctx: Ctx, _args: SubjectArgs, chain: list[Decision]) -> None:
         for old in decision.supersedes:
             _say(f"    supersedes {names.get(old, old)}")
         if decision.amended and decision.proposal_id:
+            from ctx_kernel.kernel.facade import plain_diff  # noqa: PLC0415
+
             proposed = ctx.proposal(decision.proposal_id).decision
             _say(f"    amended by {decision.ratified_by}: {plain_diff(proposed, decision.decision)}")
         if decision.closed_by == "retired":
@@ -149,6 +150,8 @@ def _recall_ids(found: Recall) -> list[str]:
 
 
 def _recall(ctx: Ctx, args: RecallArgs, found: Recall, *, explain: bool) -> None:
+    from ctx_kernel.kernel.recall import fusion  # noqa: PLC0415
+
     name = ctx.handles(_recall_ids(found)).get
     moment = f"at {found.as_of[:19]}" if found.as_of else "now"
     _say(f"Decisions (ratified, in force {moment}):")

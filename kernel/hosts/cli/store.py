@@ -8,18 +8,19 @@ import sys
 from collections.abc import Callable
 from contextlib import nullcontext
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from ctx_kernel.kernel import paths
 from ctx_kernel.kernel.errors import UsageError
-from ctx_kernel.kernel.facade import Ctx
-from ctx_kernel.kernel.hosts import bulk
 from ctx_kernel.kernel.hosts.cli.base import _confirm, _db_option, _emit_json, _fail, _say, _with_store, cli
 from ctx_kernel.kernel.limits import (
     COPY_BATCH,
 )
+
+if TYPE_CHECKING:
+    from ctx_kernel.kernel.facade import Ctx
 
 _KEY_FILE_HELP = (
     "Key file (default: CTX_VAULT_KEY, else CTX_VAULT_KEY_FILE, else vault/<store id>.key "
@@ -47,6 +48,8 @@ def init(context: click.Context, encrypt: bool, key_file: Path | None, db_here: 
     shown = paths.display_location(target)
     if isinstance(target, str) and paths.is_server_url(target) and explicit is not None:
         paths.write_project_config(here, target, check_only=True)  # before the server is touched
+    from ctx_kernel.kernel.facade import Ctx  # noqa: PLC0415 - see base.py
+
     ctx, created = Ctx.init(target)
     with ctx:
         _say(f"{'created' if created else 'already present, schema up to date:'} {shown}")
@@ -183,6 +186,8 @@ def reindex(ctx: Ctx, download: bool, as_json: bool) -> None:
 
     def count(done: int, total: int) -> None:
         reached[:] = [done, total]
+
+    from ctx_kernel.kernel.hosts import bulk  # noqa: PLC0415 - it loads the ingest code
 
     try:
         if as_json or not sys.stderr.isatty():
