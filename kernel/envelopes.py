@@ -31,9 +31,13 @@ def decisions(found: list[Decision], as_of: str | None) -> dict[str, Any]:
     }
 
 
-def history(subject: str, chain: list[Decision]) -> dict[str, Any]:
-    """A subject's supersede chain, oldest first (``schemas/history.schema.json``)."""
-    return {"subject": text.normalise_subject(subject), "decisions": [d.to_dict() for d in chain]}
+def evidence_list(found: list[Evidence], since: str | None) -> dict[str, Any]:
+    """The newest evidence texts, newest first, logged at or after ``since`` (as the caller wrote it)
+    (``schemas/evidence-list.schema.json``)."""
+    return {
+        "since": clock.parse_when(since, end_of_day=False) if since else None,
+        "evidence": [e.to_dict() for e in found],
+    }
 
 
 def show(record: Evidence | Proposal | Decision) -> dict[str, Any]:

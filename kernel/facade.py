@@ -44,6 +44,7 @@ from ctx_kernel.kernel.records import (
     AuditEvent,
     Decision,
     Evidence,
+    History,
     LogResult,
     Proposal,
     Ratification,
@@ -62,6 +63,7 @@ __all__ = [
     "CtxError",
     "Decision",
     "Evidence",
+    "History",
     "Proposal",
     "ProposalContext",
     "QueueEntry",
@@ -286,9 +288,12 @@ class Ctx:
         """One evidence text by id."""
         return self._vault.evidence(evidence_id)
 
-    def recent_evidence(self, limit: int = 5) -> list[Evidence]:
-        """The newest evidence texts, newest first."""
-        return self._vault.recent(limit)
+    def recent_evidence(
+        self, limit: int = 5, *, since: str | None = None, agent: str | None = None, kind: str | None = None
+    ) -> list[Evidence]:
+        """The newest evidence texts, newest first: logged at or after ``since`` (a date means its
+        start, UTC), by ``agent``, of ``kind``, when given."""
+        return self._vault.recent(limit, since=since, agent=agent, kind=kind)
 
     def show(self, item_id: str) -> Evidence | Proposal | Decision:
         """Any record by id."""
@@ -326,9 +331,12 @@ class Ctx:
         """One proposal by id."""
         return self._queue.proposal(proposal_id)
 
-    def queue(self, subject: str | None = None, proposer: str | None = None) -> list[Proposal]:
-        """Pending proposals, oldest first, optionally for one subject subtree or proposer."""
-        return self._queue.queue(subject, proposer)
+    def queue(
+        self, subject: str | None = None, proposer: str | None = None, *, limit: int | None = None
+    ) -> list[Proposal]:
+        """Pending proposals, oldest first, optionally for one subject subtree or proposer; the
+        oldest ``limit`` when given."""
+        return self._queue.queue(subject, proposer, limit=limit)
 
     def pending(self, proposal_id: str) -> Proposal:
         """A proposal that is still pending; refuses one that was already resolved."""
@@ -390,14 +398,25 @@ class Ctx:
         return self._decisions.decision(decision_id)
 
     def decisions(
-        self, subject: str | None = None, *, as_of: str | None = None, include_closed: bool = False
+        self,
+        subject: str | None = None,
+        *,
+        as_of: str | None = None,
+        include_closed: bool = False,
+        limit: int | None = None,
     ) -> list[Decision]:
-        """Current decisions, those valid at ``as_of``, or all of them; ``subject`` takes a subtree."""
-        return self._decisions.decisions(subject, as_of=as_of, include_closed=include_closed)
+        """Current decisions, those valid at ``as_of``, or all of them; ``subject`` takes a subtree;
+        the first ``limit`` (by subject) when given."""
+        return self._decisions.decisions(subject, as_of=as_of, include_closed=include_closed, limit=limit)
 
     def history(self, subject: str) -> list[Decision]:
         """A subject's supersede chain, with the decisions on other subjects it links to, oldest first."""
         return self._decisions.history(subject)
+
+    def subject_history(self, subject: str, *, limit: int | None = None) -> History:
+        """A subject's chain, and the proposals on it that were rejected or withdrawn (never in
+        force), each oldest first; the newest ``limit`` of each when given."""
+        return self._decisions.subject_history(subject, limit=limit)
 
     # -- sharing --------------------------------------------------------------------------
     def import_adrs(self, folder: Path, *, reviewer: str, dry_run: bool = False) -> ImportReport:

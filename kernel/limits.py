@@ -19,6 +19,8 @@ MAX_BUDGET: Final = 1_000_000
 # Hits per section a recall may ask for, and results a keyword search may return.
 MAX_RECALL_K: Final = 100
 MAX_SEARCH_LIMIT: Final = 1000
+# The most rows `--limit` may ask a listing for (decisions, the queue, a history, evidence).
+MAX_LIST_LIMIT: Final = 1_000_000
 
 # -- recall -----------------------------------------------------------------------------------
 # A type for the JSON contracts and the tuple for everyone else, from one spelling.

@@ -308,3 +308,21 @@ class SearchResults(Record):
     query: str
     decisions: list[DecisionMatch]
     evidence: list[EvidenceMatch]
+
+
+@dataclass(frozen=True)
+class History(Record):
+    """``ctx history``: a subject's supersede chain, and the proposals on it never in force."""
+
+    subject: str
+    decisions: Annotated[
+        list[Decision],
+        Spec(description="The chain, oldest first, with the decisions on other subjects linked to it."),
+    ]
+    proposals: Annotated[
+        list[Proposal],
+        Spec(
+            description="Proposals on exactly this subject that a person rejected or their proposer "
+            "withdrew, oldest first: never in force."
+        ),
+    ]

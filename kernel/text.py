@@ -228,6 +228,13 @@ def require_shown(value: str | None, field: str, limit: int) -> str:
     return refuse_hidden(require_text(value, field, limit), field)
 
 
+def check_limit(limit: int | None, most: int) -> int | None:
+    """``limit`` (None: no limit), refused unless it is a whole number from 1 to ``most``."""
+    if limit is not None and (isinstance(limit, bool) or not 1 <= limit <= most):
+        raise UsageError(f"the limit must be a whole number from 1 to {most}, not {limit!r}")
+    return limit
+
+
 def clip(value: str, limit: int) -> str:
     """``value`` on one line (whitespace collapsed), cut to ``limit`` characters ending in an ellipsis."""
     flat = " ".join(value.split())

@@ -43,6 +43,7 @@ TOOLS = {
     "show": ("show-input", "show"),
     "search": ("search-input", "search"),
     "withdraw_proposal": ("withdraw-input", "proposal"),
+    "list_evidence": ("evidence-list-input", "evidence-list"),
 }
 WRITERS = {"propose_decision", "log_evidence", "withdraw_proposal"}
 
@@ -781,3 +782,59 @@ def unique_prefix(kernel: Ctx, prefix: str) -> bool:
     except UsageError:
         return False
     return True
+
+
+# -- a newcomer's first day: short lists, recent evidence, a whole history ----------------------
+
+
+def test_list_tools_take_a_limit(agent, world):
+    decisions = ok(agent.call_json("list_decisions", {"include_closed": True, "limit": 2}), "list_decisions")
+    with facade(world) as kernel:
+        assert [d["id"] for d in decisions["decisions"]] == [
+            d.id for d in kernel.decisions(include_closed=True)[:2]
+        ]
+    pending = ok(agent.call_json("list_pending", {"limit": 1}), "list_pending")
+    assert len(pending["proposals"]) == 1
+    chain = ok(
+        agent.call_json("decision_history", {"subject": "auth.tokens", "limit": 1}), "decision_history"
+    )
+    assert [d["id"] for d in chain["decisions"]] == [world["current"].id]
+    message = error_text(agent.call("list_pending", {"limit": 0}))
+    assert message.startswith("invalid arguments: limit: "), message
+
+
+def test_list_evidence(agent, world):
+    with facade(world) as kernel:
+        kernel.log("A build log: cache miss on every branch", kind="log", agent="ci-bot")
+        newest = kernel.recent_evidence(2)
+    found = ok(agent.call_json("list_evidence", {"limit": 2}), "list_evidence")
+    assert [e["id"] for e in found["evidence"]] == [e.id for e in newest]
+    only = ok(agent.call_json("list_evidence", {"agent": "ci-bot", "kind": "log"}), "list_evidence")
+    assert [e["text"] for e in only["evidence"]] == ["A build log: cache miss on every branch"]
+    later = ok(agent.call_json("list_evidence", {"since": "2999-01-01"}), "list_evidence")
+    assert later == {"since": "2999-01-01T00:00:00.000000Z", "evidence": []}
+    lines = text_of(agent.call("list_evidence", {"agent": "ci-bot"})).splitlines()
+    assert lines[0] == "Evidence, newest first (unratified: context, not decisions):"
+    assert lines[1].startswith(f"- {newest[0].id} (log, ci-bot, {newest[0].created_at[:10]}): A build log")
+    assert text_of(agent.call("list_evidence", {"since": "2999-01-01"})) == (
+        "No evidence logged since 2999-01-01T00:00:00.000000Z."
+    )
+    assert error_text(agent.call("list_evidence", {"since": "soon"})) == (
+        "invalid date 'soon': use YYYY-MM-DD or an ISO 8601 time"
+    )
+
+
+def test_decision_history_shows_what_was_rejected_or_withdrawn(agent, world):
+    with facade(world) as kernel:
+        rejected = kernel.propose("ci.runner", "Use GitHub Actions runners", proposer="claude")
+        kernel.reject(rejected.id, reviewer="ann", reason="too costly")
+    found = ok(agent.call_json("decision_history", {"subject": "ci.runner"}), "decision_history")
+    assert found["decisions"] == [] and [p["id"] for p in found["proposals"]] == [rejected.id]
+    lines = text_of(agent.call("decision_history", {"subject": "ci.runner"})).splitlines()
+    assert lines == [
+        "History of ci.runner (oldest first):",
+        "No decision has held on it.",
+        "Rejected or withdrawn proposals (never in force):",
+        f"- {rejected.id} ci.runner: Use GitHub Actions runners (rejected by ann, "
+        f"{found['proposals'][0]['resolved_at'][:10]}: too costly; never in force)",
+    ]

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from ctx_kernel.kernel import clock, ids
+from ctx_kernel.kernel import clock, ids, text
 from ctx_kernel.kernel.capture.ingest import BatchReport, EvidenceInput, Item, Prepared, prepare, prepare_all
-from ctx_kernel.kernel.errors import NotFoundError
+from ctx_kernel.kernel.errors import NotFoundError, UsageError
 from ctx_kernel.kernel.language import entities
-from ctx_kernel.kernel.limits import EVIDENCE_LOGGED, LOG_BATCH
+from ctx_kernel.kernel.limits import EVIDENCE_LOGGED, LOG_BATCH, MAX_LIST_LIMIT
 from ctx_kernel.kernel.payloads import EvidenceLogged
 from ctx_kernel.kernel.records import ABSENT, Evidence, LogResult
+from ctx_kernel.kernel.spec import EVIDENCE_KINDS
 from ctx_kernel.kernel.store.base import Store
 
 
@@ -151,8 +152,13 @@ class VaultService:
             raise NotFoundError(f"no evidence {evidence_id}")
         return found
 
-    def recent(self, limit: int = 5) -> list[Evidence]:
-        """The newest evidence texts, newest first."""
-        recent = self.store.recent_evidence_ids(limit)
-        found = self.store.evidence_by_ids(recent)
-        return [found[i] for i in recent if i in found]
+    def recent(
+        self, limit: int = 5, *, since: str | None = None, agent: str | None = None, kind: str | None = None
+    ) -> list[Evidence]:
+        """The newest evidence texts, newest first: those logged at or after ``since`` (a date, its
+        start in UTC, or an ISO 8601 time), by ``agent``, of ``kind``, when given."""
+        text.check_limit(limit, MAX_LIST_LIMIT)
+        if kind is not None and kind not in EVIDENCE_KINDS:
+            raise UsageError(f"unknown kind {kind!r}: one of {', '.join(EVIDENCE_KINDS)}")
+        moment = clock.parse_when(since, end_of_day=False) if since is not None else None
+        return self.store.list_evidence(limit, since=moment, agent=agent, kind=kind)

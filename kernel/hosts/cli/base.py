@@ -210,6 +210,7 @@ AREAS = {
     "decisions": "read",
     "queue": "read",
     "history": "read",
+    "evidence": "read",
     "show": "read",
     "search": "read",
     "recall": "read",
