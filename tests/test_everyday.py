@@ -1,10 +1,14 @@
-"""A newcomer's first day through the CLI: short lists, recent evidence, a subject's whole history."""
+"""A newcomer's first day through the CLI: short lists, recent evidence, a subject's whole history,
+and a second `ctx demo`."""
 
 from __future__ import annotations
 
 import json
+import os
+from pathlib import Path
 
 import pytest
+from conftest import CTX_BIN, run_on_terminal
 from test_json_schemas import assert_valid
 
 from ctx_kernel.kernel import Ctx
@@ -144,3 +148,46 @@ def test_history_of_nothing_is_still_one_line(cli, kernel: Ctx) -> None:
     )
     kernel.propose("only.pending", "Wait for review")
     assert "ctx queue --subject only.pending" in _one_error_line(cli("history", "only.pending"))
+
+
+# -- ctx demo, run again ------------------------------------------------------------------------
+
+
+def test_demo_again_without_a_terminal_refuses_unless_forced(cli, tmp_path: Path) -> None:
+    folder = tmp_path / "demo"
+    assert cli("demo", "--path", str(folder), "--no-review", db=False).code == 0
+    store = folder / ".ctx" / "ctx.db"
+    with Ctx.open(store, embedder=None) as demo:
+        demo.log("Something the newcomer tried in the demo")
+    message = _one_error_line(cli("demo", "--path", str(folder), "--no-review", db=False))
+    assert "already holds the demo store" in message and "--force" in message
+    with Ctx.open(store, embedder=None) as demo:
+        assert demo.recent_evidence(1)[0].text == "Something the newcomer tried in the demo"
+    assert cli("demo", "--path", str(folder), "--no-review", "--force", db=False).code == 0
+    with Ctx.open(store, embedder=None) as demo:
+        assert "Something the newcomer tried" not in [e.text for e in demo.recent_evidence(100)]
+
+
+@pytest.mark.slow
+def test_demo_again_on_a_terminal_asks_first(tmp_path: Path) -> None:
+    folder = tmp_path / "demo"
+    env = {**os.environ, "PATH": CTX_BIN + os.pathsep + os.environ["PATH"], "CTX_VECTORS": "off"}
+    code, _ = run_on_terminal(["demo", "--path", str(folder), "--no-review"], b"", env)
+    assert code == 0
+    with Ctx.open(folder / ".ctx" / "ctx.db", embedder=None) as demo:
+        demo.log("kept unless the person says yes")
+    code, output = run_on_terminal(["demo", "--path", str(folder), "--no-review"], b"n\n", env)
+    assert code == 1 and "build it again from scratch" in output and "aborted, nothing changed" in output
+    with Ctx.open(folder / ".ctx" / "ctx.db", embedder=None) as demo:
+        assert demo.recent_evidence(1)[0].text == "kept unless the person says yes"
+    code, output = run_on_terminal(["demo", "--path", str(folder), "--no-review"], b"y\n", env)
+    assert code == 0 and "Current decisions:" in output
+    with Ctx.open(folder / ".ctx" / "ctx.db", embedder=None) as demo:
+        assert demo.recent_evidence(1)[0].text != "kept unless the person says yes"
+
+
+def test_demo_never_replaces_a_store_that_is_not_a_demo(cli, tmp_path: Path) -> None:
+    folder = tmp_path / "mine"
+    Ctx.init(folder / ".ctx" / "ctx.db", embedder=None)[0].close()
+    message = _one_error_line(cli("demo", "--path", str(folder), "--no-review", "--force", db=False))
+    assert "is not a demo store" in message
