@@ -1,5 +1,5 @@
 """A newcomer's first day through the CLI: short lists, recent evidence, a subject's whole history,
-and a second `ctx demo`."""
+a second `ctx demo`, and the commands ctx has not."""
 
 from __future__ import annotations
 
@@ -191,3 +191,25 @@ def test_demo_never_replaces_a_store_that_is_not_a_demo(cli, tmp_path: Path) -> 
     Ctx.init(folder / ".ctx" / "ctx.db", embedder=None)[0].close()
     message = _one_error_line(cli("demo", "--path", str(folder), "--no-review", "--force", db=False))
     assert "is not a demo store" in message
+
+
+# -- commands ctx has not -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("word", ["edit", "amend", "update", "Edit"])
+def test_edit_says_how_to_amend(cli, kernel: Ctx, word: str) -> None:
+    message = _one_error_line(cli(word, "pr_x"))
+    assert message.startswith(f"there is no `ctx {word}`: ratified decisions never change")
+    assert "ctx ratify ID --decision TEXT" in message and "ctx propose --subject SUBJECT" in message
+    assert "audit" not in message
+
+
+@pytest.mark.parametrize("word", ["delete", "remove", "rm", "delet"])
+def test_delete_says_nothing_is_deleted(cli, kernel: Ctx, word: str) -> None:
+    message = _one_error_line(cli(word))
+    assert "nothing is deleted" in message and "ctx reject ID" in message and "ctx retire SUBJECT" in message
+
+
+def test_a_mistyped_command_gets_a_suggestion_on_the_same_line(cli, kernel: Ctx) -> None:
+    assert _one_error_line(cli("quue")) == "no such command 'quue': did you mean 'queue'? (see `ctx --help`)"
+    assert _one_error_line(cli("xyzzy")) == "no such command 'xyzzy' (see `ctx --help`)"

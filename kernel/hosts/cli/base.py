@@ -225,6 +225,30 @@ AREAS = {
 }
 
 
+_AMEND = (
+    "ratified decisions never change: to amend a pending proposal, ratify it with your text "
+    "(ctx ratify ID --decision TEXT); to change a decision in force, propose its successor "
+    "(ctx propose --subject SUBJECT --decision TEXT), which supersedes it once ratified"
+)
+_DELETE = (
+    "nothing is deleted, every record stays for audit: reject a pending proposal (ctx reject ID "
+    "--reason TEXT), withdraw your own (ctx withdraw ID), retire a decision in force (ctx retire "
+    "SUBJECT --reason TEXT) or propose its successor (ctx propose --subject SUBJECT --decision TEXT)"
+)
+# Commands people reach for that ctx has not on purpose, and what to do instead.
+MISSING_COMMANDS = {
+    "edit": _AMEND,
+    "amend": _AMEND,
+    "update": _AMEND,
+    "change": _AMEND,
+    "modify": _AMEND,
+    "delete": _DELETE,
+    "remove": _DELETE,
+    "rm": _DELETE,
+    "drop": _DELETE,
+}
+
+
 class Commands(click.Group):
     """The root group: it knows every command's name and imports the command's module on first use."""
 
@@ -235,6 +259,23 @@ class Commands(click.Group):
         if cmd_name not in self.commands and cmd_name in AREAS:
             import_module(f"{__package__}.{AREAS[cmd_name]}")
         return self.commands.get(cmd_name)
+
+    def resolve_command(
+        self, context: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        """The command ``args`` names; for a name that is none, one line saying what to run instead."""
+        name = args[0]
+        if context.resilient_parsing or name.startswith("-") or self.get_command(context, name) is not None:
+            return super().resolve_command(context, args)
+        from difflib import get_close_matches  # noqa: PLC0415 - only for a mistyped command
+
+        # `edit`, or a slip of it such as `updte`: say how to amend instead of naming a look-alike.
+        meant = get_close_matches(name.lower(), MISSING_COMMANDS, n=1, cutoff=0.8)
+        if meant:
+            raise click.UsageError(f"there is no `ctx {name}`: {MISSING_COMMANDS[meant[0]]}", context)
+        close = get_close_matches(name.lower(), self.list_commands(context), n=3, cutoff=0.6)
+        hint = f": did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+        raise click.UsageError(f"no such command {name!r}{hint}", context)
 
 
 def load_all() -> click.Group:
