@@ -95,6 +95,12 @@ def escape_char(char: str) -> str:
     return f"\\U{code:08x}"
 
 
+def plural(count: int, noun: str, nouns: str | None = None) -> str:
+    """``count`` and its noun as they read together: ``1 decision``, ``0 decisions``, ``3 decisions``
+    (``nouns``: the plural when it is not the noun and an s)."""
+    return f"{count} {noun if count == 1 else nouns or noun + 's'}"
+
+
 def visible(text: str) -> str:
     """``text`` as it is safe to show a person: hidden characters spelled out, the rest untouched."""
     if _SUSPECT.search(text) is None:

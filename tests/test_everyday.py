@@ -1,5 +1,5 @@
 """A newcomer's first day through the CLI: short lists, recent evidence, a subject's whole history,
-a second `ctx demo`, and the commands ctx has not."""
+a second `ctx demo`, the commands ctx has not, and counts that read right for one and for many."""
 
 from __future__ import annotations
 
@@ -213,3 +213,17 @@ def test_delete_says_nothing_is_deleted(cli, kernel: Ctx, word: str) -> None:
 def test_a_mistyped_command_gets_a_suggestion_on_the_same_line(cli, kernel: Ctx) -> None:
     assert _one_error_line(cli("quue")) == "no such command 'quue': did you mean 'queue'? (see `ctx --help`)"
     assert _one_error_line(cli("xyzzy")) == "no such command 'xyzzy' (see `ctx --help`)"
+
+
+# -- counts that read right -----------------------------------------------------------------------
+
+
+def test_status_log_and_verify_count_one_as_one(cli, kernel: Ctx, monkeypatch) -> None:
+    monkeypatch.setenv("CTX_VECTORS", "off")
+    assert "0 texts" in cli("status").out
+    logged = cli("log", "the key is AKIAIOSFODNN7EXAMPLE")
+    assert logged.err == "redacted 1 secret before storing\n"
+    assert "audit chain ok: 1 row, last hash" in cli("audit", "verify").out
+    assert " 1 text\n" in cli("status").out
+    kernel.ratify(kernel.propose("db.engine", "Use PostgreSQL").id, reviewer="ann")
+    assert "1 current decision, 1 in all" in cli("status").out

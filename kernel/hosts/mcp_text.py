@@ -194,7 +194,7 @@ def log(data: dict[str, Any]) -> str:
     """The evidence id just logged."""
     said = f"Already logged as {data['id']} (the same text)" if data["duplicate"] else f"Logged {data['id']}"
     redacted = data.get("redacted") or 0
-    return said + (f"; {redacted} secret(s) redacted" if redacted else "") + "."
+    return said + (f"; {text.plural(redacted, 'secret')} redacted" if redacted else "") + "."
 
 
 def inject(data: dict[str, Any]) -> str:

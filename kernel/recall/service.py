@@ -302,7 +302,8 @@ class RecallService:
         pending = vectorfill.pending_total(self.store)
         if pending:
             note = (
-                f"{pending} records have no vector yet (found by keyword and entity only): run `ctx reindex`"
+                f"{text.plural(pending, 'record')} {'has' if pending == 1 else 'have'} no vector yet "
+                "(found by keyword and entity only): run `ctx reindex`"
             )
             return embedder, VectorStatus("partial", embedder.model_id, pending, note)
         if (self.store.data_version(), self.store.change_count()) == version:

@@ -11,6 +11,7 @@ import click
 
 from ctx_kernel.kernel.errors import CtxError, UsageError
 from ctx_kernel.kernel.hosts.cli.base import _db_option, _emit_json, _open, _say, _with_store, cli
+from ctx_kernel.kernel.text import plural
 
 if TYPE_CHECKING:
     from ctx_kernel.kernel.facade import Ctx
@@ -67,8 +68,8 @@ def audit_export(ctx: Ctx, out: str, since: str | None, until: str | None, fmt: 
         return
     manifest = result.manifest
     _say(
-        f"exported {manifest['records']} events (seq {manifest['first_seq']}..{manifest['last_seq']}) "
-        f"to {result.records_path}"
+        f"exported {plural(manifest['records'], 'event')} "
+        f"(seq {manifest['first_seq']}..{manifest['last_seq']}) to {result.records_path}"
     )
     _say(f"manifest {result.manifest_path}, signed with key {manifest['key']['key_id']}")
 
@@ -135,7 +136,7 @@ def audit_verify(
         _emit_json(found.to_dict())
     elif found.ok:
         _say(
-            f"export ok: {found.records} records (seq {found.first_seq}..{found.last_seq}), "
+            f"export ok: {plural(found.records, 'record')} (seq {found.first_seq}..{found.last_seq}), "
             f"anchored at {found.anchor_hash}, last hash {found.last_hash}"
         )
         _say(f"signed by key {found.trusted_key}, trusted from {found.trusted_key_source}")
@@ -160,7 +161,7 @@ def _verify_store(
     if as_json:
         _emit_json(report.to_dict())
     elif report.ok:
-        _say(f"audit chain ok: {report.rows} rows, last hash {report.last_hash}")
+        _say(f"audit chain ok: {plural(report.rows, 'row')}, last hash {report.last_hash}")
         if report.checkpoint_seq is not None:
             _say(f"matches {report.checkpoints} signed checkpoints (latest at row {report.checkpoint_seq})")
         for note in report.notes:

@@ -84,7 +84,9 @@ def log(
             sys.exit(130)
         if report.rejected_count:
             # Scripts must notice a bad line; everything else in the file is already committed.
-            lines = "1 line was" if report.rejected_count == 1 else f"{report.rejected_count} lines were"
+            lines = text.plural(report.rejected_count, "line") + (
+                " was" if report.rejected_count == 1 else " were"
+            )
             _fail(f"{lines} rejected; the other lines were logged", 1)
         return
     if body is None:
@@ -105,7 +107,7 @@ def log(
     else:
         _say(result.id + ("  (already in the vault)" if result.duplicate else ""))
     if result.redacted:
-        _say(f"redacted {result.redacted} secret(s) before storing", err=True)
+        _say(f"redacted {text.plural(result.redacted, 'secret')} before storing", err=True)
 
 
 def _log_jsonl(ctx: Ctx, name: str, defaults: EvidenceInput, *, redact: bool) -> BatchReport:
@@ -175,8 +177,8 @@ def ingest_transcript(
     else:
         for entry in files:
             _say(
-                f"{entry['path']}: {entry['format']}, {entry['turns']} turns"
-                + (f", {entry['problems']} damaged lines skipped" if entry["problems"] else "")
+                f"{entry['path']}: {entry['format']}, {text.plural(entry['turns'], 'turn')}"
+                + (f", {text.plural(entry['problems'], 'damaged line')} skipped" if entry["problems"] else "")
             )
             for warning in entry["warnings"][: bulk.SHOWN_REJECTIONS]:
                 _say(f"  line {warning['line']}: {warning['error']}")

@@ -20,6 +20,7 @@ from ctx_kernel.kernel.limits import (
     MIN_BUDGET,
     TRANSCRIPT_FORMATS,
 )
+from ctx_kernel.kernel.text import plural
 
 
 @cli.command()
@@ -81,7 +82,7 @@ def _session_end(context: click.Context, fmt: str | None, db_here: str | None) -
         raise UsageError(failures[0])
     turns = sum(entry["turns"] for entry in files)
     _say(
-        f"ctx: {turns} turns read, {report.added} new evidence texts, "
+        f"ctx: {plural(turns, 'turn')} read, {plural(report.added, 'new evidence text')}, "
         f"{report.duplicates} already in the vault",
         err=True,
     )

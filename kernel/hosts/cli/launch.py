@@ -23,6 +23,7 @@ from ctx_kernel.kernel.hosts.cli.base import (
     _with_store,
     cli,
 )
+from ctx_kernel.kernel.text import plural
 
 if TYPE_CHECKING:
     from ctx_kernel.kernel.facade import Ctx
@@ -156,7 +157,7 @@ def demo(folder: str, no_review: bool, force: bool) -> None:
         if found.vectors.note:
             _say(f"  note: {found.vectors.note}")
         report = ctx.audit.verify()
-        _say(f"\naudit chain {'ok' if report.ok else 'BROKEN'}: {report.rows} rows")
+        _say(f"\naudit chain {'ok' if report.ok else 'BROKEN'}: {plural(report.rows, 'row')}")
         _say(f"\nTry: cd {folder} && ctx queue && ctx recall 'auth tokens' && ctx inject")
     finally:
         ctx.close()

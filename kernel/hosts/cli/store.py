@@ -18,6 +18,7 @@ from ctx_kernel.kernel.hosts.cli.base import _confirm, _db_option, _emit_json, _
 from ctx_kernel.kernel.limits import (
     COPY_BATCH,
 )
+from ctx_kernel.kernel.text import plural
 
 if TYPE_CHECKING:
     from ctx_kernel.kernel.facade import Ctx
@@ -207,15 +208,18 @@ def reindex(ctx: Ctx, download: bool, as_json: bool) -> None:
                 report = ctx.reindex(download=download, progress=progress)
     except KeyboardInterrupt:
         done, total = reached
-        _fail(f"interrupted after {done} of {total} texts: run `ctx reindex` again to embed the rest", 130)
+        _fail(
+            f"interrupted after {done} of {plural(total, 'text')}: run `ctx reindex` again to embed the rest",
+            130,
+        )
     if as_json:
         _emit_json(report.to_dict())
         return
     changed = f" (was {report.previous_model})" if report.previous_model not in (None, report.model) else ""
     resumed = ", carrying on after an interrupted reindex" if report.resumed else ""
     _say(
-        f"embedded {report.decisions} decisions and {report.evidence} evidence texts with "
-        f"{report.model}{changed}, {report.dim} dimensions, in {report.seconds:.1f} s{resumed}"
+        f"embedded {plural(report.decisions, 'decision')} and {plural(report.evidence, 'evidence text')} "
+        f"with {report.model}{changed}, {report.dim} dimensions, in {report.seconds:.1f} s{resumed}"
     )
 
 
@@ -274,8 +278,9 @@ def migrate_command(ctx: Ctx, to: str, batch_size: int, force: bool, as_json: bo
     rows = sum(t.rows for t in report.tables)
     again = "resumed: " if report.resumed else ""
     _say(
-        f"{again}copied {copied} of {rows} rows to {report.target} in {report.seconds:.1f} s: "
-        f"{report.audit_rows} audit rows, last hash {report.last_hash}, {report.vectors} vectors"
+        f"{again}copied {copied} of {plural(rows, 'row')} to {report.target} in {report.seconds:.1f} s: "
+        f"{plural(report.audit_rows, 'audit row')}, last hash {report.last_hash}, "
+        f"{plural(report.vectors, 'vector')}"
     )
 
 
