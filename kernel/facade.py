@@ -451,10 +451,14 @@ class Ctx:
         self.facts.keep_current()
         return self._recall.recall(query, k=k, as_of=as_of, mode=mode, rrf_k=rrf_k, min_scores=min_scores)
 
-    def inject(self, query: str | None = None, *, budget: int = DEFAULT_BUDGET) -> Injection:
-        """The session-start block: current decisions, superseded ones, conflicts, proposals, evidence."""
+    def inject(
+        self, query: str | None = None, *, budget: int = DEFAULT_BUDGET, via: str = "shell"
+    ) -> Injection:
+        """The session-start block: current decisions, superseded ones, conflicts, proposals, evidence.
+        ``via`` is where the agent reads it: "shell" (the CLI, a session hook) or "mcp" (the server's
+        tools), so the block names the way to ask for more that the agent has there."""
         self.facts.keep_current()
-        return self._recall.inject(query, budget=budget)
+        return self._recall.inject(query, budget=budget, via=via)
 
     def embedding(self) -> embed.Resolution:
         """The embedding model this store uses (resolved once), or why vectors are off."""

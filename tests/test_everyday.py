@@ -227,3 +227,19 @@ def test_status_log_and_verify_count_one_as_one(cli, kernel: Ctx, monkeypatch) -
     assert " 1 text\n" in cli("status").out
     kernel.ratify(kernel.propose("db.engine", "Use PostgreSQL").id, reviewer="ann")
     assert "1 current decision, 1 in all" in cli("status").out
+
+
+def test_the_session_block_counts_what_did_not_fit_and_names_ctx_recall(
+    cli, kernel: Ctx, monkeypatch
+) -> None:
+    monkeypatch.setenv("CTX_VECTORS", "off")
+    for i in range(12):
+        decision = f"Decision number {i} about a component with a long name. " * 3
+        kernel.ratify(kernel.propose(f"area{i}.topic", decision).id, reviewer="ann")
+    footer = cli("inject", "--budget", "200").out.strip().splitlines()[-1]
+    assert footer.startswith("_") and "more items did not fit the budget of 200 tokens" in footer
+    assert footer.endswith("; ask `ctx recall QUERY`._")
+    # The budget at which exactly one item is left out: the line counts it as one.
+    budget = next(b for b in range(200, 4000, 5) if sum(kernel.inject(budget=b).omitted.values()) == 1)
+    footer = cli("inject", "--budget", str(budget)).out.strip().splitlines()[-1]
+    assert footer.startswith(f"_1 more item did not fit the budget of {budget} tokens"), footer

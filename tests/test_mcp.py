@@ -319,7 +319,7 @@ def test_inject_context(agent, world):
     assert block["tokens"] <= 600
     assert world["current"].id in block["markdown"]
     with facade(world) as kernel:
-        assert kernel.inject(budget=600).markdown == block["markdown"]
+        assert kernel.inject(budget=600, via="mcp").markdown == block["markdown"]
 
 
 def test_recall_keyword(agent, world):
@@ -413,7 +413,8 @@ SAME_AS_CLI = [
         {"subject": "not a subject!", "decision": "x"},
         ["propose", "--subject", "not a subject!", "--decision", "x"],
     ),
-    # The same document `ctx propose --input -` reads: the same message for what its schema refuses.
+    # The same document `ctx propose --input -` reads: the same problem for what its schema refuses,
+    # each surface naming what it read (the tool's arguments, the proposal JSON).
     (
         "propose_decision",
         {"subject": "a.b", "decision": "x", "evidence": ["ev_nope"]},
@@ -444,7 +445,11 @@ def test_bad_input_gets_the_cli_message(agent, world, capsys, tool, arguments, a
         stdin = (arguments["text"] if tool == "log_evidence" else json.dumps(arguments)).encode()
     else:
         stdin = b""
-    assert message == cli_error(capsys, world["db"], *argv, stdin=stdin)
+    expected = cli_error(capsys, world["db"], *argv, stdin=stdin)
+    if argv[:2] == ["propose", "--input"]:
+        assert expected.startswith("invalid proposal JSON: "), expected
+        expected = expected.replace("invalid proposal JSON", "invalid arguments for propose_decision", 1)
+    assert message == expected
     assert snapshot(world["db"]) == before
 
 
@@ -480,7 +485,7 @@ def test_the_server_refuses_what_the_input_schema_refuses(agent, world, tool, ar
     assert not Draft202012Validator(schema(TOOLS[tool][0])).is_valid(arguments)
     before = snapshot(world["db"])
     message = error_text(agent.call(tool, arguments))
-    assert message.startswith("invalid arguments: "), message
+    assert message.startswith(f"invalid arguments for {tool}: "), message
     assert snapshot(world["db"]) == before
 
 
@@ -717,7 +722,7 @@ def test_list_pending_and_inject_text(agent, world):
     assert text_of(agent.call("list_pending", {"subject": "no.such"})) == "No pending proposals."
     block, block_bytes, json_bytes = sizes(agent, "inject_context", {"budget": 600})
     with facade(world) as kernel:
-        assert block == kernel.inject(budget=600).markdown
+        assert block == kernel.inject(budget=600, via="mcp").markdown
     assert block_bytes * 3 < json_bytes
 
 
@@ -800,7 +805,7 @@ def test_list_tools_take_a_limit(agent, world):
     )
     assert [d["id"] for d in chain["decisions"]] == [world["current"].id]
     message = error_text(agent.call("list_pending", {"limit": 0}))
-    assert message.startswith("invalid arguments: limit: "), message
+    assert message.startswith("invalid arguments for list_pending: limit: "), message
 
 
 def test_list_evidence(agent, world):
@@ -838,3 +843,10 @@ def test_decision_history_shows_what_was_rejected_or_withdrawn(agent, world):
         f"- {rejected.id} ci.runner: Use GitHub Actions runners (rejected by ann, "
         f"{found['proposals'][0]['resolved_at'][:10]}: too costly; never in force)",
     ]
+
+
+def test_the_session_block_over_mcp_names_the_recall_tool(agent, world):
+    block = ok(agent.call_json("inject_context", {"budget": 200}), "inject_context")
+    assert sum(block["omitted"].values()) >= 1
+    footer = block["markdown"].strip().splitlines()[-1]
+    assert footer.endswith("; call the `recall` tool._") and "ctx recall" not in footer

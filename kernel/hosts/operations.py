@@ -31,10 +31,12 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Caller:
-    """Who is calling: the name written as proposer or evidence author when the call names none."""
+    """Who is calling: the name written as proposer or evidence author when the call names none,
+    and where their answers are read ("shell": the CLI and hooks; "mcp": an MCP client's tools)."""
 
     name: str
     session: str | None
+    via: str = "shell"
 
 
 @dataclass(frozen=True)
@@ -196,7 +198,7 @@ OPERATIONS: dict[str, Operation] = {
             "Print the context block an agent reads at session start, within a token budget.",
             inputs.InjectArgs,
             "inject",
-            lambda ctx, args, _caller: ctx.inject(args.query, budget=args.budget),
+            lambda ctx, args, caller: ctx.inject(args.query, budget=args.budget, via=caller.via),
             _as_dict,
             Tool(
                 "inject_context",

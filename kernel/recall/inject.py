@@ -16,7 +16,7 @@ from ctx_kernel.kernel.recall.expansion import SUPERSEDED_WARNING
 from ctx_kernel.kernel.recall.results import Recall
 from ctx_kernel.kernel.records import Decision, Evidence, Proposal
 from ctx_kernel.kernel.reports import Related
-from ctx_kernel.kernel.text import clip, visible
+from ctx_kernel.kernel.text import clip, plural, visible
 
 if TYPE_CHECKING:
     from ctx_kernel.kernel.recall.service import RecallService
@@ -26,6 +26,9 @@ TOKEN_COUNTING = "ceil(characters / 4) per line, newline included"
 MAX_EVIDENCE = 5
 QUERY_DEPTH = 30
 FOOTER_RESERVE = 40
+# How the block tells an agent to find what did not fit, by where the agent reads it: a shell
+# command from the CLI and the session hooks, the server's own tool over MCP.
+ASK_FOR_MORE = {"shell": "ask `ctx recall QUERY`", "mcp": "call the `recall` tool"}
 SECTIONS = (
     ("decisions", "## Current decisions (ratified: apply these)"),
     ("superseded", f"## Superseded: {SUPERSEDED_WARNING.split(': ', 1)[1]}"),
@@ -170,8 +173,9 @@ def _candidates_without_query(service: RecallService) -> dict[str, list[tuple[di
     return out
 
 
-def build(service: RecallService, query: str | None, budget: int) -> Injection:
-    """Choose and render the block: sections in order, items in order, while the budget lasts."""
+def build(service: RecallService, query: str | None, budget: int, via: str = "shell") -> Injection:
+    """Choose and render the block: sections in order, items in order, while the budget lasts;
+    ``via`` (a key of :data:`ASK_FOR_MORE`) is where the agent reads it."""
     injection = Injection(query=query, budget=budget)
     if query is not None:
         found = service.recall(query, k=QUERY_DEPTH)
@@ -207,7 +211,8 @@ def build(service: RecallService, query: str | None, budget: int) -> Injection:
     left_out = sum(injection.omitted.values())
     if left_out:
         lines.append(
-            f"\n_{left_out} more items did not fit the budget of {budget} tokens; ask `ctx recall`._"
+            f"\n_{plural(left_out, 'more item')} did not fit the budget of {budget} tokens; "
+            f"{ASK_FOR_MORE[via]}._"
         )
     # Stored text reaches a terminal or an agent's context: hidden characters are spelled out.
     injection.markdown = visible("\n".join(lines) + "\n")

@@ -182,17 +182,22 @@ class RecallService:
             evidence=recaller.evidence(query, mode, k, rrf_k),
         )
 
-    def inject(self, query: str | None = None, *, budget: int = DEFAULT_BUDGET) -> Injection:
-        """The session-start block: current decisions, superseded ones, conflicts, proposals, evidence."""
+    def inject(
+        self, query: str | None = None, *, budget: int = DEFAULT_BUDGET, via: str = "shell"
+    ) -> Injection:
+        """The session-start block: current decisions, superseded ones, conflicts, proposals, evidence;
+        ``via`` is where the agent reads it ("shell", "mcp"), which says how to ask for more."""
         from ctx_kernel.kernel.recall import inject  # noqa: PLC0415
 
+        if via not in inject.ASK_FOR_MORE:
+            raise UsageError(f"unknown reader {via!r}: one of {', '.join(inject.ASK_FOR_MORE)}")
         if not MIN_BUDGET <= budget <= MAX_BUDGET:
             raise UsageError(f"budget must be between {MIN_BUDGET} and {MAX_BUDGET} tokens")
         if query is not None:
             query = text.require_text(query, "query", MAX_QUERY_CHARS)
             if TextQuery.from_text(query) is None:
                 raise UsageError("the query has no words to search for")
-        return inject.build(self, query, budget)
+        return inject.build(self, query, budget, via)
 
     def recorded_conflicts(self) -> list[tuple[Decision, Related]]:
         """The recorded pairs of current decisions that take opposite stances, newest first."""
