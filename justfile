@@ -35,6 +35,11 @@ demo:
 bench-cli runs="15":
     {{venv}}python bench/cli_wall.py --runs {{runs}}
 
+# Tab completion: wall and CPU time of one `ctx` process per Tab press (command names, options, subjects,
+# pending ids) beside the `python -c pass` floor; `--imports N` lists each case's N slowest imports.
+bench-completion *args:
+    {{venv}}python bench/completion_bench.py {{args}}
+
 # Import and build-and-serialise cost of a record as a dataclass, a pydantic model and a msgspec Struct.
 bench-shapes runs="15":
     {{venv}}python bench/record_shapes.py --runs {{runs}}
@@ -80,7 +85,7 @@ bench-redact:
     {{venv}}python bench/redact_bench.py
 
 # Every benchmark.
-bench: bench-cli quality bench-inject bench-recall bench-review bench-mcp bench-ingest bench-writers bench-vault bench-embed
+bench: bench-cli bench-completion quality bench-inject bench-recall bench-review bench-mcp bench-ingest bench-writers bench-vault bench-embed
 
 # `ctx reindex` beside the model's own floor (sorted batches on all cores) on the realistic generator's
 # texts: texts/s of each, their ratio, load and RSS (e.g. `just bench-embed --counts 300` for a quick run).

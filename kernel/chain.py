@@ -8,7 +8,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any
 
-from ctx_kernel.kernel.records import Record, Sha256, Spec
+from ctx_kernel.kernel.records import Record
+from ctx_kernel.kernel.spec import Sha256, Spec
 
 GENESIS_HASH = "0" * 64
 HASHED_FIELDS = ("seq", "at", "actor", "action", "target", "before", "after")

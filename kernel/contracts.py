@@ -37,7 +37,7 @@ from ctx_kernel.kernel.limits import (
     AuditEventType,
     RecallMode,
 )
-from ctx_kernel.kernel.records import (
+from ctx_kernel.kernel.spec import (
     DecisionId,
     EvidenceId,
     EvidenceKind,
@@ -99,12 +99,14 @@ for _args, _name in (
     (inputs.LogArgs, "LogInput"),
     (inputs.RecallArgs, "RecallInput"),
     (inputs.InjectArgs, "InjectInput"),
-    (inputs.SubjectArgs, "SubjectInput"),
+    # Named before it took --limit too; the file keeps its published name.
+    (inputs.HistoryArgs, "SubjectInput"),
     (inputs.SubjectAtArgs, "SubjectAtInput"),
     (inputs.DecisionsArgs, "DecisionsInput"),
     (inputs.QueueArgs, "QueueInput"),
     (inputs.ShowArgs, "ShowInput"),
     (inputs.SearchArgs, "SearchInput"),
+    (inputs.EvidenceArgs, "EvidenceListInput"),
     (inputs.WithdrawArgs, "WithdrawInput"),
     (inputs.TimelineArgs, "TimelineInput"),
 ):
@@ -209,6 +211,8 @@ if TYPE_CHECKING:
 
     class SearchOut(_Strict): ...
 
+    class HistoryOut(_Strict): ...
+
 else:
     EvidenceOut = record_model(records.Evidence)
     DecisionOut = record_model(records.Decision)
@@ -227,6 +231,7 @@ else:
     record_model(records.DecisionMatch, "DecisionHit")
     record_model(records.EvidenceMatch, "EvidenceHit")
     SearchOut = record_model(records.SearchResults, "SearchOut")
+    HistoryOut = record_model(records.History, "HistoryOut")
 
 
 class LogRecordInput(_Strict):
@@ -280,17 +285,17 @@ class DecisionsOut(_Strict):
     decisions: list[DecisionOut]
 
 
+class EvidenceListOut(_Strict):
+    """``ctx evidence``: the newest evidence texts, newest first; unratified, never decisions."""
+
+    since: Timestamp | None = Field(description="The moment --since named, as a time (null: no bound).")
+    evidence: list[EvidenceOut]
+
+
 class QueueOut(_Strict):
     """``ctx queue``: pending proposals, oldest first."""
 
     proposals: list[ProposalOut]
-
-
-class HistoryOut(_Strict):
-    """``ctx history``: a subject's supersede chain, oldest first."""
-
-    subject: str
-    decisions: list[DecisionOut]
 
 
 class ShowOut(_Strict):
@@ -615,12 +620,13 @@ SCHEMAS: dict[str, type[BaseModel]] = {
     "log-input": TOOL_INPUTS[inputs.LogArgs],
     "recall-input": TOOL_INPUTS[inputs.RecallArgs],
     "inject-input": TOOL_INPUTS[inputs.InjectArgs],
-    "subject-input": TOOL_INPUTS[inputs.SubjectArgs],
+    "subject-input": TOOL_INPUTS[inputs.HistoryArgs],
     "subject-at-input": TOOL_INPUTS[inputs.SubjectAtArgs],
     "decisions-input": TOOL_INPUTS[inputs.DecisionsArgs],
     "queue-input": TOOL_INPUTS[inputs.QueueArgs],
     "show-input": TOOL_INPUTS[inputs.ShowArgs],
     "search-input": TOOL_INPUTS[inputs.SearchArgs],
+    "evidence-list-input": TOOL_INPUTS[inputs.EvidenceArgs],
     "withdraw-input": TOOL_INPUTS[inputs.WithdrawArgs],
     "timeline-input": TOOL_INPUTS[inputs.TimelineArgs],
     "subject-decision": SubjectDecisionOut,
@@ -632,6 +638,7 @@ SCHEMAS: dict[str, type[BaseModel]] = {
     "proposal": ProposalOut,
     "decision": DecisionOut,
     "evidence": EvidenceOut,
+    "evidence-list": EvidenceListOut,
     "decisions": DecisionsOut,
     "queue": QueueOut,
     "history": HistoryOut,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ctx_kernel.kernel.errors import UsageError
+from ctx_kernel.kernel.errors import RefusedError, UsageError
 from ctx_kernel.kernel.facade import Ctx
 from ctx_kernel.kernel.paths import STORE_DIR, STORE_FILE
 
@@ -150,15 +150,28 @@ PENDING: list[Story] = [
 ]
 
 
-def build_demo(folder: Path, reviewer: str = "alice") -> Ctx:
-    """(Re)build the demo store under ``folder`` and return it open."""
+def holds_demo(folder: Path) -> bool:
+    """Whether the project folder ``folder`` holds a store, and it is a demo store."""
+    store = folder / STORE_DIR / STORE_FILE
+    if not store.exists():
+        return False
+    with Ctx.open(store, embedder=None) as existing:
+        return existing.store.get_meta("demo") == "1"
+
+
+def build_demo(folder: Path, reviewer: str = "alice", *, replace: bool = False) -> Ctx:
+    """Build the demo store under ``folder`` and return it open; a demo store already there is
+    built again from scratch only with ``replace`` (what was done in it is lost), and any other
+    store is never touched."""
     store = folder / STORE_DIR / STORE_FILE
     if store.exists():
-        existing = Ctx.open(store)
-        is_demo = existing.store.get_meta("demo") == "1"
-        existing.close()
-        if not is_demo:
+        if not holds_demo(folder):
             raise UsageError(f"{store} exists and is not a demo store; choose another --path")
+        if not replace:
+            raise RefusedError(
+                f"{folder} already holds the demo store, and what was done in it: pass --force to build it "
+                f"again from scratch, or reopen it with: cd {folder} && ctx review"
+            )
         for suffix in ("", "-wal", "-shm"):
             Path(f"{store}{suffix}").unlink(missing_ok=True)
     ctx, _ = Ctx.init(store)

@@ -7,12 +7,14 @@ schema named in its docstring. Answers that are a single record (``ctx propose``
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ctx_kernel.kernel import clock, text
-from ctx_kernel.kernel.records import Decision, Evidence, Proposal
 
-RECORD_KINDS: dict[type, str] = {Evidence: "evidence", Proposal: "proposal", Decision: "decision"}
+if TYPE_CHECKING:
+    # Every command made from an operation loads this module, a shell's Tab press included; the
+    # records load when there is an answer to write.
+    from ctx_kernel.kernel.records import Decision, Evidence, Proposal
 
 
 def queue(proposals: list[Proposal]) -> dict[str, Any]:
@@ -29,14 +31,21 @@ def decisions(found: list[Decision], as_of: str | None) -> dict[str, Any]:
     }
 
 
-def history(subject: str, chain: list[Decision]) -> dict[str, Any]:
-    """A subject's supersede chain, oldest first (``schemas/history.schema.json``)."""
-    return {"subject": text.normalise_subject(subject), "decisions": [d.to_dict() for d in chain]}
+def evidence_list(found: list[Evidence], since: str | None) -> dict[str, Any]:
+    """The newest evidence texts, newest first, logged at or after ``since`` (as the caller wrote it)
+    (``schemas/evidence-list.schema.json``)."""
+    return {
+        "since": clock.parse_when(since, end_of_day=False) if since else None,
+        "evidence": [e.to_dict() for e in found],
+    }
 
 
 def show(record: Evidence | Proposal | Decision) -> dict[str, Any]:
     """One record of any kind, named (``schemas/show.schema.json``)."""
-    return {"kind": RECORD_KINDS[type(record)], "record": record.to_dict()}
+    from ctx_kernel.kernel.records import Decision, Evidence, Proposal  # noqa: PLC0415
+
+    kinds: dict[type, str] = {Evidence: "evidence", Proposal: "proposal", Decision: "decision"}
+    return {"kind": kinds[type(record)], "record": record.to_dict()}
 
 
 def subject_decision(subject: str, as_of: str | None, held: Decision | None) -> dict[str, Any]:

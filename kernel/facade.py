@@ -36,7 +36,6 @@ from ctx_kernel.kernel.limits import (
     DEFAULT_BUDGET,
     DEFAULT_MODE,
     DEFAULT_RRF_K,
-    LOG_BATCH,
     MAX_INJECT_CHARS,
     META_CONFLICT_RULES,
 )
@@ -45,6 +44,7 @@ from ctx_kernel.kernel.records import (
     AuditEvent,
     Decision,
     Evidence,
+    History,
     LogResult,
     Proposal,
     Ratification,
@@ -53,8 +53,8 @@ from ctx_kernel.kernel.records import (
 )
 from ctx_kernel.kernel.store import create_store, open_store
 from ctx_kernel.kernel.store.base import ChangeWatch, Store
-from ctx_kernel.kernel.text import visible
-from ctx_kernel.kernel.vault.service import LogOptions, VaultService
+from ctx_kernel.kernel.text import plural, visible
+from ctx_kernel.kernel.vault.service import LogManyOptions, LogOptions, VaultService
 
 __all__ = [
     "STALE_AFTER",
@@ -64,6 +64,7 @@ __all__ = [
     "CtxError",
     "Decision",
     "Evidence",
+    "History",
     "Proposal",
     "ProposalContext",
     "QueueEntry",
@@ -72,6 +73,7 @@ __all__ = [
     "StalePlanError",
     "age",
     "plain_diff",
+    "plural",
     "short_age",
     "visible",
     "word_diff",
@@ -232,27 +234,9 @@ class Ctx:
         """Append text to the evidence vault, secrets redacted; the same text again returns its first id."""
         return self._vault.log(body, **options)
 
-    def log_many(
-        self,
-        items: Iterable[Item],
-        *,
-        redact: bool = True,
-        report: BatchReport | None = None,
-        batch_size: int = LOG_BATCH,
-        progress: Callable[[BatchReport], None] | None = None,
-        origin: str | None = None,
-        parallel: bool = False,
-    ) -> BatchReport:
+    def log_many(self, items: Iterable[Item], **options: Unpack[LogManyOptions]) -> BatchReport:
         """Log many records, ``batch_size`` to a transaction; a bad item is reported and skipped."""
-        return self._vault.log_many(
-            items,
-            redact=redact,
-            report=report,
-            batch_size=batch_size,
-            progress=progress,
-            origin=origin,
-            parallel=parallel,
-        )
+        return self._vault.log_many(items, **options)
 
     def handles(self, record_ids: Iterable[str]) -> dict[str, str]:
         """Each id's handle: the short end of it (``3WCX``) lists print and every command takes."""
@@ -266,9 +250,12 @@ class Ctx:
         """One evidence text by id."""
         return self._vault.evidence(evidence_id)
 
-    def recent_evidence(self, limit: int = 5) -> list[Evidence]:
-        """The newest evidence texts, newest first."""
-        return self._vault.recent(limit)
+    def recent_evidence(
+        self, limit: int = 5, *, since: str | None = None, agent: str | None = None, kind: str | None = None
+    ) -> list[Evidence]:
+        """The newest evidence texts, newest first: logged at or after ``since`` (a date means its
+        start, UTC), by ``agent``, of ``kind``, when given."""
+        return self._vault.recent(limit, since=since, agent=agent, kind=kind)
 
     def show(self, item_id: str) -> Evidence | Proposal | Decision:
         """Any record by id."""
@@ -306,9 +293,12 @@ class Ctx:
         """One proposal by id."""
         return self._queue.proposal(proposal_id)
 
-    def queue(self, subject: str | None = None, proposer: str | None = None) -> list[Proposal]:
-        """Pending proposals, oldest first, optionally for one subject subtree or proposer."""
-        return self._queue.queue(subject, proposer)
+    def queue(
+        self, subject: str | None = None, proposer: str | None = None, *, limit: int | None = None
+    ) -> list[Proposal]:
+        """Pending proposals, oldest first, optionally for one subject subtree or proposer; the
+        oldest ``limit`` when given."""
+        return self._queue.queue(subject, proposer, limit=limit)
 
     def pending(self, proposal_id: str) -> Proposal:
         """A proposal that is still pending; refuses one that was already resolved."""
@@ -370,10 +360,16 @@ class Ctx:
         return self._decisions.decision(decision_id)
 
     def decisions(
-        self, subject: str | None = None, *, as_of: str | None = None, include_closed: bool = False
+        self,
+        subject: str | None = None,
+        *,
+        as_of: str | None = None,
+        include_closed: bool = False,
+        limit: int | None = None,
     ) -> list[Decision]:
-        """Current decisions, those valid at ``as_of``, or all of them; ``subject`` takes a subtree."""
-        return self._decisions.decisions(subject, as_of=as_of, include_closed=include_closed)
+        """Current decisions, those valid at ``as_of``, or all of them; ``subject`` takes a subtree;
+        the first ``limit`` (by subject) when given."""
+        return self._decisions.decisions(subject, as_of=as_of, include_closed=include_closed, limit=limit)
 
     def timeline(self, target: str, *, around: int = 5) -> Timeline:
         """A subject's evidence, proposals and decisions in time order, around one record or whole."""
@@ -382,6 +378,11 @@ class Ctx:
     def history(self, subject: str) -> list[Decision]:
         """A subject's supersede chain, with the decisions on other subjects it links to, oldest first."""
         return self._decisions.history(subject)
+
+    def subject_history(self, subject: str, *, limit: int | None = None) -> History:
+        """A subject's chain, and the proposals on it that were rejected or withdrawn (never in
+        force), each oldest first; the newest ``limit`` of each when given."""
+        return self._decisions.subject_history(subject, limit=limit)
 
     # -- sharing --------------------------------------------------------------------------
     def import_adrs(self, folder: Path, *, reviewer: str, dry_run: bool = False) -> ImportReport:
@@ -421,12 +422,14 @@ class Ctx:
         *,
         budget: int = DEFAULT_BUDGET,
         max_chars: int | None = MAX_INJECT_CHARS,
+        via: str = "shell",
     ) -> Injection:
         """The session-start block within ``budget`` tokens and ``max_chars`` characters (None: no
         cap): current decisions, superseded ones, conflicts, proposals, evidence, and an index of
-        the current decisions that did not fit."""
+        the current decisions that did not fit. ``via`` is where the agent reads it: "shell" (the
+        CLI, a session hook) or "mcp", so the block names the way to ask for more it has there."""
         self.facts.keep_current()
-        return self._recall.inject(query, budget=budget, max_chars=max_chars)
+        return self._recall.inject(query, budget=budget, max_chars=max_chars, via=via)
 
     def embedding(self) -> embed.Resolution:
         """The embedding model this store uses (resolved once), or why vectors are off."""

@@ -4,7 +4,7 @@ An operation (``kernel/hosts/operations.py``) names one of these as its input. F
 fields come the MCP tool's input schema (``kernel/contracts.py`` builds a pydantic model of each
 and ``schemas/*-input.schema.json`` from it), the CLI command's arguments and options (their help
 is the field's description) and the command reference. Like the records, these are dataclasses
-with their limits in :class:`~ctx_kernel.kernel.records.Spec`: every CLI process loads them,
+with their limits in :class:`~ctx_kernel.kernel.spec.Spec`: every CLI process loads them,
 and none may import pydantic.
 
 A field's ``metadata`` holds its description and how the CLI spells it when not ``--field-name``
@@ -22,13 +22,15 @@ from ctx_kernel.kernel.limits import (
     DEFAULT_MODE,
     DEFAULT_RRF_K,
     MAX_BUDGET,
+    MAX_LIST_LIMIT,
     MAX_QUERY_CHARS,
     MAX_RECALL_K,
     MAX_RRF_K,
+    MAX_SEARCH_LIMIT,
     MIN_BUDGET,
     RecallMode,
 )
-from ctx_kernel.kernel.records import DecisionId, EvidenceId, EvidenceKind, Spec
+from ctx_kernel.kernel.spec import DecisionId, EvidenceId, EvidenceKind, Spec
 
 Name = Annotated[str, Spec(min_length=1, max_length=text.MAX_NAME_CHARS)]
 SessionText = Annotated[str, Spec(max_length=text.MAX_NAME_CHARS)]
@@ -41,6 +43,7 @@ AnyIdText = Annotated[str, Spec(min_length=1, max_length=100)]
 EvidenceText = Annotated[str, Spec(min_length=1, max_length=text.MAX_EVIDENCE_BYTES)]
 Ranker = Literal["keyword", "entity", "vector"]
 AS_OF_HELP = "A date (its end, UTC) or an ISO 8601 time (default: now)."
+ListLimit = Annotated[int, Spec(ge=1, le=MAX_LIST_LIMIT)]
 
 
 def arg(
@@ -134,10 +137,17 @@ class InjectArgs:
 
 
 @dataclass(frozen=True, kw_only=True)
-class SubjectArgs:
-    """A subject (MCP ``decision_history``)."""
+class HistoryArgs:
+    """Arguments of ``ctx history`` (MCP ``decision_history``)."""
 
     subject: SubjectText = arg("Dotted subject, e.g. auth.tokens.")
+    limit: ListLimit | None = arg(
+        "Only the newest N decisions of the chain, and of the rejected or withdrawn proposals "
+        "(default: all).",
+        None,
+        short="-n",
+        metavar="N",
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -157,6 +167,9 @@ class DecisionsArgs:
     )
     as_of: str | None = arg(AS_OF_HELP, None, metavar="DATE")
     include_closed: bool = arg("Include superseded and retired decisions.", False, flag="--all")
+    limit: ListLimit | None = arg(
+        "At most N decisions, in subject order (default: all).", None, short="-n", metavar="N"
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -165,6 +178,7 @@ class QueueArgs:
 
     subject: SubjectText | None = arg("Only this subject and its sub-subjects.", None)
     proposer: Name | None = arg("Only this proposer.", None)
+    limit: ListLimit | None = arg("Only the oldest N (default: all).", None, short="-n", metavar="N")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -183,8 +197,24 @@ class SearchArgs:
     """Arguments of ``ctx search`` (MCP ``search``)."""
 
     query: QueryText = arg("Keywords; any text is searched as plain words.")
-    limit: Annotated[int, Spec(ge=1, le=1000)] = arg("Hits per section.", 10)
+    limit: Annotated[int, Spec(ge=1, le=MAX_SEARCH_LIMIT)] = arg(
+        "Hits per section.", 10, short="-n", metavar="N"
+    )
     as_of: str | None = arg(AS_OF_HELP, None, metavar="DATE")
+
+
+@dataclass(frozen=True, kw_only=True)
+class EvidenceArgs:
+    """Arguments of ``ctx evidence`` (MCP ``list_evidence``)."""
+
+    since: str | None = arg(
+        "Only texts logged at or after this moment: a date (its start, UTC) or an ISO 8601 time.",
+        None,
+        metavar="DATE",
+    )
+    agent: Name | None = arg("Only texts this agent logged.", None)
+    kind: EvidenceKind | None = arg("Only texts of this kind.", None)
+    limit: ListLimit = arg("At most N texts, the newest first.", 20, short="-n", metavar="N")
 
 
 @dataclass(frozen=True, kw_only=True)

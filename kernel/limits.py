@@ -22,6 +22,8 @@ MAX_INJECT_CHARS: Final = 10_000
 # Hits per section a recall may ask for, and results a keyword search may return.
 MAX_RECALL_K: Final = 100
 MAX_SEARCH_LIMIT: Final = 1000
+# The most rows `--limit` may ask a listing for (decisions, the queue, a history, evidence).
+MAX_LIST_LIMIT: Final = 1_000_000
 
 # -- recall -----------------------------------------------------------------------------------
 # A type for the JSON contracts and the tuple for everyone else, from one spelling.
@@ -39,6 +41,11 @@ AUTO: Final = "auto"
 BACKFILL_ON_RECALL: Final = 128
 
 # -- writing ----------------------------------------------------------------------------------
+# The names kernel.capture.transcripts.FORMATS registers, here so the CLI can offer them without
+# importing the parsers, or the ingest code, on every command (a test keeps the two equal).
+TRANSCRIPT_FORMATS: Final = ("claude-code", "codex", "aider")
+# Below this many records a worker process costs more to start than it saves.
+PARALLEL_FROM: Final = 5_000
 # Records per transaction in a bulk log: large enough that commits (an fsync each) are a small
 # share of the time, small enough that an interrupted run loses little work.
 LOG_BATCH: Final = 500

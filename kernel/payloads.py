@@ -35,16 +35,11 @@ from ctx_kernel.kernel.records import (
     ABSENT,
     Absent,
     ClosedBy,
-    DecisionId,
-    EvidenceId,
-    ProposalId,
     ProposalStatus,
     Record,
-    Sha256,
-    Spec,
-    Timestamp,
     may_be_absent,
 )
+from ctx_kernel.kernel.spec import DecisionId, EvidenceId, ProposalId, Sha256, Spec, Timestamp
 
 KeyId = Annotated[str, Spec(pattern=r"^[0-9a-f]{16}$", description="A vault key's public fingerprint.")]
 

@@ -15,52 +15,8 @@ from enum import Enum
 from pathlib import PurePath
 from typing import Annotated, Any, ClassVar, Final, Literal, TypeVar, get_args, get_type_hints
 
-EvidenceKind = Literal["note", "conversation", "log", "doc", "code", "other"]
-EVIDENCE_KINDS: tuple[EvidenceKind, ...] = get_args(EvidenceKind)
+from ctx_kernel.kernel.spec import DecisionId, EvidenceId, ProposalId, Sha256, Spec, Timestamp
 
-
-@dataclass(frozen=True)
-class Spec:
-    """What a field's JSON Schema says beyond its type: a pattern, bounds, lengths, a description.
-
-    Pydantic calls the two hooks when ``kernel/contracts.py`` generates ``schemas/``; nothing reads
-    them at run time, so records stay free of pydantic.
-    """
-
-    pattern: str | None = None
-    ge: int | None = None
-    le: int | None = None
-    # Characters of a string, items of a list.
-    min_length: int | None = None
-    max_length: int | None = None
-    # A float that must be a number (no NaN or infinity).
-    finite: bool = False
-    description: str | None = None
-
-    def __get_pydantic_core_schema__(self, source: Any, handler: Any) -> Any:
-        """The core schema of the annotated type, with these constraints."""
-        schema = handler(source)
-        for key in ("pattern", "ge", "le", "min_length", "max_length"):
-            if getattr(self, key) is not None:
-                schema[key] = getattr(self, key)
-        if self.finite:
-            schema["allow_inf_nan"] = False
-        return schema
-
-    def __get_pydantic_json_schema__(self, core_schema: Any, handler: Any) -> Any:
-        """The JSON Schema of the annotated type, with this description."""
-        document = handler(core_schema)
-        if self.description is not None:
-            document["description"] = self.description
-        return document
-
-
-_ULID = "[0-9A-HJKMNP-TV-Z]{26}"
-EvidenceId = Annotated[str, Spec(pattern=rf"^ev_{_ULID}$")]
-DecisionId = Annotated[str, Spec(pattern=rf"^dc_{_ULID}$")]
-ProposalId = Annotated[str, Spec(pattern=rf"^pr_{_ULID}$")]
-Timestamp = Annotated[str, Spec(pattern=r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$")]
-Sha256 = Annotated[str, Spec(pattern=r"^[0-9a-f]{64}$")]
 ProposalStatus = Literal["pending", "ratified", "rejected", "withdrawn"]
 ClosedBy = Literal["superseded", "retired"]
 
@@ -384,3 +340,21 @@ class Timeline(Record):
     entries: list[TimelineEntry]
     omitted_before: int
     omitted_after: int
+
+
+@dataclass(frozen=True)
+class History(Record):
+    """``ctx history``: a subject's supersede chain, and the proposals on it never in force."""
+
+    subject: str
+    decisions: Annotated[
+        list[Decision],
+        Spec(description="The chain, oldest first, with the decisions on other subjects linked to it."),
+    ]
+    proposals: Annotated[
+        list[Proposal],
+        Spec(
+            description="Proposals on exactly this subject that a person rejected or their proposer "
+            "withdrew, oldest first: never in force."
+        ),
+    ]

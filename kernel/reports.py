@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Annotated, ClassVar, Literal
 
-from ctx_kernel.kernel.records import ProposalId, Record, Sha256, Spec, Timestamp
+from ctx_kernel.kernel.records import Record
+from ctx_kernel.kernel.spec import ProposalId, Sha256, Spec, Timestamp
 
 NonNegative = Annotated[int, Spec(ge=0)]
 

@@ -13,6 +13,7 @@ from ctx_kernel.kernel.errors import CtxError
 from ctx_kernel.kernel.limits import META_LAST_VERIFY
 from ctx_kernel.kernel.recall import embeddings as embed
 from ctx_kernel.kernel.reports import Check, DoctorReport, LastVerify, ModelPlace, StoreStatus
+from ctx_kernel.kernel.text import plural
 
 if TYPE_CHECKING:
     from ctx_kernel.kernel.chain import ChainReport
@@ -167,7 +168,7 @@ def doctor(kernel: OpenStore | None, store_problem: str | None) -> DoctorReport:
         checks.append(Check("integrity", False, exc.message, _REPAIR[kernel.store.dialect]))
     verdict = kernel.audit.verify(state=True)
     if verdict.ok:
-        checks.append(Check("audit", True, f"audit log verifies: {verdict.rows} rows"))
+        checks.append(Check("audit", True, f"audit log verifies: {plural(verdict.rows, 'row')}"))
     else:
         checks.append(
             Check(

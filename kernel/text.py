@@ -95,6 +95,12 @@ def escape_char(char: str) -> str:
     return f"\\U{code:08x}"
 
 
+def plural(count: int, noun: str, nouns: str | None = None) -> str:
+    """``count`` and its noun as they read together: ``1 decision``, ``0 decisions``, ``3 decisions``
+    (``nouns``: the plural when it is not the noun and an s)."""
+    return f"{count} {noun if count == 1 else nouns or noun + 's'}"
+
+
 def visible(text: str) -> str:
     """``text`` as it is safe to show a person: hidden characters spelled out, the rest untouched."""
     if _SUSPECT.search(text) is None:
@@ -226,6 +232,13 @@ def require_shown(value: str | None, field: str, limit: int) -> str:
     if value is not None:
         value = _LINE_BREAKS.sub("\n", value)
     return refuse_hidden(require_text(value, field, limit), field)
+
+
+def check_limit(limit: int | None, most: int) -> int | None:
+    """``limit`` (None: no limit), refused unless it is a whole number from 1 to ``most``."""
+    if limit is not None and (isinstance(limit, bool) or not 1 <= limit <= most):
+        raise UsageError(f"the limit must be a whole number from 1 to {most}, not {limit!r}")
+    return limit
 
 
 def clip(value: str, limit: int) -> str:

@@ -34,3 +34,50 @@ def test_bash_completes_commands_pending_ids_and_subjects(kernel: Ctx, store_pat
 def test_completion_prints_a_script_for_each_shell(cli, shell: str) -> None:
     result = cli("completion", shell)
     assert result.code == 0 and "_CTX_COMPLETE" in result.out
+
+
+def _loaded_by_tab(words: str, store: Path) -> set[str]:
+    """The modules a Tab press after ``words`` loads, as a shell runs ctx for it."""
+    script = (
+        "import atexit, sys\n"
+        "atexit.register(lambda: print(' '.join(sys.modules), file=sys.stderr))\n"
+        "from ctx_kernel.kernel.hosts.cli import main\n"
+        "main()\n"
+    )
+    env = {**os.environ, "CTX_DB": str(store), "_CTX_COMPLETE": "bash_complete"}
+    env.update({"COMP_WORDS": words, "COMP_CWORD": str(len(words.split(" ")) - 1)})
+    command = [sys.executable, "-c", script]
+    done = subprocess.run(command, env=env, capture_output=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    return set(done.stderr.decode().split())
+
+
+# What a Tab press never needs: the facade and its services, the model's settings, the review app.
+NEVER_ON_TAB = (
+    "ctx_kernel.kernel.facade",
+    "ctx_kernel.kernel.recall.service",
+    "ctx_kernel.kernel.decisions.queue",
+    "ctx_kernel.kernel.capture.ingest",
+    "ctx_kernel.kernel.audit.service",
+    "ctx_kernel.kernel.hosts.setup.documents",
+    "textual",
+    "pydantic",
+)
+
+
+def test_a_tab_press_loads_neither_the_facade_nor_the_services(kernel: Ctx, store_path: Path) -> None:
+    kernel.propose("auth.tokens", "Use JWT")
+    for words in ("ctx ", "ctx qu", "ctx queue --", "ctx history auth.", "ctx ratify pr_"):
+        loaded = _loaded_by_tab(words, store_path)
+        assert not [name for name in NEVER_ON_TAB if name in loaded], words
+    # Command names and options are answered without opening the store or building a record.
+    for words in ("ctx qu", "ctx queue --"):
+        loaded = _loaded_by_tab(words, store_path)
+        assert "ctx_kernel.kernel.store" not in loaded and "ctx_kernel.kernel.records" not in loaded, words
+
+
+def test_the_setup_command_offers_every_agent_setup_knows() -> None:
+    from ctx_kernel.kernel.hosts.setup import AGENT_NAMES
+    from ctx_kernel.kernel.hosts.setup.agents import AGENTS
+
+    assert set(AGENT_NAMES) == set(AGENTS)

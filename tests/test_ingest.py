@@ -182,7 +182,7 @@ def test_log_redacts_secrets_by_default_and_says_how_many(cli, kernel):
     assert "[REDACTED:aws-access-key]" in stored
     assert "[REDACTED:github-token]" in stored
     plain = cli("log", "the password in the URL https://bob:hunter2x@db.example.com/app")
-    assert "redacted 1 secret(s)" in plain.err
+    assert "redacted 1 secret before storing" in plain.err
     assert "hunter2x" not in kernel.evidence(plain.out.split()[0]).text
 
 

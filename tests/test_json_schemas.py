@@ -400,7 +400,7 @@ def test_propose_refuses_what_the_schema_refuses(cli, world, change):
 
 
 def test_evidence_kinds_in_the_input_schemas_are_the_kernels():
-    from ctx_kernel.kernel.records import EVIDENCE_KINDS
+    from ctx_kernel.kernel.spec import EVIDENCE_KINDS
 
     log_input = json.loads((SCHEMA_DIR / "log-input.schema.json").read_text())
     record = json.loads((SCHEMA_DIR / "log-record.schema.json").read_text())

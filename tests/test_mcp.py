@@ -44,6 +44,7 @@ TOOLS = {
     "search": ("search-input", "search"),
     "withdraw_proposal": ("withdraw-input", "proposal"),
     "timeline": ("timeline-input", "timeline"),
+    "list_evidence": ("evidence-list-input", "evidence-list"),
 }
 WRITERS = {"propose_decision", "log_evidence", "withdraw_proposal"}
 
@@ -333,7 +334,7 @@ def test_inject_context(agent, world):
     assert block["tokens"] <= 600
     assert world["current"].id in [item["id"] for item in block["decisions"]]
     with facade(world) as kernel:
-        assert kernel.inject(budget=600).markdown == block["markdown"]
+        assert kernel.inject(budget=600, via="mcp").markdown == block["markdown"]
         assert f"`{kernel.handles([world['current'].id])[world['current'].id]}`" in block["markdown"]
 
 
@@ -428,7 +429,8 @@ SAME_AS_CLI = [
         {"subject": "not a subject!", "decision": "x"},
         ["propose", "--subject", "not a subject!", "--decision", "x"],
     ),
-    # The same document `ctx propose --input -` reads: the same message for what its schema refuses.
+    # The same document `ctx propose --input -` reads: the same problem for what its schema refuses,
+    # each surface naming what it read (the tool's arguments, the proposal JSON).
     (
         "propose_decision",
         {"subject": "a.b", "decision": "x", "evidence": ["ev_nope"]},
@@ -459,7 +461,11 @@ def test_bad_input_gets_the_cli_message(agent, world, capsys, tool, arguments, a
         stdin = (arguments["text"] if tool == "log_evidence" else json.dumps(arguments)).encode()
     else:
         stdin = b""
-    assert message == cli_error(capsys, world["db"], *argv, stdin=stdin)
+    expected = cli_error(capsys, world["db"], *argv, stdin=stdin)
+    if argv[:2] == ["propose", "--input"]:
+        assert expected.startswith("invalid proposal JSON: "), expected
+        expected = expected.replace("invalid proposal JSON", "invalid arguments for propose_decision", 1)
+    assert message == expected
     assert snapshot(world["db"]) == before
 
 
@@ -495,7 +501,7 @@ def test_the_server_refuses_what_the_input_schema_refuses(agent, world, tool, ar
     assert not Draft202012Validator(schema(TOOLS[tool][0])).is_valid(arguments)
     before = snapshot(world["db"])
     message = error_text(agent.call(tool, arguments))
-    assert message.startswith("invalid arguments: "), message
+    assert message.startswith(f"invalid arguments for {tool}: "), message
     assert snapshot(world["db"]) == before
 
 
@@ -732,7 +738,7 @@ def test_list_pending_and_inject_text(agent, world):
     assert text_of(agent.call("list_pending", {"subject": "no.such"})) == "No pending proposals."
     block, block_bytes, json_bytes = sizes(agent, "inject_context", {"budget": 600})
     with facade(world) as kernel:
-        assert block == kernel.inject(budget=600).markdown
+        assert block == kernel.inject(budget=600, via="mcp").markdown
     assert block_bytes * 3 < json_bytes
 
 
@@ -797,3 +803,66 @@ def unique_prefix(kernel: Ctx, prefix: str) -> bool:
     except UsageError:
         return False
     return True
+
+
+# -- a newcomer's first day: short lists, recent evidence, a whole history ----------------------
+
+
+def test_list_tools_take_a_limit(agent, world):
+    decisions = ok(agent.call_json("list_decisions", {"include_closed": True, "limit": 2}), "list_decisions")
+    with facade(world) as kernel:
+        assert [d["id"] for d in decisions["decisions"]] == [
+            d.id for d in kernel.decisions(include_closed=True)[:2]
+        ]
+    pending = ok(agent.call_json("list_pending", {"limit": 1}), "list_pending")
+    assert len(pending["proposals"]) == 1
+    chain = ok(
+        agent.call_json("decision_history", {"subject": "auth.tokens", "limit": 1}), "decision_history"
+    )
+    assert [d["id"] for d in chain["decisions"]] == [world["current"].id]
+    message = error_text(agent.call("list_pending", {"limit": 0}))
+    assert message.startswith("invalid arguments for list_pending: limit: "), message
+
+
+def test_list_evidence(agent, world):
+    with facade(world) as kernel:
+        kernel.log("A build log: cache miss on every branch", kind="log", agent="ci-bot")
+        newest = kernel.recent_evidence(2)
+    found = ok(agent.call_json("list_evidence", {"limit": 2}), "list_evidence")
+    assert [e["id"] for e in found["evidence"]] == [e.id for e in newest]
+    only = ok(agent.call_json("list_evidence", {"agent": "ci-bot", "kind": "log"}), "list_evidence")
+    assert [e["text"] for e in only["evidence"]] == ["A build log: cache miss on every branch"]
+    later = ok(agent.call_json("list_evidence", {"since": "2999-01-01"}), "list_evidence")
+    assert later == {"since": "2999-01-01T00:00:00.000000Z", "evidence": []}
+    lines = text_of(agent.call("list_evidence", {"agent": "ci-bot"})).splitlines()
+    assert lines[0] == "Evidence, newest first (unratified: context, not decisions):"
+    assert lines[1].startswith(f"- {newest[0].id} (log, ci-bot, {newest[0].created_at[:10]}): A build log")
+    assert text_of(agent.call("list_evidence", {"since": "2999-01-01"})) == (
+        "No evidence logged since 2999-01-01T00:00:00.000000Z."
+    )
+    assert error_text(agent.call("list_evidence", {"since": "soon"})) == (
+        "invalid date 'soon': use YYYY-MM-DD or an ISO 8601 time"
+    )
+
+
+def test_decision_history_shows_what_was_rejected_or_withdrawn(agent, world):
+    with facade(world) as kernel:
+        rejected = kernel.propose("ci.runner", "Use GitHub Actions runners", proposer="claude")
+        kernel.reject(rejected.id, reviewer="ann", reason="too costly")
+    found = ok(agent.call_json("decision_history", {"subject": "ci.runner"}), "decision_history")
+    assert found["decisions"] == [] and [p["id"] for p in found["proposals"]] == [rejected.id]
+    lines = text_of(agent.call("decision_history", {"subject": "ci.runner"})).splitlines()
+    assert lines == [
+        "History of ci.runner (oldest first):",
+        "No decision has held on it.",
+        "Rejected or withdrawn proposals (never in force):",
+        f"- {rejected.id} ci.runner: Use GitHub Actions runners (rejected by ann, "
+        f"{found['proposals'][0]['resolved_at'][:10]}: too costly; never in force)",
+    ]
+
+
+def test_the_session_block_over_mcp_names_the_recall_tool(agent, world):
+    block = ok(agent.call_json("inject_context", {"budget": 200}), "inject_context")
+    assert sum(block["omitted"].values()) >= 1
+    footer = block["markdown"].strip().splitlines()[-1]
+    assert footer.endswith("; call the `recall` tool._") and "ctx recall" not in footer

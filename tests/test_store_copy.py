@@ -202,7 +202,7 @@ def test_a_target_with_rows_the_source_lacks_is_refused(cli, source, tmp_path):
     with Ctx.open(target, embedder=None) as copy:
         copy.log("written on the copy only")
     result = cli("migrate", "--to", str(target))
-    assert result.code == 1 and "1 evidence rows this store does not" in result.err
+    assert result.code == 1 and "holds 1 evidence row this store does not" in result.err
 
 
 @pytest.mark.parametrize("spelling", ["same", "sqlite", "link", "hardlink"])

@@ -386,7 +386,8 @@ def _import_all(
             continue
         if cleaned.redacted:
             kinds = ", ".join(sorted(cleaned.redacted))
-            report.warnings.append(f"{source}: {sum(cleaned.redacted.values())} secrets redacted ({kinds})")
+            count = sum(cleaned.redacted.values())
+            report.warnings.append(f"{source}: {text.plural(count, 'secret')} redacted ({kinds})")
         if record.status in ("proposed", "rejected"):
             proposal = _import_proposal(
                 decisions, record, cleaned, reviewer, start[record.path], now, evidence_id

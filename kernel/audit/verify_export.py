@@ -27,6 +27,7 @@ from ctx_kernel.kernel.capture.json_input import JSONInputError, read_json
 from ctx_kernel.kernel.chain import row_hash
 from ctx_kernel.kernel.errors import RefusedError, StoreError
 from ctx_kernel.kernel.reports import ExportReport
+from ctx_kernel.kernel.text import plural
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
@@ -128,7 +129,7 @@ def _check_manifest(
     records = [r for _, r in parsed or () if isinstance(r, dict)]
     if parsed is not None and len(parsed) != manifest["records"]:
         problems.append(
-            f"the file holds {len(parsed)} records, the manifest {manifest['records']} "
+            f"the file holds {plural(len(parsed), 'record')}, the manifest {manifest['records']} "
             "(records were added or removed)"
         )
     if records:

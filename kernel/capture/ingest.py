@@ -22,19 +22,16 @@ from ctx_kernel.kernel import clock, text
 from ctx_kernel.kernel.capture.json_input import JSONInputError, read_json, read_lines
 from ctx_kernel.kernel.errors import UsageError
 from ctx_kernel.kernel.language import entities
-from ctx_kernel.kernel.records import EVIDENCE_KINDS, BatchReport, Rejected
+from ctx_kernel.kernel.limits import PARALLEL_FROM, TRANSCRIPT_FORMATS
+from ctx_kernel.kernel.records import BatchReport, Rejected
+from ctx_kernel.kernel.spec import EVIDENCE_KINDS
 
 if TYPE_CHECKING:  # the parsers load only when a transcript is read, not on `ctx log`
     from ctx_kernel.kernel.capture.transcripts import Turn
 
-# The names kernel.transcripts.FORMATS registers, here so the CLI can offer them without
-# importing the parsers on every command (a test keeps the two equal).
-TRANSCRIPT_FORMATS = ("claude-code", "codex", "aider")
 MAX_SOURCE_CHARS = 2_000
 PREPARE_CHUNK = 256
 PREPARE_AHEAD = 4
-# Below this many records a worker process costs more to start than it saves.
-PARALLEL_FROM = 5_000
 MAX_TAGS = 50
 # One JSON object per line; a line may hold a whole evidence text plus its JSON escaping.
 MAX_LINE_BYTES = 2 * text.MAX_EVIDENCE_BYTES + 64_000

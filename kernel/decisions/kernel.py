@@ -17,6 +17,7 @@ from ctx_kernel.kernel.language import entities
 from ctx_kernel.kernel.limits import (
     DECISION_RETIRED,
     DECISION_SUPERSEDED,
+    MAX_LIST_LIMIT,
     PROPOSAL_RATIFIED,
     PROPOSAL_REJECTED,
 )
@@ -30,7 +31,16 @@ from ctx_kernel.kernel.payloads import (
     ProposalState,
 )
 from ctx_kernel.kernel.recall.service import RecallService
-from ctx_kernel.kernel.records import ABSENT, Decision, Evidence, Proposal, Ratification, Timeline, omit_none
+from ctx_kernel.kernel.records import (
+    ABSENT,
+    Decision,
+    Evidence,
+    History,
+    Proposal,
+    Ratification,
+    Timeline,
+    omit_none,
+)
 from ctx_kernel.kernel.store.base import Store
 
 if TYPE_CHECKING:
@@ -323,12 +333,18 @@ class DecisionService:
         return self.decision(checked)
 
     def decisions(
-        self, subject: str | None = None, *, as_of: str | None = None, include_closed: bool = False
+        self,
+        subject: str | None = None,
+        *,
+        as_of: str | None = None,
+        include_closed: bool = False,
+        limit: int | None = None,
     ) -> list[Decision]:
-        """Current decisions, those valid at ``as_of``, or all of them; ``subject`` takes a subtree."""
+        """Current decisions, those valid at ``as_of``, or all of them; ``subject`` takes a subtree;
+        the first ``limit`` (by subject) when given."""
         subject = text.normalise_subject(subject) if subject is not None else None
         moment = clock.parse_when(as_of) if as_of is not None else None
-        return self.store.decisions(subject, moment, include_closed)
+        return self.store.decisions(subject, moment, include_closed, text.check_limit(limit, MAX_LIST_LIMIT))
 
     def timeline(self, target: str, around: int) -> Timeline:
         """A subject's records in time order, told whole or around one record (``decisions/timeline.py``)."""
@@ -343,3 +359,19 @@ class DecisionService:
         if not chain:
             raise NotFoundError(f"no decisions on {subject}")
         return chain
+
+    def subject_history(self, subject: str, *, limit: int | None = None) -> History:
+        """A subject's chain and the proposals on it that were rejected or withdrawn, each oldest
+        first (the newest ``limit`` of each when given); refused when the subject has neither."""
+        subject = text.normalise_subject(subject)
+        limit = text.check_limit(limit, MAX_LIST_LIMIT)
+        with self.store.snapshot():
+            chain = self.store.connected_decisions(subject, limit)
+            proposals = self.store.closed_proposals(subject, limit)
+            pending = [] if chain or proposals else self.store.list_proposals("pending", subject, 1)
+        if not chain and not proposals:
+            waiting = (
+                f" (a proposal on it waits for review: ctx queue --subject {subject})" if pending else ""
+            )
+            raise NotFoundError(f"no decisions on {subject}, and no rejected or withdrawn proposals{waiting}")
+        return History(subject, chain, proposals)

@@ -10,6 +10,7 @@ from ctx_kernel.kernel.decisions import review
 from ctx_kernel.kernel.decisions.review import QueueEntry
 from ctx_kernel.kernel.errors import NotFoundError, RefusedError, UsageError
 from ctx_kernel.kernel.limits import (
+    MAX_LIST_LIMIT,
     NEAR_DUPLICATE_SCORE,
     PROPOSAL_CREATED,
     PROPOSAL_REJECTED,
@@ -151,13 +152,15 @@ class QueueService:
             raise NotFoundError(f"no proposal {proposal_id}")
         return found
 
-    def queue(self, subject: str | None = None, proposer: str | None = None) -> list[Proposal]:
-        """Pending proposals, oldest first, optionally for one subject subtree or proposer."""
+    def queue(
+        self, subject: str | None = None, proposer: str | None = None, *, limit: int | None = None
+    ) -> list[Proposal]:
+        """Pending proposals, oldest first, optionally for one subject subtree or proposer; the
+        oldest ``limit`` when given."""
         subject = text.normalise_subject(subject) if subject is not None else None
-        found = self.store.list_proposals("pending", subject)
-        if proposer is not None:
-            found = [p for p in found if p.proposer == proposer]
-        return found
+        return self.store.list_proposals(
+            "pending", subject, text.check_limit(limit, MAX_LIST_LIMIT), proposer
+        )
 
     def pending(self, proposal_id: str) -> Proposal:
         """A proposal that is still pending; refuses one that was already resolved."""

@@ -7,12 +7,14 @@ import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, nullcontext
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from ctx_kernel.kernel.capture.ingest import BatchReport, Item
-from ctx_kernel.kernel.facade import Ctx
+
+if TYPE_CHECKING:
+    from ctx_kernel.kernel.facade import Ctx
 
 SHOWN_REJECTIONS = 20  # rejected lines printed in the text summary; --json lists up to 1000
 

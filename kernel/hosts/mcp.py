@@ -44,7 +44,6 @@ from ctx_kernel.kernel.errors import CtxError, StoreError
 from ctx_kernel.kernel.facade import Ctx
 from ctx_kernel.kernel.hosts import mcp_text
 from ctx_kernel.kernel.hosts.operations import TOOLS, Caller, Operation
-from ctx_kernel.kernel.inputs import ProposeArgs
 
 INSTRUCTIONS = """\
 ctx holds this project's decisions, ratified by people, and an evidence vault of raw notes.
@@ -79,7 +78,7 @@ class Host:
         name = self.agent or (f"mcp:{client_name}" if client_name else "mcp")
         if self.login is not None:  # on a server every act is the login's (the database checks)
             name = self.ctx.actor(self.agent, self.login, "agent")
-        return Caller(name[: text.MAX_NAME_CHARS], self.session)
+        return Caller(name[: text.MAX_NAME_CHARS], self.session, via="mcp")
 
     def start_warming(self) -> None:
         """Load the embedding model in the background, so the first recall does not wait for it."""
@@ -175,9 +174,8 @@ def parse_arguments(operation: Operation, arguments: dict[str, Any] | None) -> B
         document = json.dumps(_integral_floats_as_ints(arguments or {}))
         return contracts.TOOL_INPUTS[operation.arguments].model_validate_json(document, strict=True)
     except ValidationError as exc:
-        # propose_decision takes the document `ctx propose --input` reads, and says so the same way.
-        prefix = "invalid proposal JSON" if operation.arguments is ProposeArgs else "invalid arguments"
-        raise ToolArgumentError(f"{prefix}: {contracts.first_problem(exc)}") from None
+        name = operation.tool.name if operation.tool is not None else operation.name
+        raise ToolArgumentError(f"invalid arguments for {name}: {contracts.first_problem(exc)}") from None
 
 
 def _client_name(context: ServerRequestContext[Any]) -> str | None:

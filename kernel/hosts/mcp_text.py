@@ -129,11 +129,39 @@ def decisions(data: dict[str, Any]) -> str:
     return _join([heading, *(_decision_line(decision) for decision in data["decisions"])])
 
 
-def history(data: dict[str, Any]) -> str:
-    """A subject's supersede chain, oldest first."""
-    return _join(
-        [f"History of {data['subject']} (oldest first):", *(_decision_line(d) for d in data["decisions"])]
+def _closed_proposal_line(proposal: dict[str, Any]) -> str:
+    note = f": {one_line(proposal['resolution_note'], 80)}" if proposal.get("resolution_note") else ""
+    return (
+        f"- {proposal['id']} {proposal['subject']}: {one_line(proposal['decision'])} ({proposal['status']} "
+        f"by {text.visible(str(proposal.get('resolved_by')))}, {_day(proposal.get('resolved_at'))}{note}; "
+        "never in force)"
     )
+
+
+def history(data: dict[str, Any]) -> str:
+    """A subject's supersede chain, oldest first, then the proposals on it never in force."""
+    lines = [f"History of {data['subject']} (oldest first):", *(_decision_line(d) for d in data["decisions"])]
+    if not data["decisions"]:
+        lines.append("No decision has held on it.")
+    if data.get("proposals"):
+        lines.append("Rejected or withdrawn proposals (never in force):")
+        lines.extend(_closed_proposal_line(p) for p in data["proposals"])
+    return _join(lines)
+
+
+def evidence_list(data: dict[str, Any]) -> str:
+    """The newest evidence texts, one line each."""
+    if not data["evidence"]:
+        return "No evidence" + (f" logged since {data['since']}." if data.get("since") else ".")
+    since = f" logged since {data['since']}" if data.get("since") else ""
+    lines = [f"Evidence{since}, newest first (unratified: context, not decisions):"]
+    for item in data["evidence"]:
+        by = text.visible(item.get("agent") or "?")
+        lines.append(
+            f"- {item['id']} ({item['kind']}, {by}, {_day(item['created_at'])}): {one_line(item['text'])}"
+        )
+    lines.append(EXPAND_HINT)
+    return _join(lines)
 
 
 def subject_decision(data: dict[str, Any]) -> str:
@@ -166,7 +194,7 @@ def log(data: dict[str, Any]) -> str:
     """The evidence id just logged."""
     said = f"Already logged as {data['id']} (the same text)" if data["duplicate"] else f"Logged {data['id']}"
     redacted = data.get("redacted") or 0
-    return said + (f"; {redacted} secret(s) redacted" if redacted else "") + "."
+    return said + (f"; {text.plural(redacted, 'secret')} redacted" if redacted else "") + "."
 
 
 def inject(data: dict[str, Any]) -> str:
@@ -239,6 +267,7 @@ RENDERERS: dict[str, Callable[[dict[str, Any]], str]] = {
     "search": search,
     "decisions": decisions,
     "history": history,
+    "evidence-list": evidence_list,
     "subject-decision": subject_decision,
     "queue": queue,
     "proposal": proposal,

@@ -31,10 +31,12 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Caller:
-    """Who is calling: the name written as proposer or evidence author when the call names none."""
+    """Who is calling: the name written as proposer or evidence author when the call names none,
+    and where their answers are read ("shell": the CLI and hooks; "mcp": an MCP client's tools)."""
 
     name: str
     session: str | None
+    via: str = "shell"
 
 
 @dataclass(frozen=True)
@@ -196,7 +198,7 @@ OPERATIONS: dict[str, Operation] = {
             "Print the context block an agent reads at session start, within a token budget.",
             inputs.InjectArgs,
             "inject",
-            lambda ctx, args, _caller: ctx.inject(args.query, budget=args.budget),
+            lambda ctx, args, caller: ctx.inject(args.query, budget=args.budget, via=caller.via),
             _as_dict,
             Tool(
                 "inject_context",
@@ -210,16 +212,18 @@ OPERATIONS: dict[str, Operation] = {
         ),
         Operation(
             "history",
-            "Show SUBJECT's supersede chain with validity windows, oldest first.",
-            inputs.SubjectArgs,
+            "Show SUBJECT's supersede chain with validity windows, and its rejected or withdrawn "
+            "proposals, oldest first.",
+            inputs.HistoryArgs,
             "history",
-            lambda ctx, args, _caller: ctx.history(args.subject),
-            lambda args, chain: envelopes.history(args.subject, chain),
+            lambda ctx, args, _caller: ctx.subject_history(args.subject, limit=args.limit),
+            _as_dict,
             Tool(
                 "decision_history",
                 "Decision history",
                 "A subject's supersede chain, oldest first, with validity windows, including decisions on "
-                "other subjects linked to it.",
+                "other subjects linked to it; and the proposals on it a person rejected or their proposer "
+                "withdrew (never in force).",
             ),
             positional=("subject",),
         ),
@@ -263,7 +267,7 @@ OPERATIONS: dict[str, Operation] = {
             inputs.DecisionsArgs,
             "decisions",
             lambda ctx, args, _caller: ctx.decisions(
-                args.subject, as_of=args.as_of, include_closed=args.include_closed
+                args.subject, as_of=args.as_of, include_closed=args.include_closed, limit=args.limit
             ),
             lambda args, found: envelopes.decisions(found, args.as_of),
             Tool(
@@ -278,7 +282,7 @@ OPERATIONS: dict[str, Operation] = {
             "List pending proposals, oldest first.",
             inputs.QueueArgs,
             "queue",
-            lambda ctx, args, _caller: ctx.queue(args.subject, args.proposer),
+            lambda ctx, args, _caller: ctx.queue(args.subject, args.proposer, limit=args.limit),
             lambda _args, pending: envelopes.queue(pending),
             Tool(
                 "list_pending",
@@ -315,6 +319,22 @@ OPERATIONS: dict[str, Operation] = {
                 "evidence.",
             ),
             positional=("query",),
+        ),
+        Operation(
+            "evidence",
+            "List the newest evidence texts (unratified), newest first.",
+            inputs.EvidenceArgs,
+            "evidence-list",
+            lambda ctx, args, _caller: ctx.recent_evidence(
+                args.limit, since=args.since, agent=args.agent, kind=args.kind
+            ),
+            lambda args, found: envelopes.evidence_list(found, args.since),
+            Tool(
+                "list_evidence",
+                "List recent evidence",
+                "The newest evidence texts, newest first, optionally logged since a moment, by one agent "
+                "or of one kind: unratified notes, never decisions.",
+            ),
         ),
         Operation(
             "withdraw",

@@ -272,11 +272,28 @@ def _candidates_without_query(service: RecallService) -> _Candidates:
     return _Candidates(out, current)
 
 
-def _header(query: str | None) -> str:
+# How the block tells an agent to get more, by where the agent reads it: shell commands from the
+# CLI and the session hooks, the server's own tools over MCP.
+ASK = {
+    "shell": {
+        "show": "`ctx show HANDLE`",
+        "decisions": "`ctx decisions`",
+        "recall": "ask `ctx recall QUERY`",
+    },
+    "mcp": {
+        "show": "the `show` tool",
+        "decisions": "the `list_decisions` tool",
+        "recall": "call the `recall` tool",
+    },
+}
+
+
+def _header(query: str | None, via: str) -> str:
     header = "# Project decisions (ctx)\n"
     header += (
         "Apply the current decisions (ratified by a person), never superseded ones; proposals and "
-        "evidence are not decisions. `ctx show HANDLE` prints a record in full."
+        f"evidence are not decisions. {ASK[via]['show'][:1].upper()}{ASK[via]['show'][1:]} prints a "
+        "record in full."
     )
     if query is not None:
         header += f"\nRelevant to: {_one_line(query, 200)}"
@@ -392,9 +409,15 @@ def _handles(service: RecallService, candidates: _Candidates, room: _Room) -> di
 
 
 def build(
-    service: RecallService, query: str | None, budget: int, *, max_chars: int | None = MAX_INJECT_CHARS
+    service: RecallService,
+    query: str | None,
+    budget: int,
+    *,
+    max_chars: int | None = MAX_INJECT_CHARS,
+    via: str = "shell",
 ) -> Injection:
-    """Choose and render the block: current decisions, the other sections, the index of the rest."""
+    """Choose and render the block: current decisions, the other sections, the index of the rest.
+    ``via`` (a key of :data:`ASK`) is where the agent reads it, which says how it gets more."""
     injection = Injection(query=query, budget=budget, max_chars=max_chars)
     if query is not None:
         found = service.recall(query, k=QUERY_DEPTH)
@@ -407,7 +430,7 @@ def build(
     room = _Room(budget - FOOTER_RESERVE - 1, None if footer_chars is None else footer_chars - 1)
     names = _handles(service, candidates, room)
     block = _Block(injection, room, lambda record_id: names.get(record_id, record_id))
-    block.add(_header(query))
+    block.add(_header(query, via))
     left_out = _choose_decisions(block, candidates)
     # The sections after the decisions leave room for the index (as much of it as fits at all).
     reserve = [room.cost(_index_line(d, block.name)) for d in left_out[: room.tokens]]
@@ -418,10 +441,12 @@ def build(
     if not any(injection.items.values()) and not any(injection.omitted.values()):
         lines.append("\nNo ratified decisions yet.")
     if unnamed:
-        lines.append(f"\n_{unnamed} more current decisions: `ctx decisions` lists them._")
+        lines.append(f"\n_{unnamed} more current decisions: {ASK[via]['decisions']} lists them._")
     others = sum(count for name, count in injection.omitted.items() if name != "decisions")
     if others:
-        lines.append(f"\n_{others} more items did not fit the budget of {budget} tokens; ask `ctx recall`._")
+        lines.append(
+            f"\n_{others} more items did not fit the budget of {budget} tokens; {ASK[via]['recall']}._"
+        )
     injection.markdown = "\n".join(lines) + "\n"
     injection.tokens = count_tokens(injection.markdown)
     return injection

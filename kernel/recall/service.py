@@ -189,18 +189,22 @@ class RecallService:
         *,
         budget: int = DEFAULT_BUDGET,
         max_chars: int | None = MAX_INJECT_CHARS,
+        via: str = "shell",
     ) -> Injection:
         """The session-start block: current decisions, superseded ones, conflicts, proposals, evidence,
-        and an index of the current decisions left out; at most ``max_chars`` characters (None: no cap)."""
+        and an index of the current decisions left out; at most ``max_chars`` characters (None: no
+        cap); ``via`` is where the agent reads it ("shell", "mcp"), which says how to ask for more."""
         from ctx_kernel.kernel.recall import inject  # noqa: PLC0415
 
+        if via not in inject.ASK:
+            raise UsageError(f"unknown reader {via!r}: one of {', '.join(inject.ASK)}")
         if not MIN_BUDGET <= budget <= MAX_BUDGET:
             raise UsageError(f"budget must be between {MIN_BUDGET} and {MAX_BUDGET} tokens")
         if query is not None:
             query = text.require_text(query, "query", MAX_QUERY_CHARS)
             if TextQuery.from_text(query) is None:
                 raise UsageError("the query has no words to search for")
-        return inject.build(self, query, budget, max_chars=max_chars)
+        return inject.build(self, query, budget, max_chars=max_chars, via=via)
 
     def recorded_conflicts(self) -> list[tuple[Decision, Related]]:
         """The recorded pairs of current decisions that take opposite stances, newest first."""
@@ -310,7 +314,8 @@ class RecallService:
         pending = vectorfill.pending_total(self.store)
         if pending:
             note = (
-                f"{pending} records have no vector yet (found by keyword and entity only): run `ctx reindex`"
+                f"{text.plural(pending, 'record')} {'has' if pending == 1 else 'have'} no vector yet "
+                "(found by keyword and entity only): run `ctx reindex`"
             )
             return embedder, VectorStatus("partial", embedder.model_id, pending, note)
         if (self.store.data_version(), self.store.change_count()) == version:

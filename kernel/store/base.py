@@ -299,8 +299,11 @@ class EvidenceRows(Protocol):
     def evidence_neighbours(self, ids: Sequence[str]) -> dict[str, list[str]]:
         """The evidence logged just before and after each of ``ids`` in the same session or source."""
 
-    def recent_evidence_ids(self, limit: int) -> list[str]:
-        """Ids of the newest evidence texts, newest first."""
+    def list_evidence(
+        self, limit: int, *, since: str | None = None, agent: str | None = None, kind: str | None = None
+    ) -> list[Evidence]:
+        """Up to ``limit`` of the newest evidence texts, newest first (in the order they were
+        logged): those logged at or after ``since``, by ``agent``, of ``kind``, when given."""
 
 
 class ProposalRows(Protocol):
@@ -313,9 +316,18 @@ class ProposalRows(Protocol):
         """One proposal with its cited evidence."""
 
     def list_proposals(
-        self, status: str | None = "pending", subject: str | None = None, limit: int | None = None
+        self,
+        status: str | None = "pending",
+        subject: str | None = None,
+        limit: int | None = None,
+        proposer: str | None = None,
     ) -> list[Proposal]:
-        """Proposals (by status; ``subject`` matching its whole subtree), oldest first."""
+        """Proposals (by status; ``subject`` matching its whole subtree; by ``proposer``), oldest
+        first, the first ``limit`` of them when given."""
+
+    def closed_proposals(self, subject: str, limit: int | None = None) -> list[Proposal]:
+        """The rejected and withdrawn proposals on exactly ``subject``, oldest first (the newest
+        ``limit`` of them when given)."""
 
     def pending_near_duplicates(self, ids: list[str]) -> list[Proposal]:
         """Pending proposals flagged as near-duplicates of any of ``ids``."""
@@ -354,13 +366,18 @@ class DecisionRows(Protocol):
         """The decision on ``subject`` whose window is open (there is at most one)."""
 
     def decisions(
-        self, subject: str | None = None, as_of: str | None = None, include_closed: bool = False
+        self,
+        subject: str | None = None,
+        as_of: str | None = None,
+        include_closed: bool = False,
+        limit: int | None = None,
     ) -> list[Decision]:
         """Decisions (current, valid at ``as_of``, or all), with ``subject`` matching a whole
-        subtree, by subject, then start of window, then id."""
+        subtree, by subject, then start of window, then id; the first ``limit`` when given."""
 
-    def connected_decisions(self, subject: str) -> list[Decision]:
-        """The subject's decisions and every decision linked to them by supersession, oldest first."""
+    def connected_decisions(self, subject: str, limit: int | None = None) -> list[Decision]:
+        """The subject's decisions and every decision linked to them by supersession, oldest first
+        (the newest ``limit`` of them when given)."""
 
     def current_ids(self, subjects: Sequence[str]) -> list[str]:
         """Ids of the current decisions on ``subjects``, in id order."""

@@ -35,6 +35,7 @@ from ctx_kernel.kernel.reports import MigrateReport, TableCopy
 from ctx_kernel.kernel.store import create_store, display_location, same_location, sqlite_path
 from ctx_kernel.kernel.store.base import Store
 from ctx_kernel.kernel.store.rows import COPIED, COPIED_TABLES, CopiedTable
+from ctx_kernel.kernel.text import plural
 
 IDENTITY_META = ("store_id", "created_at", "audit_checkpoint")
 # Written to the target and read back through the source: a target that is the source under
@@ -174,7 +175,9 @@ class _Copier:
             raise self._refuse(f"holds another store (id {self.target.get_meta('store_id')})")
         for name, count in held.items():
             if count > self.totals[name]:
-                raise self._refuse(f"holds {count - self.totals[name]} {name} rows this store does not")
+                raise self._refuse(
+                    f"holds {plural(count - self.totals[name], f'{name} row')} this store does not"
+                )
         if seq := held["audit"]:
             # Each hash covers every row before it: equal hashes at the target's last row mean its
             # whole chain is the start of the source's.
@@ -323,5 +326,5 @@ class _Copier:
             count = self.target.count_rows(spec.name)
             if count != self.totals[spec.name]:
                 raise self._refuse(
-                    f"holds {count} {spec.name} rows where this store has {self.totals[spec.name]}"
+                    f"holds {plural(count, f'{spec.name} row')} where this store has {self.totals[spec.name]}"
                 )

@@ -217,9 +217,23 @@ class SharedRows:
         rows = self._select(f"SELECT {EVIDENCE.select()} FROM evidence WHERE {among}", params)
         return {r[0]: self._evidence(r) for r in rows}
 
-    def recent_evidence_ids(self, limit: int) -> list[str]:
-        """Ids of the newest evidence texts, newest first."""
-        return [r[0] for r in self._select("SELECT id FROM evidence ORDER BY rowid DESC LIMIT ?", (limit,))]
+    def list_evidence(
+        self, limit: int, *, since: str | None = None, agent: str | None = None, kind: str | None = None
+    ) -> list[Evidence]:
+        """Up to ``limit`` of the newest evidence texts, newest first, logged at or after ``since``,
+        by ``agent``, of ``kind`` when given. The newest are read backwards along the rowid, which
+        stops after ``limit`` matches; the times are fixed-width text, so they compare as times."""
+        where: list[str] = []
+        params: list[Any] = []
+        for condition, value in (("created_at >= ?", since), ("agent = ?", agent), ("kind = ?", kind)):
+            if value is not None:
+                where.append(condition)
+                params.append(value)
+        clause = " WHERE " + " AND ".join(where) if where else ""
+        rows = self._select(
+            f"SELECT {EVIDENCE.select()} FROM evidence{clause} ORDER BY rowid DESC LIMIT ?", [*params, limit]
+        )
+        return [self._evidence(r) for r in rows]
 
     # -- proposals ------------------------------------------------------------------------
 
@@ -250,6 +264,20 @@ class SharedRows:
                 )
             )
         return found
+
+    def closed_proposals(self, subject: str, limit: int | None = None) -> list[Proposal]:
+        """The rejected and withdrawn proposals on exactly ``subject``, oldest first (the newest
+        ``limit`` of them when given)."""
+        collate = self.sql_dialect.collate
+        statement = (
+            f"SELECT {PROPOSAL.select()} FROM proposal WHERE subject = ? "
+            f"AND status IN ('rejected', 'withdrawn') ORDER BY created_at DESC, id{collate} DESC"
+        )
+        params: list[Any] = [subject]
+        if limit is not None:
+            statement += " LIMIT ?"
+            params.append(limit)
+        return self._proposals(self._select(statement, params))[::-1]
 
     def find_source(self, source: str) -> str | None:
         """The id of the decision or proposal imported from ``source``, if any."""
@@ -314,9 +342,14 @@ class SharedRows:
         return self._decisions(rows)[0] if rows else None
 
     def decisions(
-        self, subject: str | None = None, as_of: str | None = None, include_closed: bool = False
+        self,
+        subject: str | None = None,
+        as_of: str | None = None,
+        include_closed: bool = False,
+        limit: int | None = None,
     ) -> list[Decision]:
-        """Decisions (current, valid at ``as_of``, or all), ``subject`` matching its whole subtree."""
+        """Decisions (current, valid at ``as_of``, or all), ``subject`` matching its whole subtree;
+        the first ``limit`` when given."""
         d = self.sql_dialect
         where: list[str] = []
         params: list[Any] = []
@@ -332,6 +365,9 @@ class SharedRows:
         if where:
             statement += " WHERE " + " AND ".join(where)
         statement += f" ORDER BY subject{d.collate}, valid_from, id{d.collate}"
+        if limit is not None:
+            statement += " LIMIT ?"
+            params.append(limit)
         return self._decisions(self._select(statement, params))
 
     def insert_decision(self, decision: Decision) -> None:

@@ -5,13 +5,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import TypedDict, Unpack
 
-from ctx_kernel.kernel import clock, ids
+from ctx_kernel.kernel import clock, ids, text
 from ctx_kernel.kernel.capture.ingest import BatchReport, EvidenceInput, Item, Prepared, prepare, prepare_all
-from ctx_kernel.kernel.errors import NotFoundError
+from ctx_kernel.kernel.errors import NotFoundError, UsageError
 from ctx_kernel.kernel.language import entities
-from ctx_kernel.kernel.limits import EVIDENCE_LOGGED, LOG_BATCH
+from ctx_kernel.kernel.limits import EVIDENCE_LOGGED, LOG_BATCH, MAX_LIST_LIMIT
 from ctx_kernel.kernel.payloads import EvidenceLogged
 from ctx_kernel.kernel.records import ABSENT, Evidence, LogResult
+from ctx_kernel.kernel.spec import EVIDENCE_KINDS
 from ctx_kernel.kernel.store.base import Store
 
 
@@ -28,6 +29,20 @@ class LogOptions(TypedDict, total=False):
     speaker: str | None
     occurred_at: str | None
     redact: bool
+
+
+class LogManyOptions(TypedDict, total=False):
+    """What ``log_many`` takes besides the records, each optional: whether secrets are redacted
+    (default True), a report to go on filling (a resumed run's), records per transaction, a
+    callback after each batch, where the records come from, and whether to prepare them on
+    several processes."""
+
+    redact: bool
+    report: BatchReport | None
+    batch_size: int
+    progress: Callable[[BatchReport], None] | None
+    origin: str | None
+    parallel: bool
 
 
 class VaultService:
@@ -164,8 +179,13 @@ class VaultService:
             raise NotFoundError(f"no evidence {evidence_id}")
         return found
 
-    def recent(self, limit: int = 5) -> list[Evidence]:
-        """The newest evidence texts, newest first."""
-        recent = self.store.recent_evidence_ids(limit)
-        found = self.store.evidence_by_ids(recent)
-        return [found[i] for i in recent if i in found]
+    def recent(
+        self, limit: int = 5, *, since: str | None = None, agent: str | None = None, kind: str | None = None
+    ) -> list[Evidence]:
+        """The newest evidence texts, newest first: those logged at or after ``since`` (a date, its
+        start in UTC, or an ISO 8601 time), by ``agent``, of ``kind``, when given."""
+        text.check_limit(limit, MAX_LIST_LIMIT)
+        if kind is not None and kind not in EVIDENCE_KINDS:
+            raise UsageError(f"unknown kind {kind!r}: one of {', '.join(EVIDENCE_KINDS)}")
+        moment = clock.parse_when(since, end_of_day=False) if since is not None else None
+        return self.store.list_evidence(limit, since=moment, agent=agent, kind=kind)

@@ -63,10 +63,30 @@ def test_evidence_order_and_lookups(store: Store) -> None:
             store.insert_evidence(item)
     ids = [e.id for e in logged]
     assert store.evidence_ids() == ids
-    assert store.recent_evidence_ids(2) == ids[:1:-1]
+    assert [e.id for e in store.list_evidence(2)] == ids[:1:-1]
     assert store.missing_evidence(["ev_x", ids[1], "ev_y"]) == ["ev_x", "ev_y"]
     assert store.ids_with_prefix(ids[2][:-3], 10) == [i for i in ids if i.startswith(ids[2][:-3])]
     assert store.evidence_neighbours([ids[1]]) == {ids[1]: [ids[0], ids[2]]}
+
+
+def test_evidence_lists_newest_first_by_time_agent_and_kind(store: Store) -> None:
+    logged = [
+        evidence("old note", at=EARLIER),
+        dataclasses.replace(evidence("a log line", at=LATER), kind="log"),
+        dataclasses.replace(evidence("by claude", at=LATER), agent="claude"),
+        dataclasses.replace(evidence("newest log", at=LATEST), kind="log", agent="claude"),
+    ]
+    with store.transaction():
+        for item in logged:
+            store.insert_evidence(item)
+    ids = [e.id for e in logged]
+    assert [e.id for e in store.list_evidence(10)] == ids[::-1]
+    assert store.list_evidence(10)[-1] == logged[0]
+    assert [e.id for e in store.list_evidence(10, since=LATER)] == ids[:0:-1]
+    assert [e.id for e in store.list_evidence(10, agent="claude")] == [ids[3], ids[2]]
+    assert [e.id for e in store.list_evidence(10, kind="log")] == [ids[3], ids[1]]
+    assert [e.id for e in store.list_evidence(1, since=LATER, kind="log")] == [ids[3]]
+    assert store.list_evidence(10, since="2027-01-01T00:00:00.000000Z") == []
 
 
 def test_proposal_round_trips_with_its_citations(store: Store) -> None:
@@ -94,6 +114,23 @@ def test_proposals_list_oldest_first_by_status_and_subtree(store: Store) -> None
     assert [p.id for p in store.list_proposals(None)] == [first.id, second.id, other.id]
     assert [p.id for p in store.list_proposals("pending", subject="db")] == [first.id, second.id]
     assert [p.id for p in store.list_proposals("rejected")] == [other.id]
+    assert [p.id for p in store.list_proposals(None, limit=2)] == [first.id, second.id]
+    assert [p.id for p in store.list_proposals("pending", proposer="agent", limit=1)] == [first.id]
+    assert store.list_proposals("pending", proposer="someone else") == []
+
+
+def test_closed_proposals_are_those_rejected_or_withdrawn_on_exactly_the_subject(store: Store) -> None:
+    queued = [proposal("db.engine", f"option {i}") for i in range(4)] + [proposal("db.engine.pool", "x")]
+    with store.transaction():
+        for item in queued:
+            store.insert_proposal(item)
+        store.resolve_proposal(queued[0].id, "rejected", LATER, "reviewer", "no", None)
+        store.resolve_proposal(queued[1].id, "withdrawn", LATER, "agent", None, None)
+        store.resolve_proposal(queued[3].id, "rejected", LATER, "reviewer", None, None)
+        store.resolve_proposal(queued[4].id, "rejected", LATER, "reviewer", None, None)
+    assert [p.id for p in store.closed_proposals("db.engine")] == [queued[0].id, queued[1].id, queued[3].id]
+    assert [p.id for p in store.closed_proposals("db.engine", limit=2)] == [queued[1].id, queued[3].id]
+    assert store.closed_proposals("db") == []
 
 
 def test_a_proposal_is_resolved_once(backend: Backend) -> None:
@@ -137,6 +174,8 @@ def test_a_window_is_closed_once_and_successors_follow(store: Store) -> None:
     assert [d.id for d in store.decisions("db", as_of="2026-01-15T00:00:00.000000Z")] == [old.id]
     assert [d.id for d in store.decisions()] == [new.id]
     assert [d.id for d in store.connected_decisions("db.engine")] == [old.id, new.id]
+    assert [d.id for d in store.connected_decisions("db.engine", limit=1)] == [new.id]
+    assert [d.id for d in store.decisions("db", include_closed=True, limit=1)] == [old.id]
 
 
 def test_overlapping_windows_of_a_subject_are_refused(store: Store) -> None:

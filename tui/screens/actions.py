@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ctx_kernel.kernel.facade import Ctx, Decision, Proposal, Ratification, RatificationPlan, StalePlanError
+from ctx_kernel.kernel.facade import (
+    Ctx,
+    Decision,
+    Proposal,
+    Ratification,
+    RatificationPlan,
+    StalePlanError,
+    plural,
+)
 from ctx_kernel.tui.dialogs.confirm import ConfirmDialog
 from ctx_kernel.tui.dialogs.edit import Draft, EditDialog
 from ctx_kernel.tui.dialogs.reason import ReasonDialog
@@ -126,7 +134,8 @@ class ReviewActions(KernelScreen):
                 if yes:
                     self.fetch(ratify_all, self._approved_many, group="act")
 
-            title = f"Approve these {len(found)} proposals as {reviewer}?"
+            which = "this proposal" if len(found) == 1 else f"these {len(found)} proposals"
+            title = f"Approve {which} as {reviewer}?"
             self.app.push_screen(ConfirmDialog(title, lines, f"Approve {len(found)}"), answered)
 
         self.as_reviewer(lambda: self.fetch(plans, confirm, group="act"))
@@ -139,7 +148,7 @@ class ReviewActions(KernelScreen):
             return
         if results:
             self.review_app.last_ratified = results[-1].decision
-        self.acted(f"Ratified {len(results)} proposals.")
+        self.acted(f"Ratified {plural(len(results), 'proposal')}.")
 
     # -- reject and withdraw --------------------------------------------------------------
 

@@ -9,7 +9,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.widgets import Header, Static
 
-from ctx_kernel.kernel.facade import AuditEvent, Ctx, visible
+from ctx_kernel.kernel.facade import AuditEvent, Ctx, plural, visible
 from ctx_kernel.tui.dialogs.text import TextDialog
 from ctx_kernel.tui.screens.base import KernelScreen
 from ctx_kernel.tui.widgets.keys import KeyBar
@@ -56,7 +56,7 @@ class AuditScreen(KernelScreen):
             report = ctx.audit.verify(state=True)
             if report.ok:
                 last = report.last_hash[:12]
-                status = f"audit log verified: {report.rows} rows, tables agree, last hash {last}…"
+                status = f"audit log verified: {plural(report.rows, 'row')}, tables agree, last hash {last}…"
             else:
                 status = f"AUDIT LOG BROKEN at row {report.first_bad_seq}: {report.problem}"
             return ctx.audit.events(), report.ok, status

@@ -11,7 +11,7 @@ from textual.binding import Binding
 from textual.timer import Timer
 from textual.widgets import Header, Input, Static
 
-from ctx_kernel.kernel.facade import Ctx, QueueEntry
+from ctx_kernel.kernel.facade import Ctx, QueueEntry, plural
 from ctx_kernel.tui import filtering
 from ctx_kernel.tui.format import is_stale, one_line, queue_row
 from ctx_kernel.tui.screens.actions import ReviewActions
@@ -184,7 +184,8 @@ class QueueScreen(ReviewActions):
                 peek.append("\nreplaces: ", style="cyan")
                 peek.append(one_line(entry.current.decision), style="dim")
             if entry.group_size > 1:
-                peek.append(f"\nsettles {entry.group_size - 1} other proposal(s) in its group", style="bold")
+                others = plural(entry.group_size - 1, "other proposal")
+                peek.append(f"\nsettles {others} in its group", style="bold")
         self.query_one("#peek", Static).update(peek)
 
     def _check_contradictions(self) -> None:

@@ -14,7 +14,6 @@ import click
 from ctx_kernel.kernel.errors import CtxError
 from ctx_kernel.kernel.hosts.cli.base import _fail, _say, cli, load_all
 from ctx_kernel.kernel.limits import MAX_JSON_INPUT_BYTES
-from ctx_kernel.kernel.store.sqlite import driver, migrate
 
 __all__ = ["MAX_JSON_INPUT_BYTES", "cli", "load_all", "main"]
 
@@ -35,10 +34,26 @@ def main(argv: list[str] | None = None) -> None:
         _fail(exc.format_message(), exc.exit_code)
     except CtxError as exc:
         _fail(exc.message.splitlines()[0], exc.exit_code)
-    except driver.dbapi.DatabaseError as exc:  # a damaged page met in the middle of a command
-        _fail(migrate.database_error(None, exc).message, 1)
     except KeyboardInterrupt:
         _fail("interrupted", 130)
     except BrokenPipeError:
         os._exit(0)
+    except Exception as exc:
+        damaged = _database_error(exc)
+        if damaged is None:
+            raise
+        _fail(damaged, 1)
     sys.exit(code if isinstance(code, int) else 0)
+
+
+def _database_error(exc: Exception) -> str | None:
+    """The one line for a damaged page met in the middle of a command; None for any other error.
+
+    The SQLite driver is not imported to ask: a command that never opened a store (a shell's Tab
+    press, ``ctx --help``) cannot have met one."""
+    driver = sys.modules.get("ctx_kernel.kernel.store.sqlite.driver")
+    if driver is None or not isinstance(exc, driver.dbapi.DatabaseError):
+        return None
+    from ctx_kernel.kernel.store.sqlite import migrate  # noqa: PLC0415
+
+    return migrate.database_error(None, exc).message

@@ -6,9 +6,8 @@ import sys
 
 import click
 
-from ctx_kernel.kernel import paths, team
+from ctx_kernel.kernel import paths
 from ctx_kernel.kernel.errors import UsageError
-from ctx_kernel.kernel.facade import Ctx
 from ctx_kernel.kernel.hosts.cli.base import _db_option, _locate, _say, cli
 
 
@@ -62,6 +61,9 @@ def _grant_command(role: str) -> None:
         ask_password: bool,
         db_here: str | None,
     ) -> None:
+        # Imported here: `ctx admin` is for a server's owner, and the team module loads the store.
+        from ctx_kernel.kernel import team  # noqa: PLC0415
+
         location = _locate(db_here or context.find_root().obj.get("db"))
         script = team.grant_script(location, role, name, create_login=create_login)
         if not run:
@@ -78,6 +80,8 @@ def _grant_command(role: str) -> None:
             password = click.prompt(
                 f"Password for {name}", hide_input=True, confirmation_prompt=True, err=True
             )
+        from ctx_kernel.kernel.facade import Ctx  # noqa: PLC0415 - see base.py
+
         with Ctx.open(location, embedder=None) as ctx:
             team.grant(ctx.store, role, name, create_login=create_login, password=password)
         _say(f"{name} is now {article} {role} of {paths.display_location(location)}")

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import getpass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from ctx_kernel.kernel import paths
-from ctx_kernel.kernel.facade import Ctx
 from ctx_kernel.kernel.hosts.cli.base import _confirm, _emit_json, _reviewer, _say, _with_store, cli
+from ctx_kernel.kernel.text import plural
+
+if TYPE_CHECKING:
+    from ctx_kernel.kernel.facade import Ctx
 
 
 @cli.group("import")
@@ -47,7 +51,8 @@ def import_adr(ctx: Ctx, folder: str, reviewer: str | None, yes: bool, dry_run: 
             _say(f"{entry['path']}  {entry.get('subject') or '-'}  {entry['outcome']}")
     verb = "would import" if dry_run else "imported"
     _say(
-        f"{verb} {len(report.decisions)} decisions and {len(report.proposals)} proposals; "
+        f"{verb} {plural(len(report.decisions), 'decision')} and "
+        f"{plural(len(report.proposals), 'proposal')}; "
         f"{len(report.unchanged)} already imported" + ("; nothing written (dry run)" if dry_run else "")
     )
     for link in report.suggested_links:
@@ -80,6 +85,6 @@ def export_adr(ctx: Ctx, folder: str, force: bool) -> None:
     any other file, or a link, refuses the export with nothing written, unless --force.
     """
     done = ctx.export_adrs(Path(folder), force=force)
-    _say(f"wrote {len(done.written)} files to {folder}; {len(done.unchanged)} already up to date")
+    _say(f"wrote {plural(len(done.written), 'file')} to {folder}; {len(done.unchanged)} already up to date")
     for line in done.warnings:
         _say(f"warning: {line}", err=True)

@@ -5,13 +5,16 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from ctx_kernel.kernel.audit.service import AuditService
 from ctx_kernel.kernel.errors import CtxError, UsageError
-from ctx_kernel.kernel.facade import Ctx
 from ctx_kernel.kernel.hosts.cli.base import _db_option, _emit_json, _open, _say, _with_store, cli
+from ctx_kernel.kernel.text import plural
+
+if TYPE_CHECKING:
+    from ctx_kernel.kernel.facade import Ctx
 
 
 @cli.group()
@@ -65,8 +68,8 @@ def audit_export(ctx: Ctx, out: str, since: str | None, until: str | None, fmt: 
         return
     manifest = result.manifest
     _say(
-        f"exported {manifest['records']} events (seq {manifest['first_seq']}..{manifest['last_seq']}) "
-        f"to {result.records_path}"
+        f"exported {plural(manifest['records'], 'event')} "
+        f"(seq {manifest['first_seq']}..{manifest['last_seq']}) to {result.records_path}"
     )
     _say(f"manifest {result.manifest_path}, signed with key {manifest['key']['key_id']}")
 
@@ -122,6 +125,8 @@ def audit_verify(
         return
     if checkpoints:
         raise UsageError("--checkpoint checks the store's log: leave out FILE")
+    from ctx_kernel.kernel.audit.service import AuditService  # noqa: PLC0415 - it loads the store
+
     found = AuditService.verify_export(
         Path(file),
         pubkey=Path(pubkey) if pubkey else None,
@@ -131,7 +136,7 @@ def audit_verify(
         _emit_json(found.to_dict())
     elif found.ok:
         _say(
-            f"export ok: {found.records} records (seq {found.first_seq}..{found.last_seq}), "
+            f"export ok: {plural(found.records, 'record')} (seq {found.first_seq}..{found.last_seq}), "
             f"anchored at {found.anchor_hash}, last hash {found.last_hash}"
         )
         _say(f"signed by key {found.trusted_key}, trusted from {found.trusted_key_source}")
@@ -156,7 +161,7 @@ def _verify_store(
     if as_json:
         _emit_json(report.to_dict())
     elif report.ok:
-        _say(f"audit chain ok: {report.rows} rows, last hash {report.last_hash}")
+        _say(f"audit chain ok: {plural(report.rows, 'row')}, last hash {report.last_hash}")
         if report.checkpoint_seq is not None:
             _say(f"matches {report.checkpoints} signed checkpoints (latest at row {report.checkpoint_seq})")
         for note in report.notes:
@@ -207,6 +212,8 @@ def keys_init(force: bool) -> None:
 
     The passphrase is asked twice on a terminal, or read from CTX_KEY_PASSPHRASE.
     """
+    from ctx_kernel.kernel.audit.service import AuditService  # noqa: PLC0415 - it loads the store
+
     info = AuditService.create_signing_key(lambda: _passphrase(confirm=True), force=force)
     _say(f"created signing key {info.key_id}")
     _say(f"private key (encrypted): {info.private_path}")
@@ -224,5 +231,7 @@ def keys_init(force: bool) -> None:
 )
 def keys_export_public(fmt: str) -> None:
     """Print the public key that verifies your audit exports; give it to the reviewer."""
+    from ctx_kernel.kernel.audit.service import AuditService  # noqa: PLC0415 - it loads the store
+
     info = AuditService.signing_key()
     _say(info.public_pem.rstrip("\n") if fmt == "pem" else info.public_raw)

@@ -11,14 +11,18 @@ from datetime import UTC, datetime
 from functools import update_wrapper
 from importlib import import_module
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
 from ctx_kernel.kernel import paths, text
-from ctx_kernel.kernel.errors import CtxError, UsageError
-from ctx_kernel.kernel.facade import Ctx, age, short_age
-from ctx_kernel.kernel.records import Decision, Proposal
+from ctx_kernel.kernel.errors import UsageError
+
+if TYPE_CHECKING:
+    # The facade loads the store and every service: the root group and a shell's Tab press must
+    # not pay for it, so it is imported where a command opens a store.
+    from ctx_kernel.kernel.facade import Ctx
+    from ctx_kernel.kernel.records import Decision, Proposal
 
 
 def _say(message: object = "", *, err: bool = False, nl: bool = True) -> None:
@@ -60,6 +64,8 @@ def _locate(explicit: str | None, start: Path | None = None) -> paths.Location:
 
 def _open(explicit: str | None, start: Path | None = None, **kwargs: Any) -> Ctx:
     """Open the store a command uses (see :func:`_locate`)."""
+    from ctx_kernel.kernel.facade import Ctx  # noqa: PLC0415
+
     return Ctx.open(_locate(explicit, start), **kwargs)
 
 
@@ -97,6 +103,8 @@ def _read_stdin(limit: int, what: str) -> str:
 
 
 def _age(stamp: str) -> str:
+    from ctx_kernel.kernel.facade import age, short_age  # noqa: PLC0415
+
     return short_age(age(stamp, datetime.now(UTC)))
 
 
@@ -156,35 +164,23 @@ def _confirm(question: str, yes: bool) -> None:
         raise click.Abort()
 
 
-def _completion_store(context: click.Context) -> Ctx | None:
-    try:
-        return Ctx.open(paths.find_store(context.find_root().params.get("db")), embedder=None)
-    except CtxError:
-        return None
-
-
 def _complete_pending(context: click.Context, _param: click.Parameter, incomplete: str) -> list[Any]:
     """Pending proposal ids (with their subject as help) for shell completion."""
     from click.shell_completion import CompletionItem  # noqa: PLC0415
 
-    ctx = _completion_store(context)
-    if ctx is None:
-        return []
-    with ctx:
-        return [
-            CompletionItem(p.id, help=f"{p.subject}: {text.visible(p.decision)[:60]}")
-            for p in ctx.queue()
-            if p.id.lower().startswith(incomplete.lower())
-        ]
+    from ctx_kernel.kernel import completion  # noqa: PLC0415
+
+    return [
+        CompletionItem(pid, help=f"{subject}: {text.visible(decision)[:60]}")
+        for pid, subject, decision in completion.pending(context.find_root().params.get("db"), incomplete)
+    ]
 
 
 def _complete_subject(context: click.Context, _param: click.Parameter, incomplete: str) -> list[Any]:
     """Subjects of decisions and pending proposals for shell completion."""
-    ctx = _completion_store(context)
-    if ctx is None:
-        return []
-    with ctx:
-        return sorted(s for s in ctx.store.known_subjects() if s.startswith(incomplete.lower()))
+    from ctx_kernel.kernel import completion  # noqa: PLC0415
+
+    return list(completion.subjects(context.find_root().params.get("db"), incomplete))
 
 
 # Each command's module: a command's module is imported when the command is asked for, so
@@ -214,6 +210,7 @@ AREAS = {
     "decisions": "read",
     "queue": "read",
     "history": "read",
+    "evidence": "read",
     "show": "read",
     "search": "read",
     "recall": "read",
@@ -229,6 +226,30 @@ AREAS = {
 }
 
 
+_AMEND = (
+    "ratified decisions never change: to amend a pending proposal, ratify it with your text "
+    "(ctx ratify ID --decision TEXT); to change a decision in force, propose its successor "
+    "(ctx propose --subject SUBJECT --decision TEXT), which supersedes it once ratified"
+)
+_DELETE = (
+    "nothing is deleted, every record stays for audit: reject a pending proposal (ctx reject ID "
+    "--reason TEXT), withdraw your own (ctx withdraw ID), retire a decision in force (ctx retire "
+    "SUBJECT --reason TEXT) or propose its successor (ctx propose --subject SUBJECT --decision TEXT)"
+)
+# Commands people reach for that ctx has not on purpose, and what to do instead.
+MISSING_COMMANDS = {
+    "edit": _AMEND,
+    "amend": _AMEND,
+    "update": _AMEND,
+    "change": _AMEND,
+    "modify": _AMEND,
+    "delete": _DELETE,
+    "remove": _DELETE,
+    "rm": _DELETE,
+    "drop": _DELETE,
+}
+
+
 class Commands(click.Group):
     """The root group: it knows every command's name and imports the command's module on first use."""
 
@@ -239,6 +260,23 @@ class Commands(click.Group):
         if cmd_name not in self.commands and cmd_name in AREAS:
             import_module(f"{__package__}.{AREAS[cmd_name]}")
         return self.commands.get(cmd_name)
+
+    def resolve_command(
+        self, context: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        """The command ``args`` names; for a name that is none, one line saying what to run instead."""
+        name = args[0]
+        if context.resilient_parsing or name.startswith("-") or self.get_command(context, name) is not None:
+            return super().resolve_command(context, args)
+        from difflib import get_close_matches  # noqa: PLC0415 - only for a mistyped command
+
+        # `edit`, or a slip of it such as `updte`: say how to amend instead of naming a look-alike.
+        meant = get_close_matches(name.lower(), MISSING_COMMANDS, n=1, cutoff=0.8)
+        if meant:
+            raise click.UsageError(f"there is no `ctx {name}`: {MISSING_COMMANDS[meant[0]]}", context)
+        close = get_close_matches(name.lower(), self.list_commands(context), n=3, cutoff=0.6)
+        hint = f": did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+        raise click.UsageError(f"no such command {name!r}{hint}", context)
 
 
 def load_all() -> click.Group:

@@ -4,23 +4,12 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from ctx_kernel.kernel import text
-from ctx_kernel.kernel.capture.ingest import (
-    PARALLEL_FROM,
-    TRANSCRIPT_FORMATS,
-    BatchReport,
-    EvidenceInput,
-    count_lines,
-    from_turns,
-    read_jsonl,
-)
 from ctx_kernel.kernel.errors import UsageError
-from ctx_kernel.kernel.facade import Ctx
-from ctx_kernel.kernel.hosts import bulk
 from ctx_kernel.kernel.hosts.cli.base import (
     _check_utf8,
     _emit_json,
@@ -30,7 +19,12 @@ from ctx_kernel.kernel.hosts.cli.base import (
     _with_store,
     cli,
 )
-from ctx_kernel.kernel.records import EVIDENCE_KINDS
+from ctx_kernel.kernel.limits import PARALLEL_FROM, TRANSCRIPT_FORMATS
+from ctx_kernel.kernel.spec import EVIDENCE_KINDS
+
+if TYPE_CHECKING:
+    from ctx_kernel.kernel.capture.ingest import BatchReport, EvidenceInput
+    from ctx_kernel.kernel.facade import Ctx
 
 
 @cli.command()
@@ -75,6 +69,11 @@ def log(
     if jsonl is not None:
         if body is not None:
             raise UsageError("give either TEXT or --jsonl FILE, not both")
+        # Imported here, as every import below: the root group loads this module for a shell's Tab
+        # press, which needs only the options above.
+        from ctx_kernel.kernel.capture.ingest import EvidenceInput  # noqa: PLC0415
+        from ctx_kernel.kernel.hosts import bulk  # noqa: PLC0415
+
         defaults = EvidenceInput(text="", kind=kind, agent=agent, session=session, tags=tags)
         report = _log_jsonl(ctx, jsonl, defaults, redact=not no_redact)
         if as_json:
@@ -85,7 +84,9 @@ def log(
             sys.exit(130)
         if report.rejected_count:
             # Scripts must notice a bad line; everything else in the file is already committed.
-            lines = "1 line was" if report.rejected_count == 1 else f"{report.rejected_count} lines were"
+            lines = text.plural(report.rejected_count, "line") + (
+                " was" if report.rejected_count == 1 else " were"
+            )
             _fail(f"{lines} rejected; the other lines were logged", 1)
         return
     if body is None:
@@ -106,10 +107,13 @@ def log(
     else:
         _say(result.id + ("  (already in the vault)" if result.duplicate else ""))
     if result.redacted:
-        _say(f"redacted {result.redacted} secret(s) before storing", err=True)
+        _say(f"redacted {text.plural(result.redacted, 'secret')} before storing", err=True)
 
 
 def _log_jsonl(ctx: Ctx, name: str, defaults: EvidenceInput, *, redact: bool) -> BatchReport:
+    from ctx_kernel.kernel.capture.ingest import BatchReport, count_lines, read_jsonl  # noqa: PLC0415
+    from ctx_kernel.kernel.hosts import bulk  # noqa: PLC0415
+
     report = BatchReport()
     if name == "-":
         items = read_jsonl(sys.stdin.buffer, defaults=defaults)
@@ -165,14 +169,16 @@ def ingest_transcript(
     2,000 characters and binary blobs are left out. A folder is searched for *.jsonl and
     aider history files. Running it again on the same files adds nothing new.
     """
+    from ctx_kernel.kernel.hosts import bulk  # noqa: PLC0415
+
     report, files, failures = _ingest(ctx, paths, fmt, thinking=thinking, tags=tags, redact=not no_redact)
     if as_json:
         _emit_json({**report.to_dict(), "files": files})
     else:
         for entry in files:
             _say(
-                f"{entry['path']}: {entry['format']}, {entry['turns']} turns"
-                + (f", {entry['problems']} damaged lines skipped" if entry["problems"] else "")
+                f"{entry['path']}: {entry['format']}, {text.plural(entry['turns'], 'turn')}"
+                + (f", {text.plural(entry['problems'], 'damaged line')} skipped" if entry["problems"] else "")
             )
             for warning in entry["warnings"][: bulk.SHOWN_REJECTIONS]:
                 _say(f"  line {warning['line']}: {warning['error']}")
@@ -220,6 +226,8 @@ def _ingest(
     redact: bool,
 ) -> tuple[BatchReport, list[dict[str, Any]], list[str]]:
     from ctx_kernel.kernel.capture import transcripts  # noqa: PLC0415 - the parsers load only here
+    from ctx_kernel.kernel.capture.ingest import BatchReport, count_lines, from_turns  # noqa: PLC0415
+    from ctx_kernel.kernel.hosts import bulk  # noqa: PLC0415
 
     files = _transcript_files(paths)
     explicit = {p.absolute() for p in paths if not p.is_dir()}

@@ -10,19 +10,17 @@ from typing import Any
 
 import click
 
-from ctx_kernel.kernel.capture.ingest import (
-    TRANSCRIPT_FORMATS,
-)
 from ctx_kernel.kernel.capture.json_input import JSONInputError, read_json
 from ctx_kernel.kernel.errors import CtxError, UsageError
-from ctx_kernel.kernel.facade import Ctx
 from ctx_kernel.kernel.hosts.cli.base import _db_option, _locate, _open, _say, cli
 from ctx_kernel.kernel.hosts.cli.evidence import _ingest
 from ctx_kernel.kernel.limits import (
     DEFAULT_BUDGET,
     MAX_BUDGET,
     MIN_BUDGET,
+    TRANSCRIPT_FORMATS,
 )
+from ctx_kernel.kernel.text import plural
 
 
 @cli.command()
@@ -74,6 +72,8 @@ def _session_end(context: click.Context, fmt: str | None, db_here: str | None) -
     except CtxError as exc:
         _say(f"ctx: {exc.message}; transcript not ingested", err=True)
         return
+    from ctx_kernel.kernel.facade import Ctx  # noqa: PLC0415 - see base.py
+
     with Ctx.open(location) as ctx:
         report, files, failures = _ingest(
             ctx, (Path(transcript).expanduser(),), fmt, thinking=False, tags=(), redact=True
@@ -82,7 +82,7 @@ def _session_end(context: click.Context, fmt: str | None, db_here: str | None) -
         raise UsageError(failures[0])
     turns = sum(entry["turns"] for entry in files)
     _say(
-        f"ctx: {turns} turns read, {report.added} new evidence texts, "
+        f"ctx: {plural(turns, 'turn')} read, {plural(report.added, 'new evidence text')}, "
         f"{report.duplicates} already in the vault",
         err=True,
     )

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 import click
 
 from ctx_kernel.kernel import paths, text
 from ctx_kernel.kernel.errors import StoreError, UsageError
-from ctx_kernel.kernel.facade import Ctx
 from ctx_kernel.kernel.hosts.cli.base import (
     _colour,
     _db_option,
@@ -19,6 +19,9 @@ from ctx_kernel.kernel.hosts.cli.base import (
     _with_store,
     cli,
 )
+
+if TYPE_CHECKING:
+    from ctx_kernel.kernel.facade import Ctx
 
 
 @cli.command()
@@ -44,12 +47,15 @@ def status(ctx: Ctx, as_json: bool) -> None:
         verified = "never verified: run `ctx audit verify`"
     else:
         verdict = "ok" if verify.ok else f"FAILED: {verify.problem}"
-        verified = f"last verified {verify.at[:19]}: {verdict} ({verify.rows} rows)"
+        verified = f"last verified {verify.at[:19]}: {verdict} ({text.plural(verify.rows, 'row')})"
     stale = f", {found.stale} stale (over a week)" if found.stale else ""
     for label, value in (
         ("store", f"{found.store} (schema {found.schema_version})"),
-        ("evidence", f"{found.evidence} texts" + (", encrypted at rest" if found.encrypted else "")),
-        ("kernel", f"{found.current_decisions} current decisions, {found.decisions} in all"),
+        (
+            "evidence",
+            text.plural(found.evidence, "text") + (", encrypted at rest" if found.encrypted else ""),
+        ),
+        ("kernel", f"{text.plural(found.current_decisions, 'current decision')}, {found.decisions} in all"),
         ("queue", f"{found.pending} pending{stale}" + ("  (ctx review)" if found.pending else "")),
         ("vectors", vectors),
         ("audit", verified),

@@ -7,13 +7,14 @@ import os
 import shlex
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from ctx_kernel.kernel import paths
 from ctx_kernel.kernel.errors import StoreError, UsageError
-from ctx_kernel.kernel.facade import Ctx
 from ctx_kernel.kernel.hosts.cli.base import (
+    _confirm,
     _db_option,
     _decision_line,
     _open,
@@ -22,6 +23,10 @@ from ctx_kernel.kernel.hosts.cli.base import (
     _with_store,
     cli,
 )
+from ctx_kernel.kernel.text import plural
+
+if TYPE_CHECKING:
+    from ctx_kernel.kernel.facade import Ctx
 
 
 @cli.command("mcp")
@@ -104,11 +109,27 @@ def review(ctx: Ctx, reviewer: str | None) -> None:
     help="Project folder for the demo store.",
 )
 @click.option("--no-review", is_flag=True, help="Print the tour only; do not open the review app.")
-def demo(folder: str, no_review: bool) -> None:
-    """Create a demo project with realistic decisions, evidence and proposals, then open the review app."""
-    from ctx_kernel.kernel.demo import build_demo  # noqa: PLC0415
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Build the demo store again from scratch when the folder holds one (what was done in it is lost).",
+)
+def demo(folder: str, no_review: bool, force: bool) -> None:
+    """Create a demo project with realistic decisions, evidence and proposals, then open the review app.
 
-    ctx = build_demo(Path(folder))
+    Run again on a folder that holds the demo store, it asks before building it again from scratch
+    (without a terminal it refuses unless --force).
+    """
+    from ctx_kernel.kernel.demo import build_demo, holds_demo  # noqa: PLC0415
+
+    if not force and sys.stdin.isatty() and holds_demo(Path(folder)):
+        _confirm(
+            f"{folder} already holds the demo store; build it again from scratch (what was done in it "
+            "is lost)?",
+            False,
+        )
+        force = True
+    ctx = build_demo(Path(folder), replace=force)
     try:
         if not no_review and sys.stdin.isatty() and sys.stdout.isatty():
             _run_review(ctx, None)
@@ -136,7 +157,7 @@ def demo(folder: str, no_review: bool) -> None:
         if found.vectors.note:
             _say(f"  note: {found.vectors.note}")
         report = ctx.audit.verify()
-        _say(f"\naudit chain {'ok' if report.ok else 'BROKEN'}: {report.rows} rows")
+        _say(f"\naudit chain {'ok' if report.ok else 'BROKEN'}: {plural(report.rows, 'row')}")
         _say(f"\nTry: cd {folder} && ctx queue && ctx recall 'auth tokens' && ctx inject")
     finally:
         ctx.close()

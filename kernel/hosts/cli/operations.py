@@ -14,11 +14,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import MISSING, Field, fields
 from functools import cache
 from types import NoneType, UnionType
-from typing import Annotated, Any, Literal, Union, get_args, get_origin, get_type_hints
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Union, get_args, get_origin, get_type_hints
 
 import click
 
-from ctx_kernel.kernel.facade import Ctx
 from ctx_kernel.kernel.hosts.cli.base import (
     _check_utf8,
     _complete_pending,
@@ -29,7 +28,10 @@ from ctx_kernel.kernel.hosts.cli.base import (
     cli,
 )
 from ctx_kernel.kernel.hosts.operations import OPERATIONS, Caller
-from ctx_kernel.kernel.records import Spec
+from ctx_kernel.kernel.spec import Spec
+
+if TYPE_CHECKING:
+    from ctx_kernel.kernel.facade import Ctx
 
 Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
 # A person at a terminal: the name the read operations never use (the CLI's writes are its own).

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import getpass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from ctx_kernel.kernel import text
 from ctx_kernel.kernel.capture.json_input import read_json
 from ctx_kernel.kernel.errors import StalePlanError, UsageError
-from ctx_kernel.kernel.facade import Ctx
 from ctx_kernel.kernel.hosts.cli.base import (
     _check_utf8,
     _complete_pending,
@@ -23,6 +22,9 @@ from ctx_kernel.kernel.hosts.cli.base import (
     cli,
 )
 from ctx_kernel.kernel.limits import MAX_JSON_INPUT_BYTES
+
+if TYPE_CHECKING:
+    from ctx_kernel.kernel.facade import Ctx
 
 
 @cli.command()

@@ -1,4 +1,4 @@
-"""Commands that read: decisions, queue, history, show, search, recall, inject.
+"""Commands that read: decisions, queue, history, evidence, show, search, recall, inject.
 
 Each is made from its operation's declaration (``kernel/hosts/operations.py``); this module says
 only how each answer reads to a person.
@@ -12,25 +12,28 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from ctx_kernel.kernel.errors import UsageError
-from ctx_kernel.kernel.facade import Ctx, Decision, Evidence, Proposal, plain_diff
 from ctx_kernel.kernel.hosts.cli.base import _decision_line, _emit_json, _proposal_line, _say
 from ctx_kernel.kernel.hosts.cli.operations import operation_command
-from ctx_kernel.kernel.recall import fusion
 
 if TYPE_CHECKING:
+    from ctx_kernel.kernel.facade import Ctx, Decision, Evidence, Proposal
     from ctx_kernel.kernel.inputs import (
         DecisionsArgs,
+        EvidenceArgs,
+        HistoryArgs,
         InjectArgs,
         QueueArgs,
         RecallArgs,
         SearchArgs,
         ShowArgs,
-        SubjectArgs,
         TimelineArgs,
     )
     from ctx_kernel.kernel.recall.inject import Injection
     from ctx_kernel.kernel.recall.results import Recall
-    from ctx_kernel.kernel.records import SearchResults, Timeline
+    from ctx_kernel.kernel.records import History, SearchResults, Timeline
+
+# Characters of an evidence text shown on its line in `ctx evidence` (`ctx show ID` prints it whole).
+EVIDENCE_LINE_CHARS = 100
 
 
 def _decisions(ctx: Ctx, _args: DecisionsArgs, found: list[Decision]) -> None:
@@ -59,24 +62,67 @@ def _queue(ctx: Ctx, _args: QueueArgs, found: list[Proposal]) -> None:
 operation_command("queue", _queue)
 
 
-def _history(ctx: Ctx, _args: SubjectArgs, chain: list[Decision]) -> None:
-    names = ctx.handles(i for d in chain for i in (d.id, *d.supersedes))
-    for decision in chain:
-        _say(_decision_line(decision, names))
-        if decision.title:
-            _say(f"    title: {decision.title}")
-        if decision.deciders:
-            _say(f"    deciders: {', '.join(decision.deciders)} (ratified by {decision.ratified_by})")
-        for old in decision.supersedes:
-            _say(f"    supersedes {names.get(old, old)}")
-        if decision.amended and decision.proposal_id:
-            proposed = ctx.proposal(decision.proposal_id).decision
-            _say(f"    amended by {decision.ratified_by}: {plain_diff(proposed, decision.decision)}")
-        if decision.closed_by == "retired":
-            _say(f"    retired: {decision.close_reason}")
+def _history(ctx: Ctx, _args: HistoryArgs, found: History) -> None:
+    names = ctx.handles(
+        [*(i for d in found.decisions for i in (d.id, *d.supersedes)), *(p.id for p in found.proposals)]
+    )
+    # One timeline, oldest first: a decision at the start of its window, a proposal when it was made.
+    timeline = sorted(
+        [(d.valid_from, "decision", i) for i, d in enumerate(found.decisions)]
+        + [(p.created_at, "proposal", i) for i, p in enumerate(found.proposals)]
+    )
+    for _, kind, index in timeline:
+        if kind == "decision":
+            _decision_entry(ctx, found.decisions[index], names)
+        else:
+            _closed_proposal_entry(found.proposals[index], names)
+
+
+def _closed_proposal_entry(proposal: Proposal, names: dict[str, str]) -> None:
+    """A rejected or withdrawn proposal in a history: marked, and never in force."""
+    when = (proposal.resolved_at or "?")[:19]
+    _say(
+        f"{names.get(proposal.id, proposal.id)}  {proposal.subject}  [{proposal.status} by "
+        f"{proposal.resolved_by}, {when}; proposed by {proposal.proposer}, never in force]"
+    )
+    _say(f"    {proposal.decision}")
+    if proposal.resolution_note:
+        _say(f"    reason: {proposal.resolution_note}")
+
+
+def _decision_entry(ctx: Ctx, decision: Decision, names: dict[str, str]) -> None:
+    """A decision of the chain with its title, deciders, links, amendment and retirement."""
+    _say(_decision_line(decision, names))
+    if decision.title:
+        _say(f"    title: {decision.title}")
+    if decision.deciders:
+        _say(f"    deciders: {', '.join(decision.deciders)} (ratified by {decision.ratified_by})")
+    for old in decision.supersedes:
+        _say(f"    supersedes {names.get(old, old)}")
+    if decision.amended and decision.proposal_id:
+        from ctx_kernel.kernel.facade import plain_diff  # noqa: PLC0415
+
+        proposed = ctx.proposal(decision.proposal_id).decision
+        _say(f"    amended by {decision.ratified_by}: {plain_diff(proposed, decision.decision)}")
+    if decision.closed_by == "retired":
+        _say(f"    retired: {decision.close_reason}")
 
 
 operation_command("history", _history)
+
+
+def _evidence(ctx: Ctx, _args: EvidenceArgs, found: list[Evidence]) -> None:
+    if not found:
+        _say("no evidence")
+    names = ctx.handles(e.id for e in found)
+    for item in found:
+        flat = " ".join(item.text.split())
+        cut = flat if len(flat) <= EVIDENCE_LINE_CHARS else flat[: EVIDENCE_LINE_CHARS - 1].rstrip() + "…"
+        when = item.created_at[:16].replace("T", " ")
+        _say(f"{names.get(item.id, item.id)}  {when}  {item.kind}  {item.agent or '?'}  {cut}")
+
+
+operation_command("evidence", _evidence)
 
 
 def _show(_ctx: Ctx, _args: ShowArgs, record: Evidence | Proposal | Decision) -> None:
@@ -150,6 +196,8 @@ def _recall_ids(found: Recall) -> list[str]:
 
 
 def _recall(ctx: Ctx, args: RecallArgs, found: Recall, *, explain: bool) -> None:
+    from ctx_kernel.kernel.recall import fusion  # noqa: PLC0415
+
     name = ctx.handles(_recall_ids(found)).get
     moment = f"at {found.as_of[:19]}" if found.as_of else "now"
     _say(f"Decisions (ratified, in force {moment}):")

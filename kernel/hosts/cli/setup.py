@@ -4,20 +4,23 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from ctx_kernel.kernel import text
 from ctx_kernel.kernel.errors import UsageError
 from ctx_kernel.kernel.hosts.cli.base import _colour, _confirm, _say, cli
-from ctx_kernel.kernel.hosts.setup.agents import AGENTS, Plan, ctx_command, plan
-from ctx_kernel.kernel.hosts.setup.files import apply, project_root
+from ctx_kernel.kernel.hosts.setup import AGENT_NAMES
+
+if TYPE_CHECKING:
+    from ctx_kernel.kernel.hosts.setup.agents import Plan
 
 _DIFF_COLOURS = {"+": "green", "-": "red", "@": "cyan"}
 
 
 @cli.command("setup")
-@click.argument("agent", type=click.Choice(sorted(AGENTS)))
+@click.argument("agent", type=click.Choice(sorted(AGENT_NAMES)))
 @click.option("--remove", is_flag=True, help="Take out what ctx setup added; everything else stays as it is.")
 @click.option(
     "--no-instructions",
@@ -40,6 +43,9 @@ def setup(agent: str, remove: bool, instructions: bool, dry_run: bool, yes: bool
     parse, or a link out of the repository, is refused and left untouched; nothing in the files
     is run.
     """
+    from ctx_kernel.kernel.hosts.setup.agents import AGENTS, ctx_command, plan  # noqa: PLC0415
+    from ctx_kernel.kernel.hosts.setup.files import apply, project_root  # noqa: PLC0415
+
     target = AGENTS[agent]
     root = project_root(Path.cwd())
     changes = plan(target, root, ctx_command(), remove=remove, instructions=instructions)

@@ -8,18 +8,20 @@ import sys
 from collections.abc import Callable
 from contextlib import nullcontext
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from ctx_kernel.kernel import paths
 from ctx_kernel.kernel.errors import UsageError
-from ctx_kernel.kernel.facade import Ctx
-from ctx_kernel.kernel.hosts import bulk
 from ctx_kernel.kernel.hosts.cli.base import _confirm, _db_option, _emit_json, _fail, _say, _with_store, cli
 from ctx_kernel.kernel.limits import (
     COPY_BATCH,
 )
+from ctx_kernel.kernel.text import plural
+
+if TYPE_CHECKING:
+    from ctx_kernel.kernel.facade import Ctx
 
 _KEY_FILE_HELP = (
     "Key file (default: CTX_VAULT_KEY, else CTX_VAULT_KEY_FILE, else vault/<store id>.key "
@@ -47,6 +49,8 @@ def init(context: click.Context, encrypt: bool, key_file: Path | None, db_here: 
     shown = paths.display_location(target)
     if isinstance(target, str) and paths.is_server_url(target) and explicit is not None:
         paths.write_project_config(here, target, check_only=True)  # before the server is touched
+    from ctx_kernel.kernel.facade import Ctx  # noqa: PLC0415 - see base.py
+
     ctx, created = Ctx.init(target)
     with ctx:
         _say(f"{'created' if created else 'already present, schema up to date:'} {shown}")
@@ -184,6 +188,8 @@ def reindex(ctx: Ctx, download: bool, as_json: bool) -> None:
     def count(done: int, total: int) -> None:
         reached[:] = [done, total]
 
+    from ctx_kernel.kernel.hosts import bulk  # noqa: PLC0415 - it loads the ingest code
+
     try:
         if as_json or not sys.stderr.isatty():
             report = ctx.reindex(download=download, progress=count)
@@ -202,15 +208,18 @@ def reindex(ctx: Ctx, download: bool, as_json: bool) -> None:
                 report = ctx.reindex(download=download, progress=progress)
     except KeyboardInterrupt:
         done, total = reached
-        _fail(f"interrupted after {done} of {total} texts: run `ctx reindex` again to embed the rest", 130)
+        _fail(
+            f"interrupted after {done} of {plural(total, 'text')}: run `ctx reindex` again to embed the rest",
+            130,
+        )
     if as_json:
         _emit_json(report.to_dict())
         return
     changed = f" (was {report.previous_model})" if report.previous_model not in (None, report.model) else ""
     resumed = ", carrying on after an interrupted reindex" if report.resumed else ""
     _say(
-        f"embedded {report.decisions} decisions and {report.evidence} evidence texts with "
-        f"{report.model}{changed}, {report.dim} dimensions, in {report.seconds:.1f} s{resumed}"
+        f"embedded {plural(report.decisions, 'decision')} and {plural(report.evidence, 'evidence text')} "
+        f"with {report.model}{changed}, {report.dim} dimensions, in {report.seconds:.1f} s{resumed}"
     )
 
 
@@ -269,8 +278,9 @@ def migrate_command(ctx: Ctx, to: str, batch_size: int, force: bool, as_json: bo
     rows = sum(t.rows for t in report.tables)
     again = "resumed: " if report.resumed else ""
     _say(
-        f"{again}copied {copied} of {rows} rows to {report.target} in {report.seconds:.1f} s: "
-        f"{report.audit_rows} audit rows, last hash {report.last_hash}, {report.vectors} vectors"
+        f"{again}copied {copied} of {plural(rows, 'row')} to {report.target} in {report.seconds:.1f} s: "
+        f"{plural(report.audit_rows, 'audit row')}, last hash {report.last_hash}, "
+        f"{plural(report.vectors, 'vector')}"
     )
 
 

@@ -443,9 +443,14 @@ class PostgresStore(SharedRows, TeamMixin, PostgresIndex, PostgresCopy):
         return [PROPOSAL.build(r, evidence=cited[r[0]]) for r in rows]
 
     def list_proposals(
-        self, status: str | None = "pending", subject: str | None = None, limit: int | None = None
+        self,
+        status: str | None = "pending",
+        subject: str | None = None,
+        limit: int | None = None,
+        proposer: str | None = None,
     ) -> list[Proposal]:
-        """Proposals, oldest first, optionally by status and subject subtree."""
+        """Proposals, oldest first, optionally by status, subject subtree and proposer; the first
+        ``limit`` when given."""
         where: list[str] = []
         params: list[Any] = []
         if status is not None:
@@ -454,6 +459,9 @@ class PostgresStore(SharedRows, TeamMixin, PostgresIndex, PostgresCopy):
         if subject is not None:
             where.append("(subject = %s OR subject LIKE %s)")
             params += [subject, like_prefix(subject)]
+        if proposer is not None:
+            where.append("proposer = %s")
+            params.append(proposer)
         clause = " WHERE " + " AND ".join(where) if where else ""
         statement = f'SELECT {PROPOSAL.select()} FROM proposal{clause} ORDER BY created_at, id COLLATE "C"'
         if limit is not None:
@@ -512,8 +520,9 @@ class PostgresStore(SharedRows, TeamMixin, PostgresIndex, PostgresCopy):
 
     # -- decisions ------------------------------------------------------------------------
 
-    def connected_decisions(self, subject: str) -> list[Decision]:
-        """The subject's decisions and all decisions linked to them by supersession, oldest first."""
+    def connected_decisions(self, subject: str, limit: int | None = None) -> list[Decision]:
+        """The subject's decisions and all decisions linked to them by supersession, oldest first
+        (the newest ``limit`` of them when given: LIMIT NULL is no limit)."""
         rows = self._q(
             f"""WITH RECURSIVE chain(id) AS (
                   SELECT id FROM decision WHERE subject = %s
@@ -522,10 +531,10 @@ class PostgresStore(SharedRows, TeamMixin, PostgresIndex, PostgresCopy):
                   FROM supersession s JOIN chain c ON c.id IN (s.old_id, s.new_id)
                 )
                 SELECT {DECISION.select()} FROM decision WHERE id IN (SELECT id FROM chain)
-                ORDER BY valid_from, id COLLATE "C" """,
-            (subject,),
+                ORDER BY valid_from DESC, id COLLATE "C" DESC LIMIT %s""",
+            (subject, limit),
         )
-        return self._decisions(rows)
+        return self._decisions(rows[::-1])
 
     # -- audit ----------------------------------------------------------------------------
 

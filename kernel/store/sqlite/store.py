@@ -446,9 +446,14 @@ class SQLiteStore(SharedRows, IndexQueries, SQLiteCopy):
         return [PROPOSAL.build(r, evidence=cited[r[0]]) for r in rows]
 
     def list_proposals(
-        self, status: str | None = "pending", subject: str | None = None, limit: int | None = None
+        self,
+        status: str | None = "pending",
+        subject: str | None = None,
+        limit: int | None = None,
+        proposer: str | None = None,
     ) -> list[Proposal]:
-        """Proposals, oldest first, optionally by status and subject subtree."""
+        """Proposals, oldest first, optionally by status, subject subtree and proposer; the first
+        ``limit`` when given."""
         where, params = [], []
         if status is not None:
             where.append("status = ?")
@@ -456,6 +461,9 @@ class SQLiteStore(SharedRows, IndexQueries, SQLiteCopy):
         if subject is not None:
             where.append("(subject = ? OR subject LIKE ? ESCAPE '\\')")
             params += [subject, like_prefix(subject)]
+        if proposer is not None:
+            where.append("proposer = ?")
+            params.append(proposer)
         clause = " WHERE " + " AND ".join(where) if where else ""
         sql = f"SELECT {PROPOSAL.select()} FROM proposal{clause} ORDER BY created_at, id"
         rows = self._q(sql + (" LIMIT ?" if limit is not None else ""), [*params, limit] if limit else params)
@@ -502,8 +510,9 @@ class SQLiteStore(SharedRows, IndexQueries, SQLiteCopy):
 
     # -- decisions ------------------------------------------------------------------------
 
-    def connected_decisions(self, subject: str) -> list[Decision]:
-        """The subject's decisions and all decisions linked to them by supersession, oldest first."""
+    def connected_decisions(self, subject: str, limit: int | None = None) -> list[Decision]:
+        """The subject's decisions and all decisions linked to them by supersession, oldest first
+        (the newest ``limit`` of them when given)."""
         rows = self._q(
             f"""WITH RECURSIVE chain(id) AS (
                   SELECT id FROM decision WHERE subject = ?
@@ -513,10 +522,10 @@ class SQLiteStore(SharedRows, IndexQueries, SQLiteCopy):
                   SELECT s.old_id FROM supersession s JOIN chain c ON s.new_id = c.id
                 )
                 SELECT {DECISION.select()} FROM decision WHERE id IN (SELECT id FROM chain)
-                ORDER BY valid_from, id""",
-            (subject,),
+                ORDER BY valid_from DESC, id DESC LIMIT ?""",
+            (subject, -1 if limit is None else limit),
         )
-        return self._decisions(rows)
+        return self._decisions(rows[::-1])
 
     # -- audit ----------------------------------------------------------------------------
 
