@@ -68,6 +68,7 @@ def _line_names(out: str) -> list[str]:
 
 def test_lists_print_handles_and_every_command_takes_them(cli, kernel: Ctx) -> None:
     evidence = kernel.log("Tokens leak through the referer header").id
+    time.sleep(0.01)  # a later millisecond: the evidence's id starts differently from the proposals'
     made = [kernel.propose(f"auth.area{i}", f"Decide thing {i}", evidence=[evidence]).id for i in range(3)]
     listed = cli("queue")
     names = _line_names(listed.out)
