@@ -233,13 +233,19 @@ def test_the_session_block_counts_what_did_not_fit_and_names_ctx_recall(
     cli, kernel: Ctx, monkeypatch
 ) -> None:
     monkeypatch.setenv("CTX_VECTORS", "off")
+    # Current decisions that do not fit go to the block's index; other items are counted last.
+    kernel.ratify(kernel.propose("area.topic", "Decision about a component").id, reviewer="ann")
     for i in range(12):
-        decision = f"Decision number {i} about a component with a long name. " * 3
-        kernel.ratify(kernel.propose(f"area{i}.topic", decision).id, reviewer="ann")
+        proposal = f"Proposal number {i} about a component with a long name. " * 3
+        kernel.propose(f"area{i}.other", proposal)
     footer = cli("inject", "--budget", "200").out.strip().splitlines()[-1]
     assert footer.startswith("_") and "more items did not fit the budget of 200 tokens" in footer
     assert footer.endswith("; ask `ctx recall QUERY`._")
+
     # The budget at which exactly one item is left out: the line counts it as one.
-    budget = next(b for b in range(200, 4000, 5) if sum(kernel.inject(budget=b).omitted.values()) == 1)
+    def others(block) -> int:
+        return sum(n for name, n in block.omitted.items() if name != "decisions")
+
+    budget = next(b for b in range(200, 8000, 5) if others(kernel.inject(budget=b)) == 1)
     footer = cli("inject", "--budget", str(budget)).out.strip().splitlines()[-1]
     assert footer.startswith(f"_1 more item did not fit the budget of {budget} tokens"), footer

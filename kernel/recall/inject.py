@@ -23,7 +23,7 @@ from ctx_kernel.kernel.recall.expansion import SUPERSEDED_WARNING
 from ctx_kernel.kernel.recall.results import Recall
 from ctx_kernel.kernel.records import Decision, Evidence, Proposal
 from ctx_kernel.kernel.reports import Related
-from ctx_kernel.kernel.text import clip, visible
+from ctx_kernel.kernel.text import clip, plural, visible
 
 if TYPE_CHECKING:
     from ctx_kernel.kernel.recall.service import RecallService
@@ -441,12 +441,11 @@ def build(
     if not any(injection.items.values()) and not any(injection.omitted.values()):
         lines.append("\nNo ratified decisions yet.")
     if unnamed:
-        lines.append(f"\n_{unnamed} more current decisions: {ASK[via]['decisions']} lists them._")
+        lines.append(f"\n_{plural(unnamed, 'more current decision')}: {ASK[via]['decisions']} lists them._")
     others = sum(count for name, count in injection.omitted.items() if name != "decisions")
     if others:
-        lines.append(
-            f"\n_{others} more items did not fit the budget of {budget} tokens; {ASK[via]['recall']}._"
-        )
+        more = f"{plural(others, 'more item')} did not fit the budget of {budget} tokens"
+        lines.append(f"\n_{more}; {ASK[via]['recall']}._")
     injection.markdown = "\n".join(lines) + "\n"
     injection.tokens = count_tokens(injection.markdown)
     return injection
