@@ -97,7 +97,7 @@ def test_reindex_reports_what_it_embedded(cli, kernel):
     assert_valid("reindex", document)
     assert (document["decisions"], document["evidence"], document["dim"]) == (1, 1, 384)
     plain = cli("reindex")
-    assert plain.code == 0 and "embedded 1 decisions and 1 evidence texts" in plain.out
+    assert plain.code == 0 and "embedded 1 decision and 1 evidence text" in plain.out
 
 
 def test_reindex_without_a_model_is_refused(cli, kernel, monkeypatch):
