@@ -40,6 +40,18 @@ def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return seeded_store(tmp_path / "project")
 
 
+def _screen_lines(screen: Screen[object]) -> list[str]:
+    """The screen as the person sees it, one string per row."""
+    return [strip.text for strip in screen._compositor.render_strips()]
+
+
+def _text_in(screen: Screen[object], widget: Widget) -> str:
+    """The words drawn inside ``widget``'s region, its lines joined by spaces."""
+    region = widget.region
+    lines = _screen_lines(screen)[region.y : region.bottom]
+    return " ".join(" ".join(line[region.x : region.right].split()) for line in lines).strip()
+
+
 def _scrolls(widget: Widget) -> bool:
     return widget.styles.overflow_x in ("auto", "scroll") or widget.styles.overflow_y in ("auto", "scroll")
 
@@ -287,4 +299,66 @@ async def test_the_audit_screen_keeps_the_end_of_ids_that_share_a_start(store: P
         # Rows for different targets never look the same.
         cells = {line.rstrip().rsplit(" ", 1)[-1] for line in shown}
         assert len(cells) == len({*targets})
+    kernel.close()
+
+
+LONG_DECISION = (
+    "Keep every payment webhook idempotent: store the provider's event id with a unique index before "
+    "doing any work, answer 200 for an event already stored, and move failed deliveries to a dead "
+    "letter table that an operator replays by hand after reading why each one failed; never retry "
+    "inside the request, because the provider retries on its own schedule and two retries at once "
+    "charged a customer twice in March."
+)
+
+
+async def test_the_preview_takes_the_rows_the_list_does_not_need_and_shows_the_whole_text(
+    store: Path,
+) -> None:
+    with Ctx.open(store, embedder=None) as agent:
+        long = agent.propose(
+            "payments.webhooks", LONG_DECISION, rationale="Double charges.", proposer="claude"
+        )
+    app, kernel = await _open(store, VIEWS["queue"])
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        rows = screen.query_one("#queue", RowList)
+        rows.move_to(long.id)
+        await settle(pilot)
+        preview = screen.query_one("#preview")
+        # The list is as tall as its rows; the preview has every row from there to the status line.
+        assert rows.region.height == len(rows.keys) == 6
+        assert preview.region.y == rows.region.bottom
+        assert preview.region.bottom == screen.query_one("#queue-status").region.y
+        shown = _text_in(screen, preview)
+        assert " ".join(LONG_DECISION.split()) in shown and "why: Double charges." in shown
+    kernel.close()
+
+
+async def test_a_long_queue_keeps_most_rows_and_still_shows_a_long_text_whole(store: Path) -> None:
+    with Ctx.open(store, embedder=None) as agent:
+        for i in range(40):
+            agent.propose(f"area{i}.topic", f"Adopt tool {i} for area {i}.", proposer="codex")
+        long = agent.propose("payments.webhooks", LONG_DECISION, proposer="claude")
+    app, kernel = await _open(store, VIEWS["queue"])
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        rows = screen.query_one("#queue", RowList)
+        space = screen.query_one("#queue-body").region.height
+        await pilot.press("end", "up")
+        await settle(pilot)
+        beside_a_short_text = rows.region.height
+        assert beside_a_short_text >= space * 2 // 3
+        await pilot.press("down")
+        await settle(pilot)
+        assert rows.current_key == long.id
+        preview = screen.query_one("#preview")
+        assert " ".join(LONG_DECISION.split()) in _text_in(screen, preview)
+        # The list gave up rows for the long text, but kept half the space, the cursor row in view.
+        assert space // 2 <= rows.region.height < beside_a_short_text
+        assert rows.current_key in rows.visible_keys()
+        await pilot.press("up")
+        await settle(pilot)
+        assert rows.region.height == beside_a_short_text
     kernel.close()
