@@ -10,11 +10,12 @@ import pytest
 from rich.console import Console
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import Button, Input, Static
+from textual.widgets import Button, Input, Static, Tree
 
 from ctx_kernel.kernel import Ctx
 from ctx_kernel.tui.dialogs.help import HelpDialog
 from ctx_kernel.tui.screens.base import KernelScreen
+from ctx_kernel.tui.screens.browser import BrowserScreen
 from ctx_kernel.tui.screens.detail import DetailScreen
 from ctx_kernel.tui.widgets.keys import KeyBar
 from ctx_kernel.tui.widgets.rows import RowList
@@ -28,6 +29,7 @@ SCREENS = [
     "detail",
     "detail_with_a_contradiction",
     "kernel",
+    "kernel_subtree",
     "history",
     "evidence",
     "audit",
@@ -361,4 +363,54 @@ async def test_a_long_queue_keeps_most_rows_and_still_shows_a_long_text_whole(st
         await pilot.press("up")
         await settle(pilot)
         assert rows.region.height == beside_a_short_text
+    kernel.close()
+
+
+async def test_the_kernel_screen_gives_the_text_the_width_left_after_the_tree(store: Path) -> None:
+    app, kernel = await _open(store, VIEWS["kernel"])
+    async with app.run_test(size=SIZE) as pilot:
+        await reach(VIEWS["kernel"])(pilot)
+        screen = app.screen
+        assert isinstance(screen, BrowserScreen)
+        tree = screen.query_one("#subjects", Tree)
+        pane = screen.query_one("#decision-pane")
+        # The tree is as wide as its subjects' names; the text column has every column after it.
+        assert tree.region.width <= 30
+        assert pane.region.x == tree.region.right and pane.region.right == SIZE[0]
+        await pilot.press("home")
+        await settle(pilot)
+        leaves = 0
+        for _ in range(tree.last_line + 1):
+            node = tree.cursor_node
+            assert node is not None
+            shown = _text_in(screen, pane)
+            if node.allow_expand:
+                # A subject with subjects below: each decision under it, its text whole (the root's
+                # list is longer than the screen, so it is read from the pane's text).
+                assert screen.chosen is None
+                listed = str(screen.query_one("#decision", Static).render())
+                under = [d for d in screen.decisions.values() if d.subject.startswith(node.data or "")]
+                assert under and all(d.decision in listed for d in under)
+            else:
+                leaves += 1
+                chosen = screen.chosen
+                assert chosen is not None and chosen.id == node.data
+                assert " ".join(chosen.decision.split()) in shown
+            await pilot.press("down")
+            await settle(pilot)
+        assert leaves == len(screen.decisions)
+    kernel.close()
+
+
+async def test_replacing_asks_for_a_decision_not_a_subject_above_several(store: Path) -> None:
+    app, kernel = await _open(store, VIEWS["kernel_subtree"])
+    async with app.run_test(size=SIZE) as pilot:
+        await reach(VIEWS["kernel_subtree"])(pilot)
+        screen = app.screen
+        assert isinstance(screen, BrowserScreen)
+        node = screen.query_one("#subjects", Tree).cursor_node
+        assert node is not None and node.data == "auth"
+        await pilot.press("n")
+        await settle(pilot)
+        assert app.screen is screen, "n on a subject with subjects below it drafts nothing"
     kernel.close()
