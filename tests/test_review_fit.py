@@ -11,6 +11,7 @@ from rich.console import Console
 from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Button, Input, Static, Tree
+from textual.widgets._toast import Toast
 
 from ctx_kernel.kernel import Ctx
 from ctx_kernel.tui.dialogs.help import HelpDialog
@@ -413,4 +414,35 @@ async def test_replacing_asks_for_a_decision_not_a_subject_above_several(store: 
         await pilot.press("n")
         await settle(pilot)
         assert app.screen is screen, "n on a subject with subjects below it drafts nothing"
+    kernel.close()
+
+
+async def test_after_an_act_the_toast_covers_no_text_of_the_next_proposal(store: Path) -> None:
+    app, kernel = await _open(store, VIEWS["detail"])
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await reach(View(("enter",), row="auth.tokens"))(pilot)
+        detail = app.screen
+        assert isinstance(detail, DetailScreen)
+        first = detail.proposal_id
+        await pilot.press("a")
+        await settle(pilot)
+        await pilot.press("y")
+        await settle(pilot)
+        await pilot.pause(0.1)
+        assert app.screen is detail and detail.proposal_id != first
+        toasts = list(detail.query(Toast))
+        assert len(toasts) == 1 and "Ratified auth.tokens as" in str(toasts[0].render())
+        content = detail.query_one("#detail").region
+        bar = detail.query_one(KeyBar).region
+        for toast in toasts:
+            region = toast.region
+            assert region.height == 1 and region.y == bar.y, region
+            assert not region.overlaps(content)
+        # Every row of "If you approve" that is on screen is drawn, not covered.
+        change = detail.query_one("#d-change", Static)
+        visible_part = change.region.intersection(content)
+        assert visible_part.height > 0
+        for y in range(visible_part.y, visible_part.bottom):
+            on_top, _ = detail.get_widget_at(visible_part.x, y)
+            assert on_top is change
     kernel.close()

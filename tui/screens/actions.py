@@ -12,8 +12,17 @@ from ctx_kernel.tui.dialogs.reviewer import ReviewerDialog
 from ctx_kernel.tui.screens.base import KernelScreen
 
 
+def named(ctx: Ctx, ids: list[str]) -> list[str]:
+    """The handles of ``ids`` (the short names lists print), in their order."""
+    names = ctx.handles(ids)
+    return [names.get(i, i) for i in ids]
+
+
 class ReviewActions(KernelScreen):
     """Approve, edit then approve, reject, withdraw; every act is confirmed only when irreversible."""
+
+    # The key that drafts a replacement for the last approval, where the screen has one.
+    UNDO_KEY: str | None = None
 
     def as_reviewer(self, act: Callable[[], object]) -> None:
         """Run ``act`` once the name to record is settled: a login-name guess is confirmed once."""
@@ -32,8 +41,8 @@ class ReviewActions(KernelScreen):
         self.app.push_screen(ReviewerDialog(backend.reviewer), answered)
 
     def acted(self, message: str) -> None:
-        """After an act: say what happened and read the store again."""
-        self.notify(message, title="ctx", markup=False)
+        """After an act: say what happened (one line over the key bar) and read the store again."""
+        self.notify(message, markup=False)
         self.reload()
 
     # -- approve --------------------------------------------------------------------------
@@ -51,11 +60,12 @@ class ReviewActions(KernelScreen):
     def _confirm_approve(self, plan: RatificationPlan, note: str | None) -> None:
         reviewer = self.backend.reviewer
 
-        def ratify(ctx: Ctx) -> Ratification | StalePlanError:
+        def ratify(ctx: Ctx) -> tuple[Ratification, list[str]] | StalePlanError:
             try:
-                return ctx.ratify(plan, reviewer=reviewer)
+                done = ctx.ratify(plan, reviewer=reviewer)
             except StalePlanError as exc:
                 return exc
+            return done, named(ctx, [done.decision.id, *done.superseded])
 
         def answered(yes: bool | None) -> None:
             if yes:
@@ -65,7 +75,9 @@ class ReviewActions(KernelScreen):
         title = f"Approve as {reviewer}?"
         self.app.push_screen(ConfirmDialog(title, lines, "Approve"), answered)
 
-    def _approved(self, result: Ratification | StalePlanError, plan: RatificationPlan) -> None:
+    def _approved(
+        self, result: tuple[Ratification, list[str]] | StalePlanError, plan: RatificationPlan
+    ) -> None:
         if isinstance(result, StalePlanError):
             # Another reviewer acted first: show the plan as it now stands, never the old one.
             self.notify(result.message, title="ctx", severity="warning", timeout=10, markup=False)
@@ -73,13 +85,17 @@ class ReviewActions(KernelScreen):
             amended = plan.text if plan.amended else None
             self.approve(plan.proposal.id, amended, note=f"The store changed: {result.message}")
             return
-        self.review_app.last_ratified = result.decision
-        parts = [f"Ratified {result.decision.subject} as {result.decision.id}"]
-        if result.superseded:
-            parts.append(f"superseding {', '.join(result.superseded)}")
-        if result.settled:
-            parts.append(f"settling {len(result.settled)} more")
-        self.acted("; ".join(parts) + ". It cannot be undone in place (u drafts a replacement).")
+        done, (name, *superseded) = result
+        self.review_app.last_ratified = done.decision
+        # Short enough for one line at 80 columns: a toast sits over the key bar, not over the
+        # proposal that opens next.
+        parts = [f"Ratified {done.decision.subject} as {name}"]
+        if superseded:
+            parts.append(f"superseding {', '.join(superseded)}")
+        if done.settled:
+            parts.append(f"settling {len(done.settled)} more")
+        hint = f" ({self.UNDO_KEY} drafts a replacement)" if self.UNDO_KEY else ""
+        self.acted(", ".join(parts) + hint + ".")
 
     def edit_then_approve(self, proposal: Proposal) -> None:
         """Amend the text in an editor, then approve the amended decision."""
@@ -150,8 +166,8 @@ class ReviewActions(KernelScreen):
             reviewer = self.backend.reviewer
             if reason:
                 self.fetch(
-                    lambda k: k.reject(proposal.id, reviewer=reviewer, reason=reason),
-                    lambda p: self.acted(f"Rejected {p.id} on {p.subject}."),
+                    lambda k: named(k, [k.reject(proposal.id, reviewer=reviewer, reason=reason).id]),
+                    lambda names: self.acted(f"Rejected {names[0]} on {proposal.subject}."),
                     group="act",
                 )
 
@@ -167,8 +183,8 @@ class ReviewActions(KernelScreen):
             if reason is None:
                 return
             self.fetch(
-                lambda k: k.withdraw(proposal.id, actor=reviewer, reason=reason or None),
-                lambda p: self.acted(f"Withdrew {p.id} on {p.subject}."),
+                lambda k: named(k, [k.withdraw(proposal.id, actor=reviewer, reason=reason or None).id]),
+                lambda names: self.acted(f"Withdrew {names[0]} on {proposal.subject}."),
                 group="act",
             )
 
@@ -186,15 +202,20 @@ class ReviewActions(KernelScreen):
             reviewer = self.backend.reviewer
             if draft is None:
                 return
-            self.fetch(
-                lambda k: k.propose(
+
+            def propose(ctx: Ctx) -> list[str]:
+                made = ctx.propose(
                     decision.subject,
                     draft.text,
                     rationale=draft.rationale,
                     supersedes=[decision.id],
                     proposer=reviewer,
-                ),
-                lambda p: self.acted(f"Proposed {p.id} to supersede {decision.id}; it is in the queue."),
+                )
+                return named(ctx, [made.id, decision.id])
+
+            self.fetch(
+                propose,
+                lambda names: self.acted(f"Proposed {names[0]} to supersede {names[1]}; it is in the queue."),
                 group="act",
             )
 

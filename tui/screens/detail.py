@@ -77,7 +77,7 @@ class DetailScreen(ReviewActions):
 
     def acted(self, message: str) -> None:
         """After an act on this proposal, go on to the next pending one (or back to the queue)."""
-        self.notify(message, title="ctx", markup=False)
+        self.notify(message, markup=False)
         self._next()
 
     def _next(self) -> None:

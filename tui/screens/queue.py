@@ -63,6 +63,7 @@ class QueueScreen(ReviewActions):
     """Pending proposals with badges; filter, sort, select, and act on the one under the cursor."""
 
     HELP_TITLE = "Queue"
+    UNDO_KEY = "u"
 
     BINDINGS = [
         Binding("a", "approve", "Approve", tooltip="after a confirmation that lists what changes"),
