@@ -51,7 +51,7 @@ from ctx_kernel.kernel.records import (
 )
 from ctx_kernel.kernel.store import create_store, open_store
 from ctx_kernel.kernel.store.base import ChangeWatch, Store
-from ctx_kernel.kernel.text import visible
+from ctx_kernel.kernel.text import json_visible, visible
 from ctx_kernel.kernel.vault.service import VaultService
 
 __all__ = [
@@ -69,6 +69,7 @@ __all__ = [
     "RatificationPlan",
     "StalePlanError",
     "age",
+    "json_visible",
     "plain_diff",
     "short_age",
     "visible",

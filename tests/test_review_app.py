@@ -13,6 +13,7 @@ from ctx_kernel.kernel.store.sqlite import driver
 from ctx_kernel.tui.dialogs.confirm import ConfirmDialog
 from ctx_kernel.tui.dialogs.edit import EditDialog
 from ctx_kernel.tui.dialogs.reason import ReasonDialog
+from ctx_kernel.tui.dialogs.text import TextDialog
 from ctx_kernel.tui.screens.browser import BrowserScreen
 from ctx_kernel.tui.screens.detail import DetailScreen
 from ctx_kernel.tui.screens.queue import QueueScreen
@@ -457,3 +458,26 @@ async def test_the_app_names_records_by_the_handles_commands_take(store: Path) -
     kernel.close()
     with Ctx.open(store, embedder=None) as check:
         assert check.resolve_id(names[first], "proposal") == first
+
+
+async def test_an_audit_row_shows_its_payload_as_parsed_json(store: Path) -> None:
+    app, kernel = review_app(store)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("4")
+        await settle(pilot)
+        await pilot.press("enter")
+        await settle(pilot)
+        dialog = app.screen
+        assert isinstance(dialog, TextDialog)
+        last = kernel.audit.events()[-1]
+        shown = json.loads(dialog.body)
+        assert '\\"' not in dialog.body
+        assert shown["seq"] == last.seq and shown["hash"] == last.hash
+        assert shown["before"] is None and isinstance(shown["after"], dict)
+        assert shown["after"] == json.loads(last.after or "")
+        # Indented: one field a line, so the payload reads as its fields.
+        assert '\n    "decision": ' in dialog.body
+        drawn = str(dialog.query_one("#text-body Static").render())
+        assert drawn == dialog.body
+    kernel.close()
