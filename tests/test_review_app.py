@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+from textual.widgets import TextArea
 
 from ctx_kernel.kernel import Ctx
 from ctx_kernel.kernel.store.sqlite import driver
@@ -165,6 +166,23 @@ async def test_edit_then_approve_records_the_amendment(store: Path) -> None:
     assert current.amended and current.proposal_id == target
     event = next(e for e in _audit(store) if e[2] == target and e[1] == "proposal.ratified")
     assert event[3]["amended_from"].startswith("Avoid psycopg")
+
+
+async def test_the_edit_dialog_starts_with_the_cursor_at_the_end(store: Path) -> None:
+    target = _first_on(store, "db.driver")
+    app, kernel = review_app(store)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await _move_to(pilot, target)
+        await pilot.press("e")
+        await settle(pilot)
+        assert isinstance(app.screen, EditDialog)
+        area = app.screen.query_one("#text", TextArea)
+        assert area.has_focus
+        assert area.cursor_location == area.document.end != (0, 0)
+        await pilot.press("space", *"now")
+        assert area.text.endswith("admin scripts. now")
+    kernel.close()
 
 
 async def test_withdraw_and_skip(store: Path) -> None:

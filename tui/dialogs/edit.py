@@ -49,8 +49,10 @@ class EditDialog(ModalScreen[Draft | None]):
                 yield Button("Cancel (Esc)", id="cancel")
 
     def on_mount(self) -> None:
-        """Start typing in the text area."""
-        self.query_one("#text", TextArea).focus()
+        """Start typing in the text area, at the end of the text (where an amendment usually goes)."""
+        area = self.query_one("#text", TextArea)
+        area.focus()
+        area.move_cursor(area.document.end)
 
     def action_save(self) -> None:
         """Return the text; refuse an empty one."""
