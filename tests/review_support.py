@@ -87,6 +87,7 @@ VIEWS: dict[str, View] = {
     "reject_requires_a_reason": View(("r", "enter"), row="testing.integration"),
     "withdraw": View(("w",), row="frontend.storybook"),
     "edit": View(("e",), row="db.driver"),
+    "approve_after_a_cancelled_edit": View(("e", "space", *"amended", "ctrl+s", "n", "a"), row="db.driver"),
     "who_is_acting": View(("a",), reviewer_confirmed=False),
     "kernel": View(("2", "down", "down")),
     "kernel_subtree": View(("2", "down", "down", "down")),

@@ -185,6 +185,106 @@ async def test_the_edit_dialog_starts_with_the_cursor_at_the_end(store: Path) ->
     kernel.close()
 
 
+async def _edit(pilot, text: str) -> None:
+    """Open the editor on the proposal under the cursor, add ``text`` at its end and save."""
+    await pilot.press("e")
+    await settle(pilot)
+    assert isinstance(pilot.app.screen, EditDialog)
+    pilot.app.screen.query_one("#text", TextArea).insert(text)
+    await pilot.press("ctrl+s")
+    await settle(pilot)
+
+
+async def test_a_cancelled_approval_keeps_the_edit_for_the_next_approval(store: Path) -> None:
+    target = _first_on(store, "db.driver")
+    with Ctx.open(store, embedder=None) as check:
+        proposed = check.proposal(target).decision
+    edited = proposed + " Except the nightly export, which keeps psycopg 3."
+    app, kernel = review_app(store)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await _move_to(pilot, target)
+        await _edit(pilot, " Except the nightly export, which keeps psycopg 3.")
+        assert isinstance(app.screen, ConfirmDialog) and edited in app.screen.lines
+        await pilot.press("n")
+        await settle(pilot)
+        assert isinstance(app.screen, QueueScreen)
+        assert _queue(store)[target] == "db.driver", "cancelled: nothing ratified"
+        # The preview says which text approving now ratifies.
+        assert f"your edit, not yet approved: {edited}" in str(app.screen.query_one("#peek").render())
+        # A second approval shows the edited text again, in full, as the one being ratified.
+        await pilot.press("a")
+        await settle(pilot)
+        assert isinstance(app.screen, ConfirmDialog)
+        assert app.screen.lines[:2] == ["New current decision on db.driver (amended):", edited]
+        await pilot.press("y")
+        await settle(pilot)
+        assert app.drafts == {}
+    kernel.close()
+    with Ctx.open(store, embedder=None) as check:
+        current = check.decisions("db.driver")[0]
+    assert current.proposal_id == target and current.decision == edited and current.amended
+    event = next(e for e in _audit(store) if e[2] == target and e[1] == "proposal.ratified")
+    assert event[3]["amended_from"] == proposed
+
+
+async def test_the_detail_screen_shows_a_kept_edit_as_the_change_approval_makes(store: Path) -> None:
+    target = _first_on(store, "db.driver")
+    app, kernel = review_app(store)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await _move_to(pilot, target)
+        await pilot.press("enter")
+        await settle(pilot)
+        detail = app.screen
+        assert isinstance(detail, DetailScreen)
+        await _edit(pilot, " Reviewed by the DBA.")
+        await pilot.press("n")
+        await settle(pilot)
+        assert app.screen is detail
+        change = str(detail.query_one("#d-change").render())
+        assert "(amended)" in change and "admin scripts. Reviewed by the DBA." in change
+        # The editor opens on the kept edit; Ctrl+R puts the proposed text back, which drops it.
+        await pilot.press("e")
+        await settle(pilot)
+        area = app.screen.query_one("#text", TextArea)
+        assert area.text.endswith("Reviewed by the DBA.")
+        await pilot.press("ctrl+r")
+        assert not area.text.endswith("Reviewed by the DBA.")
+        await pilot.press("ctrl+s")
+        await settle(pilot)
+        assert isinstance(app.screen, ConfirmDialog)
+        assert app.screen.lines[0] == "New current decision on db.driver:"
+        await pilot.press("n")
+        await settle(pilot)
+        assert app.drafts == {}
+        assert "(amended)" not in str(detail.query_one("#d-change").render())
+    kernel.close()
+
+
+async def test_approving_a_selection_ratifies_the_kept_edits(store: Path) -> None:
+    target = _first_on(store, "db.driver")
+    app, kernel = review_app(store)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await _move_to(pilot, target)
+        await _edit(pilot, " Reviewed.")
+        await pilot.press("n")
+        await settle(pilot)
+        await pilot.press("space", "A")
+        await settle(pilot)
+        assert isinstance(app.screen, ConfirmDialog)
+        assert any(
+            line.startswith("• db.driver: ") and line.endswith("scripts. Reviewed.")
+            for line in app.screen.lines
+        )
+        await pilot.press("y")
+        await settle(pilot)
+    kernel.close()
+    with Ctx.open(store, embedder=None) as check:
+        assert check.decisions("db.driver")[0].decision.endswith("scripts. Reviewed.")
+
+
 async def test_withdraw_and_skip(store: Path) -> None:
     rows_before = list(_queue(store))
     app, kernel = review_app(store)

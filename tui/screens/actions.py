@@ -45,10 +45,23 @@ class ReviewActions(KernelScreen):
         self.notify(message, markup=False)
         self.reload()
 
+    def drop_drafts(self, *proposal_ids: str) -> None:
+        """Forget the kept edits of proposals that are no longer pending."""
+        for pid in proposal_ids:
+            self.review_app.drafts.pop(pid, None)
+
+    def draft_changed(self) -> None:
+        """A kept edit changed: show what approving would now ratify."""
+
     # -- approve --------------------------------------------------------------------------
 
     def approve(self, proposal_id: str, decision: str | None = None, *, note: str | None = None) -> None:
-        """Show exactly what ratifying changes (the kernel's plan), then carry out that plan."""
+        """Show exactly what ratifying changes (the kernel's plan), then carry out that plan.
+
+        Without ``decision``, the text is the proposal's, or the edit kept from a cancelled approval.
+        """
+        if decision is None:
+            decision = self.review_app.drafts.get(proposal_id)
         self.as_reviewer(
             lambda: self.fetch(
                 lambda k: k.plan_ratification(proposal_id, decision=decision),
@@ -87,6 +100,7 @@ class ReviewActions(KernelScreen):
             return
         done, (name, *superseded) = result
         self.review_app.last_ratified = done.decision
+        self.drop_drafts(done.proposal_id, *done.settled)
         # Short enough for one line at 80 columns: a toast sits over the key bar, not over the
         # proposal that opens next.
         parts = [f"Ratified {done.decision.subject} as {name}"]
@@ -98,14 +112,34 @@ class ReviewActions(KernelScreen):
         self.acted(", ".join(parts) + hint + ".")
 
     def edit_then_approve(self, proposal: Proposal) -> None:
-        """Amend the text in an editor, then approve the amended decision."""
+        """Amend the text in an editor, then approve the amended decision.
+
+        The edit is kept until the proposal is resolved: cancelling the approval does not lose it,
+        and the next approval or edit of the proposal starts from it.
+        """
+        drafts = self.review_app.drafts
 
         def edited(draft: Draft | None) -> None:
-            if draft is not None:
-                self.approve(proposal.id, draft.text)
+            if draft is None:
+                return
+            if draft.text == proposal.decision:
+                drafts.pop(proposal.id, None)
+            else:
+                drafts[proposal.id] = draft.text
+            self.draft_changed()
+            self.approve(proposal.id, draft.text)
 
-        note = "The amendment is recorded next to the proposed text. Ctrl+S to continue, Esc to cancel."
-        self.app.push_screen(EditDialog(f"Edit {proposal.subject}", proposal.decision, note=note), edited)
+        note = (
+            "The amendment is recorded next to the proposed text. "
+            "Ctrl+S to continue, Ctrl+R for the proposed text, Esc to cancel."
+        )
+        dialog = EditDialog(
+            f"Edit {proposal.subject}",
+            drafts.get(proposal.id, proposal.decision),
+            note=note,
+            original=proposal.decision,
+        )
+        self.app.push_screen(dialog, edited)
 
     def approve_many(self, proposals: list[Proposal], groups: dict[str, str]) -> None:
         """Approve a selection after one confirmation that lists it; one proposal per review group."""
@@ -121,9 +155,10 @@ class ReviewActions(KernelScreen):
                 return
             seen[group] = proposal.id
         ids = [p.id for p in proposals]
+        drafts = dict(self.review_app.drafts)
 
         def plans(ctx: Ctx) -> list[RatificationPlan]:
-            return [ctx.plan_ratification(pid) for pid in ids]
+            return [ctx.plan_ratification(pid, decision=drafts.get(pid)) for pid in ids]
 
         def confirm(found: list[RatificationPlan]) -> None:
             reviewer = self.backend.reviewer
@@ -155,6 +190,8 @@ class ReviewActions(KernelScreen):
             return
         if results:
             self.review_app.last_ratified = results[-1].decision
+        for done in results:
+            self.drop_drafts(done.proposal_id, *done.settled)
         self.acted(f"Ratified {len(results)} proposals.")
 
     # -- reject and withdraw --------------------------------------------------------------
@@ -167,7 +204,7 @@ class ReviewActions(KernelScreen):
             if reason:
                 self.fetch(
                     lambda k: named(k, [k.reject(proposal.id, reviewer=reviewer, reason=reason).id]),
-                    lambda names: self.acted(f"Rejected {names[0]} on {proposal.subject}."),
+                    lambda names: self._resolved(proposal, f"Rejected {names[0]} on {proposal.subject}."),
                     group="act",
                 )
 
@@ -184,7 +221,7 @@ class ReviewActions(KernelScreen):
                 return
             self.fetch(
                 lambda k: named(k, [k.withdraw(proposal.id, actor=reviewer, reason=reason or None).id]),
-                lambda names: self.acted(f"Withdrew {names[0]} on {proposal.subject}."),
+                lambda names: self._resolved(proposal, f"Withdrew {names[0]} on {proposal.subject}."),
                 group="act",
             )
 
@@ -192,6 +229,10 @@ class ReviewActions(KernelScreen):
         self.as_reviewer(
             lambda: self.app.push_screen(ReasonDialog(title, required=False, action="Withdraw"), answered)
         )
+
+    def _resolved(self, proposal: Proposal, message: str) -> None:
+        self.drop_drafts(proposal.id)
+        self.acted(message)
 
     # -- a ratified decision is never edited in place -------------------------------------
 

@@ -153,6 +153,7 @@ class QueueScreen(ReviewActions):
         known = {e.proposal.id for e in entries}
         self.entries = entries
         self.selected &= known
+        self.drop_drafts(*(pid for pid in list(self.review_app.drafts) if pid not in known))
         # A ratification elsewhere can change what contradicts what: check the visible rows again.
         self.contradicts = {}
         self._show()
@@ -210,6 +211,10 @@ class QueueScreen(ReviewActions):
             proposal = entry.proposal
             peek.append(f"{self.names.get(proposal.id, proposal.id)} ", style="dim")
             peek.append(visible(proposal.decision))
+            draft = self.review_app.drafts.get(proposal.id)
+            if draft is not None:
+                peek.append("\nyour edit, not yet approved: ", style="bold yellow")
+                peek.append(visible(draft))
             if proposal.rationale:
                 peek.append("\nwhy: ", style="cyan")
                 peek.append(visible(proposal.rationale))
@@ -222,6 +227,10 @@ class QueueScreen(ReviewActions):
         self.query_one("#peek", Static).update(peek)
         self.query_one("#preview", VerticalScroll).scroll_home(animate=False, immediate=True)
         self._fit()
+
+    def draft_changed(self) -> None:
+        """A kept edit changed: the preview shows it."""
+        self._peek(self.query_one(RowList).current_key)
 
     def _fit(self) -> None:
         """Give the list the rows it needs and the preview the rest, or share them when both are long."""
