@@ -53,7 +53,7 @@ from ctx_kernel.kernel.records import (
 )
 from ctx_kernel.kernel.store import create_store, open_store
 from ctx_kernel.kernel.store.base import ChangeWatch, Store
-from ctx_kernel.kernel.text import plural, visible
+from ctx_kernel.kernel.text import json_visible, plural, visible
 from ctx_kernel.kernel.vault.service import LogManyOptions, LogOptions, VaultService
 
 __all__ = [
@@ -72,6 +72,7 @@ __all__ = [
     "RatificationPlan",
     "StalePlanError",
     "age",
+    "json_visible",
     "plain_diff",
     "plural",
     "short_age",

@@ -7,12 +7,14 @@ import json
 from pathlib import Path
 
 import pytest
+from textual.widgets import TextArea
 
 from ctx_kernel.kernel import Ctx
 from ctx_kernel.kernel.store.sqlite import driver
 from ctx_kernel.tui.dialogs.confirm import ConfirmDialog
 from ctx_kernel.tui.dialogs.edit import EditDialog
 from ctx_kernel.tui.dialogs.reason import ReasonDialog
+from ctx_kernel.tui.dialogs.text import TextDialog
 from ctx_kernel.tui.screens.browser import BrowserScreen
 from ctx_kernel.tui.screens.detail import DetailScreen
 from ctx_kernel.tui.screens.queue import QueueScreen
@@ -164,6 +166,123 @@ async def test_edit_then_approve_records_the_amendment(store: Path) -> None:
     assert current.amended and current.proposal_id == target
     event = next(e for e in _audit(store) if e[2] == target and e[1] == "proposal.ratified")
     assert event[3]["amended_from"].startswith("Avoid psycopg")
+
+
+async def test_the_edit_dialog_starts_with_the_cursor_at_the_end(store: Path) -> None:
+    target = _first_on(store, "db.driver")
+    app, kernel = review_app(store)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await _move_to(pilot, target)
+        await pilot.press("e")
+        await settle(pilot)
+        assert isinstance(app.screen, EditDialog)
+        area = app.screen.query_one("#text", TextArea)
+        assert area.has_focus
+        assert area.cursor_location == area.document.end != (0, 0)
+        await pilot.press("space", *"now")
+        assert area.text.endswith("admin scripts. now")
+    kernel.close()
+
+
+async def _edit(pilot, text: str) -> None:
+    """Open the editor on the proposal under the cursor, add ``text`` at its end and save."""
+    await pilot.press("e")
+    await settle(pilot)
+    assert isinstance(pilot.app.screen, EditDialog)
+    pilot.app.screen.query_one("#text", TextArea).insert(text)
+    await pilot.press("ctrl+s")
+    await settle(pilot)
+
+
+async def test_a_cancelled_approval_keeps_the_edit_for_the_next_approval(store: Path) -> None:
+    target = _first_on(store, "db.driver")
+    with Ctx.open(store, embedder=None) as check:
+        proposed = check.proposal(target).decision
+    edited = proposed + " Except the nightly export, which keeps psycopg 3."
+    app, kernel = review_app(store)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await _move_to(pilot, target)
+        await _edit(pilot, " Except the nightly export, which keeps psycopg 3.")
+        assert isinstance(app.screen, ConfirmDialog) and edited in app.screen.lines
+        await pilot.press("n")
+        await settle(pilot)
+        assert isinstance(app.screen, QueueScreen)
+        assert _queue(store)[target] == "db.driver", "cancelled: nothing ratified"
+        # The preview says which text approving now ratifies.
+        assert f"your edit, not yet approved: {edited}" in str(app.screen.query_one("#peek").render())
+        # A second approval shows the edited text again, in full, as the one being ratified.
+        await pilot.press("a")
+        await settle(pilot)
+        assert isinstance(app.screen, ConfirmDialog)
+        assert app.screen.lines[:2] == ["New current decision on db.driver (amended):", edited]
+        await pilot.press("y")
+        await settle(pilot)
+        assert app.drafts == {}
+    kernel.close()
+    with Ctx.open(store, embedder=None) as check:
+        current = check.decisions("db.driver")[0]
+    assert current.proposal_id == target and current.decision == edited and current.amended
+    event = next(e for e in _audit(store) if e[2] == target and e[1] == "proposal.ratified")
+    assert event[3]["amended_from"] == proposed
+
+
+async def test_the_detail_screen_shows_a_kept_edit_as_the_change_approval_makes(store: Path) -> None:
+    target = _first_on(store, "db.driver")
+    app, kernel = review_app(store)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await _move_to(pilot, target)
+        await pilot.press("enter")
+        await settle(pilot)
+        detail = app.screen
+        assert isinstance(detail, DetailScreen)
+        await _edit(pilot, " Reviewed by the DBA.")
+        await pilot.press("n")
+        await settle(pilot)
+        assert app.screen is detail
+        change = str(detail.query_one("#d-change").render())
+        assert "(amended)" in change and "admin scripts. Reviewed by the DBA." in change
+        # The editor opens on the kept edit; Ctrl+R puts the proposed text back, which drops it.
+        await pilot.press("e")
+        await settle(pilot)
+        area = app.screen.query_one("#text", TextArea)
+        assert area.text.endswith("Reviewed by the DBA.")
+        await pilot.press("ctrl+r")
+        assert not area.text.endswith("Reviewed by the DBA.")
+        await pilot.press("ctrl+s")
+        await settle(pilot)
+        assert isinstance(app.screen, ConfirmDialog)
+        assert app.screen.lines[0] == "New current decision on db.driver:"
+        await pilot.press("n")
+        await settle(pilot)
+        assert app.drafts == {}
+        assert "(amended)" not in str(detail.query_one("#d-change").render())
+    kernel.close()
+
+
+async def test_approving_a_selection_ratifies_the_kept_edits(store: Path) -> None:
+    target = _first_on(store, "db.driver")
+    app, kernel = review_app(store)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await _move_to(pilot, target)
+        await _edit(pilot, " Reviewed.")
+        await pilot.press("n")
+        await settle(pilot)
+        await pilot.press("space", "A")
+        await settle(pilot)
+        assert isinstance(app.screen, ConfirmDialog)
+        assert any(
+            line.startswith("• db.driver: ") and line.endswith("scripts. Reviewed.")
+            for line in app.screen.lines
+        )
+        await pilot.press("y")
+        await settle(pilot)
+    kernel.close()
+    with Ctx.open(store, embedder=None) as check:
+        assert check.decisions("db.driver")[0].decision.endswith("scripts. Reviewed.")
 
 
 async def test_withdraw_and_skip(store: Path) -> None:
@@ -457,3 +576,26 @@ async def test_the_app_names_records_by_the_handles_commands_take(store: Path) -
     kernel.close()
     with Ctx.open(store, embedder=None) as check:
         assert check.resolve_id(names[first], "proposal") == first
+
+
+async def test_an_audit_row_shows_its_payload_as_parsed_json(store: Path) -> None:
+    app, kernel = review_app(store)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("4")
+        await settle(pilot)
+        await pilot.press("enter")
+        await settle(pilot)
+        dialog = app.screen
+        assert isinstance(dialog, TextDialog)
+        last = kernel.audit.events()[-1]
+        shown = json.loads(dialog.body)
+        assert '\\"' not in dialog.body
+        assert shown["seq"] == last.seq and shown["hash"] == last.hash
+        assert shown["before"] is None and isinstance(shown["after"], dict)
+        assert shown["after"] == json.loads(last.after or "")
+        # Indented: one field a line, so the payload reads as its fields.
+        assert '\n    "decision": ' in dialog.body
+        drawn = str(dialog.query_one("#text-body Static").render())
+        assert drawn == dialog.body
+    kernel.close()

@@ -10,11 +10,13 @@ import pytest
 from rich.console import Console
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import Button, Input, Static
+from textual.widgets import Button, Input, Static, Tree
+from textual.widgets._toast import Toast
 
 from ctx_kernel.kernel import Ctx
 from ctx_kernel.tui.dialogs.help import HelpDialog
 from ctx_kernel.tui.screens.base import KernelScreen
+from ctx_kernel.tui.screens.browser import BrowserScreen
 from ctx_kernel.tui.screens.detail import DetailScreen
 from ctx_kernel.tui.widgets.keys import KeyBar
 from ctx_kernel.tui.widgets.rows import RowList
@@ -28,6 +30,7 @@ SCREENS = [
     "detail",
     "detail_with_a_contradiction",
     "kernel",
+    "kernel_subtree",
     "history",
     "evidence",
     "audit",
@@ -38,6 +41,18 @@ SCREENS = [
 def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     freeze_clock(monkeypatch)
     return seeded_store(tmp_path / "project")
+
+
+def _screen_lines(screen: Screen[object]) -> list[str]:
+    """The screen as the person sees it, one string per row."""
+    return [strip.text for strip in screen._compositor.render_strips()]
+
+
+def _text_in(screen: Screen[object], widget: Widget) -> str:
+    """The words drawn inside ``widget``'s region, its lines joined by spaces."""
+    region = widget.region
+    lines = _screen_lines(screen)[region.y : region.bottom]
+    return " ".join(" ".join(line[region.x : region.right].split()) for line in lines).strip()
 
 
 def _scrolls(widget: Widget) -> bool:
@@ -287,4 +302,147 @@ async def test_the_audit_screen_keeps_the_end_of_ids_that_share_a_start(store: P
         # Rows for different targets never look the same.
         cells = {line.rstrip().rsplit(" ", 1)[-1] for line in shown}
         assert len(cells) == len({*targets})
+    kernel.close()
+
+
+LONG_DECISION = (
+    "Keep every payment webhook idempotent: store the provider's event id with a unique index before "
+    "doing any work, answer 200 for an event already stored, and move failed deliveries to a dead "
+    "letter table that an operator replays by hand after reading why each one failed; never retry "
+    "inside the request, because the provider retries on its own schedule and two retries at once "
+    "charged a customer twice in March."
+)
+
+
+async def test_the_preview_takes_the_rows_the_list_does_not_need_and_shows_the_whole_text(
+    store: Path,
+) -> None:
+    with Ctx.open(store, embedder=None) as agent:
+        long = agent.propose(
+            "payments.webhooks", LONG_DECISION, rationale="Double charges.", proposer="claude"
+        )
+    app, kernel = await _open(store, VIEWS["queue"])
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        rows = screen.query_one("#queue", RowList)
+        rows.move_to(long.id)
+        await settle(pilot)
+        preview = screen.query_one("#preview")
+        # The list is as tall as its rows; the preview has every row from there to the status line.
+        assert rows.region.height == len(rows.keys) == 6
+        assert preview.region.y == rows.region.bottom
+        assert preview.region.bottom == screen.query_one("#queue-status").region.y
+        shown = _text_in(screen, preview)
+        assert " ".join(LONG_DECISION.split()) in shown and "why: Double charges." in shown
+    kernel.close()
+
+
+async def test_a_long_queue_keeps_most_rows_and_still_shows_a_long_text_whole(store: Path) -> None:
+    with Ctx.open(store, embedder=None) as agent:
+        for i in range(40):
+            agent.propose(f"area{i}.topic", f"Adopt tool {i} for area {i}.", proposer="codex")
+        long = agent.propose("payments.webhooks", LONG_DECISION, proposer="claude")
+    app, kernel = await _open(store, VIEWS["queue"])
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        rows = screen.query_one("#queue", RowList)
+        space = screen.query_one("#queue-body").region.height
+        await pilot.press("end", "up")
+        await settle(pilot)
+        beside_a_short_text = rows.region.height
+        assert beside_a_short_text >= space * 2 // 3
+        await pilot.press("down")
+        await settle(pilot)
+        assert rows.current_key == long.id
+        preview = screen.query_one("#preview")
+        assert " ".join(LONG_DECISION.split()) in _text_in(screen, preview)
+        # The list gave up rows for the long text, but kept half the space, the cursor row in view.
+        assert space // 2 <= rows.region.height < beside_a_short_text
+        assert rows.current_key in rows.visible_keys()
+        await pilot.press("up")
+        await settle(pilot)
+        assert rows.region.height == beside_a_short_text
+    kernel.close()
+
+
+async def test_the_kernel_screen_gives_the_text_the_width_left_after_the_tree(store: Path) -> None:
+    app, kernel = await _open(store, VIEWS["kernel"])
+    async with app.run_test(size=SIZE) as pilot:
+        await reach(VIEWS["kernel"])(pilot)
+        screen = app.screen
+        assert isinstance(screen, BrowserScreen)
+        tree = screen.query_one("#subjects", Tree)
+        pane = screen.query_one("#decision-pane")
+        # The tree is as wide as its subjects' names; the text column has every column after it.
+        assert tree.region.width <= 30
+        assert pane.region.x == tree.region.right and pane.region.right == SIZE[0]
+        await pilot.press("home")
+        await settle(pilot)
+        leaves = 0
+        for _ in range(tree.last_line + 1):
+            node = tree.cursor_node
+            assert node is not None
+            shown = _text_in(screen, pane)
+            if node.allow_expand:
+                # A subject with subjects below: each decision under it, its text whole (the root's
+                # list is longer than the screen, so it is read from the pane's text).
+                assert screen.chosen is None
+                listed = str(screen.query_one("#decision", Static).render())
+                under = [d for d in screen.decisions.values() if d.subject.startswith(node.data or "")]
+                assert under and all(d.decision in listed for d in under)
+            else:
+                leaves += 1
+                chosen = screen.chosen
+                assert chosen is not None and chosen.id == node.data
+                assert " ".join(chosen.decision.split()) in shown
+            await pilot.press("down")
+            await settle(pilot)
+        assert leaves == len(screen.decisions)
+    kernel.close()
+
+
+async def test_replacing_asks_for_a_decision_not_a_subject_above_several(store: Path) -> None:
+    app, kernel = await _open(store, VIEWS["kernel_subtree"])
+    async with app.run_test(size=SIZE) as pilot:
+        await reach(VIEWS["kernel_subtree"])(pilot)
+        screen = app.screen
+        assert isinstance(screen, BrowserScreen)
+        node = screen.query_one("#subjects", Tree).cursor_node
+        assert node is not None and node.data == "auth"
+        await pilot.press("n")
+        await settle(pilot)
+        assert app.screen is screen, "n on a subject with subjects below it drafts nothing"
+    kernel.close()
+
+
+async def test_after_an_act_the_toast_covers_no_text_of_the_next_proposal(store: Path) -> None:
+    app, kernel = await _open(store, VIEWS["detail"])
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await reach(View(("enter",), row="auth.tokens"))(pilot)
+        detail = app.screen
+        assert isinstance(detail, DetailScreen)
+        first = detail.proposal_id
+        await pilot.press("a")
+        await settle(pilot)
+        await pilot.press("y")
+        await settle(pilot)
+        await pilot.pause(0.1)
+        assert app.screen is detail and detail.proposal_id != first
+        toasts = list(detail.query(Toast))
+        assert len(toasts) == 1 and "Ratified auth.tokens as" in str(toasts[0].render())
+        content = detail.query_one("#detail").region
+        bar = detail.query_one(KeyBar).region
+        for toast in toasts:
+            region = toast.region
+            assert region.height == 1 and region.y == bar.y, region
+            assert not region.overlaps(content)
+        # Every row of "If you approve" that is on screen is drawn, not covered.
+        change = detail.query_one("#d-change", Static)
+        visible_part = change.region.intersection(content)
+        assert visible_part.height > 0
+        for y in range(visible_part.y, visible_part.bottom):
+            on_top, _ = detail.get_widget_at(visible_part.x, y)
+            assert on_top is change
     kernel.close()

@@ -59,6 +59,9 @@ class ReviewApp(App[None]):
         if not backend.reviewer_confirmed:
             self.sub_title += " (login name, unconfirmed)"
         self.last_ratified: Decision | None = None
+        # Edited texts not yet ratified, by proposal id: a cancelled approval keeps its edit, so the
+        # next approval (or edit) of that proposal starts from it.
+        self.drafts: dict[str, str] = {}
 
     class StoreChanged(Message):
         """Another process committed to the store (posted by the watch thread)."""

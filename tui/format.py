@@ -2,11 +2,23 @@
 
 from __future__ import annotations
 
+import contextlib
+import json
 from datetime import datetime
 
 from rich.text import Text
 
-from ctx_kernel.kernel.facade import STALE_AFTER, Decision, QueueEntry, age, short_age, visible, word_diff
+from ctx_kernel.kernel.facade import (
+    STALE_AFTER,
+    AuditEvent,
+    Decision,
+    QueueEntry,
+    age,
+    json_visible,
+    short_age,
+    visible,
+    word_diff,
+)
 from ctx_kernel.tui.widgets.rows import Row
 
 # Ages past half the stale limit turn amber, past it red: a queue left to rot should look like it.
@@ -86,3 +98,18 @@ def diff_text(old: str, new: str) -> Text:
         else:
             out.append(f"{{+{visible(piece)}+}}", style="bold green")
     return out
+
+
+def audit_row(event: AuditEvent) -> str:
+    """An audit row as indented JSON, its before and after payloads as the objects they hold.
+
+    The store keeps each payload as a JSON text; dumped as it is, it would read as one long string
+    of escaped quotes. A payload that does not parse (a store changed by hand) stays a string.
+    """
+    row = event.to_dict()
+    for name in ("before", "after"):
+        payload = row[name]
+        if isinstance(payload, str):
+            with contextlib.suppress(ValueError):
+                row[name] = json.loads(payload)
+    return json_visible(json.dumps(row, indent=2, ensure_ascii=False))

@@ -20,19 +20,27 @@ class Draft:
 
 
 class EditDialog(ModalScreen[Draft | None]):
-    """A text area prefilled with the decision; Ctrl+S saves, Esc cancels."""
+    """A text area prefilled with the decision; Ctrl+S saves, Esc cancels.
+
+    Given the ``original`` text (the proposal's, when ``text`` is an edit kept from before),
+    Ctrl+R puts it back.
+    """
 
     BINDINGS = [
         Binding("ctrl+s", "save", "Save", priority=True),
+        Binding("ctrl+r", "restore", "Proposed text", priority=True),
         Binding("escape", "cancel", "Cancel"),
     ]
 
-    def __init__(self, title: str, text: str, *, note: str = "", rationale: bool = False) -> None:
+    def __init__(
+        self, title: str, text: str, *, note: str = "", rationale: bool = False, original: str | None = None
+    ) -> None:
         super().__init__()
         self.title_text = title
         self.text = text
         self.note = note
         self.with_rationale = rationale
+        self.original = original
 
     def compose(self) -> ComposeResult:
         """Title, note, the text area and (when asked) a rationale line."""
@@ -49,8 +57,22 @@ class EditDialog(ModalScreen[Draft | None]):
                 yield Button("Cancel (Esc)", id="cancel")
 
     def on_mount(self) -> None:
-        """Start typing in the text area."""
-        self.query_one("#text", TextArea).focus()
+        """Start typing in the text area, at the end of the text (where an amendment usually goes)."""
+        area = self.query_one("#text", TextArea)
+        area.focus()
+        area.move_cursor(area.document.end)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Ctrl+R only where there is a proposed text to put back."""
+        return self.original is not None if action == "restore" else True
+
+    def action_restore(self) -> None:
+        """Put the proposed text back (the edit is dropped when saved so)."""
+        if self.original is not None:
+            area = self.query_one("#text", TextArea)
+            # An edit of the document, not a new document: Ctrl+Z brings the edit back.
+            area.replace(self.original, area.document.start, area.document.end)
+            area.move_cursor(area.document.end)
 
     def action_save(self) -> None:
         """Return the text; refuse an empty one."""

@@ -20,8 +20,17 @@ from ctx_kernel.tui.dialogs.reviewer import ReviewerDialog
 from ctx_kernel.tui.screens.base import KernelScreen
 
 
+def named(ctx: Ctx, ids: list[str]) -> list[str]:
+    """The handles of ``ids`` (the short names lists print), in their order."""
+    names = ctx.handles(ids)
+    return [names.get(i, i) for i in ids]
+
+
 class ReviewActions(KernelScreen):
     """Approve, edit then approve, reject, withdraw; every act is confirmed only when irreversible."""
+
+    # The key that drafts a replacement for the last approval, where the screen has one.
+    UNDO_KEY: str | None = None
 
     def as_reviewer(self, act: Callable[[], object]) -> None:
         """Run ``act`` once the name to record is settled: a login-name guess is confirmed once."""
@@ -40,14 +49,27 @@ class ReviewActions(KernelScreen):
         self.app.push_screen(ReviewerDialog(backend.reviewer), answered)
 
     def acted(self, message: str) -> None:
-        """After an act: say what happened and read the store again."""
-        self.notify(message, title="ctx", markup=False)
+        """After an act: say what happened (one line over the key bar) and read the store again."""
+        self.notify(message, markup=False)
         self.reload()
+
+    def drop_drafts(self, *proposal_ids: str) -> None:
+        """Forget the kept edits of proposals that are no longer pending."""
+        for pid in proposal_ids:
+            self.review_app.drafts.pop(pid, None)
+
+    def draft_changed(self) -> None:
+        """A kept edit changed: show what approving would now ratify."""
 
     # -- approve --------------------------------------------------------------------------
 
     def approve(self, proposal_id: str, decision: str | None = None, *, note: str | None = None) -> None:
-        """Show exactly what ratifying changes (the kernel's plan), then carry out that plan."""
+        """Show exactly what ratifying changes (the kernel's plan), then carry out that plan.
+
+        Without ``decision``, the text is the proposal's, or the edit kept from a cancelled approval.
+        """
+        if decision is None:
+            decision = self.review_app.drafts.get(proposal_id)
         self.as_reviewer(
             lambda: self.fetch(
                 lambda k: k.plan_ratification(proposal_id, decision=decision),
@@ -59,11 +81,12 @@ class ReviewActions(KernelScreen):
     def _confirm_approve(self, plan: RatificationPlan, note: str | None) -> None:
         reviewer = self.backend.reviewer
 
-        def ratify(ctx: Ctx) -> Ratification | StalePlanError:
+        def ratify(ctx: Ctx) -> tuple[Ratification, list[str]] | StalePlanError:
             try:
-                return ctx.ratify(plan, reviewer=reviewer)
+                done = ctx.ratify(plan, reviewer=reviewer)
             except StalePlanError as exc:
                 return exc
+            return done, named(ctx, [done.decision.id, *done.superseded])
 
         def answered(yes: bool | None) -> None:
             if yes:
@@ -73,7 +96,9 @@ class ReviewActions(KernelScreen):
         title = f"Approve as {reviewer}?"
         self.app.push_screen(ConfirmDialog(title, lines, "Approve"), answered)
 
-    def _approved(self, result: Ratification | StalePlanError, plan: RatificationPlan) -> None:
+    def _approved(
+        self, result: tuple[Ratification, list[str]] | StalePlanError, plan: RatificationPlan
+    ) -> None:
         if isinstance(result, StalePlanError):
             # Another reviewer acted first: show the plan as it now stands, never the old one.
             self.notify(result.message, title="ctx", severity="warning", timeout=10, markup=False)
@@ -81,23 +106,48 @@ class ReviewActions(KernelScreen):
             amended = plan.text if plan.amended else None
             self.approve(plan.proposal.id, amended, note=f"The store changed: {result.message}")
             return
-        self.review_app.last_ratified = result.decision
-        parts = [f"Ratified {result.decision.subject} as {result.decision.id}"]
-        if result.superseded:
-            parts.append(f"superseding {', '.join(result.superseded)}")
-        if result.settled:
-            parts.append(f"settling {len(result.settled)} more")
-        self.acted("; ".join(parts) + ". It cannot be undone in place (u drafts a replacement).")
+        done, (name, *superseded) = result
+        self.review_app.last_ratified = done.decision
+        self.drop_drafts(done.proposal_id, *done.settled)
+        # Short enough for one line at 80 columns: a toast sits over the key bar, not over the
+        # proposal that opens next.
+        parts = [f"Ratified {done.decision.subject} as {name}"]
+        if superseded:
+            parts.append(f"superseding {', '.join(superseded)}")
+        if done.settled:
+            parts.append(f"settling {len(done.settled)} more")
+        hint = f" ({self.UNDO_KEY} drafts a replacement)" if self.UNDO_KEY else ""
+        self.acted(", ".join(parts) + hint + ".")
 
     def edit_then_approve(self, proposal: Proposal) -> None:
-        """Amend the text in an editor, then approve the amended decision."""
+        """Amend the text in an editor, then approve the amended decision.
+
+        The edit is kept until the proposal is resolved: cancelling the approval does not lose it,
+        and the next approval or edit of the proposal starts from it.
+        """
+        drafts = self.review_app.drafts
 
         def edited(draft: Draft | None) -> None:
-            if draft is not None:
-                self.approve(proposal.id, draft.text)
+            if draft is None:
+                return
+            if draft.text == proposal.decision:
+                drafts.pop(proposal.id, None)
+            else:
+                drafts[proposal.id] = draft.text
+            self.draft_changed()
+            self.approve(proposal.id, draft.text)
 
-        note = "The amendment is recorded next to the proposed text. Ctrl+S to continue, Esc to cancel."
-        self.app.push_screen(EditDialog(f"Edit {proposal.subject}", proposal.decision, note=note), edited)
+        note = (
+            "The amendment is recorded next to the proposed text. "
+            "Ctrl+S to continue, Ctrl+R for the proposed text, Esc to cancel."
+        )
+        dialog = EditDialog(
+            f"Edit {proposal.subject}",
+            drafts.get(proposal.id, proposal.decision),
+            note=note,
+            original=proposal.decision,
+        )
+        self.app.push_screen(dialog, edited)
 
     def approve_many(self, proposals: list[Proposal], groups: dict[str, str]) -> None:
         """Approve a selection after one confirmation that lists it; one proposal per review group."""
@@ -113,9 +163,10 @@ class ReviewActions(KernelScreen):
                 return
             seen[group] = proposal.id
         ids = [p.id for p in proposals]
+        drafts = dict(self.review_app.drafts)
 
         def plans(ctx: Ctx) -> list[RatificationPlan]:
-            return [ctx.plan_ratification(pid) for pid in ids]
+            return [ctx.plan_ratification(pid, decision=drafts.get(pid)) for pid in ids]
 
         def confirm(found: list[RatificationPlan]) -> None:
             reviewer = self.backend.reviewer
@@ -148,6 +199,8 @@ class ReviewActions(KernelScreen):
             return
         if results:
             self.review_app.last_ratified = results[-1].decision
+        for done in results:
+            self.drop_drafts(done.proposal_id, *done.settled)
         self.acted(f"Ratified {plural(len(results), 'proposal')}.")
 
     # -- reject and withdraw --------------------------------------------------------------
@@ -159,8 +212,8 @@ class ReviewActions(KernelScreen):
             reviewer = self.backend.reviewer
             if reason:
                 self.fetch(
-                    lambda k: k.reject(proposal.id, reviewer=reviewer, reason=reason),
-                    lambda p: self.acted(f"Rejected {p.id} on {p.subject}."),
+                    lambda k: named(k, [k.reject(proposal.id, reviewer=reviewer, reason=reason).id]),
+                    lambda names: self._resolved(proposal, f"Rejected {names[0]} on {proposal.subject}."),
                     group="act",
                 )
 
@@ -176,8 +229,8 @@ class ReviewActions(KernelScreen):
             if reason is None:
                 return
             self.fetch(
-                lambda k: k.withdraw(proposal.id, actor=reviewer, reason=reason or None),
-                lambda p: self.acted(f"Withdrew {p.id} on {p.subject}."),
+                lambda k: named(k, [k.withdraw(proposal.id, actor=reviewer, reason=reason or None).id]),
+                lambda names: self._resolved(proposal, f"Withdrew {names[0]} on {proposal.subject}."),
                 group="act",
             )
 
@@ -185,6 +238,10 @@ class ReviewActions(KernelScreen):
         self.as_reviewer(
             lambda: self.app.push_screen(ReasonDialog(title, required=False, action="Withdraw"), answered)
         )
+
+    def _resolved(self, proposal: Proposal, message: str) -> None:
+        self.drop_drafts(proposal.id)
+        self.acted(message)
 
     # -- a ratified decision is never edited in place -------------------------------------
 
@@ -195,15 +252,20 @@ class ReviewActions(KernelScreen):
             reviewer = self.backend.reviewer
             if draft is None:
                 return
-            self.fetch(
-                lambda k: k.propose(
+
+            def propose(ctx: Ctx) -> list[str]:
+                made = ctx.propose(
                     decision.subject,
                     draft.text,
                     rationale=draft.rationale,
                     supersedes=[decision.id],
                     proposer=reviewer,
-                ),
-                lambda p: self.acted(f"Proposed {p.id} to supersede {decision.id}; it is in the queue."),
+                )
+                return named(ctx, [made.id, decision.id])
+
+            self.fetch(
+                propose,
+                lambda names: self.acted(f"Proposed {names[0]} to supersede {names[1]}; it is in the queue."),
                 group="act",
             )
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
@@ -11,6 +9,7 @@ from textual.widgets import Header, Static
 
 from ctx_kernel.kernel.facade import AuditEvent, Ctx, plural, visible
 from ctx_kernel.tui.dialogs.text import TextDialog
+from ctx_kernel.tui.format import audit_row
 from ctx_kernel.tui.screens.base import KernelScreen
 from ctx_kernel.tui.widgets.keys import KeyBar
 from ctx_kernel.tui.widgets.rows import Column, Row, RowList
@@ -88,5 +87,4 @@ class AuditScreen(KernelScreen):
     @on(RowList.Opened, "#audit")
     def _open(self, event: RowList.Opened) -> None:
         item = self.events[event.key]
-        body = json.dumps(item.to_dict(), indent=2, ensure_ascii=False)
-        self.app.push_screen(TextDialog(f"Audit row {item.seq}: {item.action}", body))
+        self.app.push_screen(TextDialog(f"Audit row {item.seq}: {item.action}", audit_row(item)))

@@ -8,9 +8,10 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Header, Input, Static, Tree
+from textual.widgets.tree import TreeNode
 
 from ctx_kernel.kernel.facade import Ctx, Decision, visible
-from ctx_kernel.tui.format import one_line, state, window
+from ctx_kernel.tui.format import state, window
 from ctx_kernel.tui.screens.actions import ReviewActions
 from ctx_kernel.tui.widgets.keys import KeyBar
 
@@ -39,7 +40,7 @@ class BrowserScreen(ReviewActions):
         yield Header()
         yield Input(placeholder="/ as of: YYYY-MM-DD or ISO time (empty: now)", id="as-of")
         with Horizontal():
-            yield Tree("decisions", id="subjects")
+            yield Tree("decisions", data="", id="subjects")
             with VerticalScroll(id="decision-pane"):
                 yield Static("Select a subject.", id="decision")
         yield KeyBar("slash", "h", "n", "escape", "1", "2", "3", "4", "q")
@@ -76,24 +77,56 @@ class BrowserScreen(ReviewActions):
                 path = ".".join(parts[:depth])
                 if path not in nodes:
                     nodes[path] = nodes[".".join(parts[: depth - 1])].add(
-                        Text(visible(parts[depth - 1])), expand=True
+                        Text(visible(parts[depth - 1])), data=path, expand=True
                     )
-            parent = nodes[".".join(parts[:-1])]
-            parent.add_leaf(
-                Text.assemble((visible(parts[-1]), "bold"), f"  {one_line(decision.decision[:200])[:60]}"),
-                data=decision.id,
-            )
+            # Names only: the tree is as wide as its subjects, and the text gets the rest of the width.
+            nodes[".".join(parts[:-1])].add_leaf(Text(visible(parts[-1]), style="bold"), data=decision.id)
         tree.root.expand()
         if self.chosen is not None and self.chosen.id not in self.decisions:
             self.chosen = None
             self.query_one("#decision", Static).update("Select a subject.")
+        # The node under the cursor may be one whose decisions were just read (the root at first).
+        self.call_after_refresh(lambda: self._show_node(tree.cursor_node))
 
     @on(Tree.NodeHighlighted, "#subjects")
     def _highlighted(self, event: Tree.NodeHighlighted[str]) -> None:
-        decision = self.decisions.get(event.node.data) if event.node.data else None
+        self._show_node(event.node)
+
+    def _show_node(self, node: TreeNode[str] | None) -> None:
+        """Show the decision under the cursor, or every decision under the subject there."""
+        if node is None or node.data is None:
+            return
+        if node.allow_expand:
+            # A subject with subjects below it: every decision under it, each text in full.
+            self.chosen = None
+            self._show(self._branch(node.data))
+            return
+        decision = self.decisions.get(node.data)
         if decision is None:
             return
         self.chosen = decision
+        self._show(self._decision(decision))
+
+    def _show(self, body: Text) -> None:
+        self.query_one("#decision", Static).update(body)
+        self.query_one("#decision-pane", VerticalScroll).scroll_home(animate=False, immediate=True)
+
+    def _branch(self, prefix: str) -> Text:
+        under = sorted(
+            (d for d in self.decisions.values() if not prefix or d.subject.startswith(f"{prefix}.")),
+            key=lambda d: d.subject,
+        )
+        body = Text()
+        body.append(visible(prefix) if prefix else str(self.query_one(Tree).root.label), style="bold")
+        if prefix:
+            body.append(f"  {len(under)} decision{'s' if len(under) != 1 else ''}", style="dim")
+        for decision in under:
+            body.append(f"\n\n{visible(decision.subject)}", style="bold")
+            body.append(f"  {self.names.get(decision.id, decision.id)}\n", style="dim")
+            body.append(visible(decision.decision))
+        return body
+
+    def _decision(self, decision: Decision) -> Text:
         body = Text()
         body.append(f"{visible(decision.subject)}\n", style="bold")
         body.append_text(state(decision))
@@ -112,7 +145,7 @@ class BrowserScreen(ReviewActions):
         body.append(
             "\n\nh: history · n: propose a replacement (decisions are never edited in place)", style="dim"
         )
-        self.query_one("#decision", Static).update(body)
+        return body
 
     @on(Input.Submitted, "#as-of")
     def _as_of(self, event: Input.Submitted) -> None:

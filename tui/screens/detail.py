@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
@@ -71,14 +73,26 @@ class DetailScreen(ReviewActions):
         self.reload()
 
     def reload(self) -> None:
-        """Read the proposal and its context again."""
+        """Read the proposal and its context again; with an edit kept, the change is the edit's."""
         pid = self.proposal_id
-        self.fetch(lambda k: k.proposal_context(pid), self._loaded, group="detail")
+        draft = self.review_app.drafts.get(pid)
+
+        def load(ctx: Ctx) -> ProposalContext:
+            found = ctx.proposal_context(pid)
+            if draft is None or found.proposal.status != "pending":
+                return found
+            return replace(found, preview=ctx.plan_ratification(pid, decision=draft))
+
+        self.fetch(load, self._loaded, group="detail")
 
     def acted(self, message: str) -> None:
         """After an act on this proposal, go on to the next pending one (or back to the queue)."""
-        self.notify(message, title="ctx", markup=False)
+        self.notify(message, markup=False)
         self._next()
+
+    def draft_changed(self) -> None:
+        """A kept edit changed: "If you approve" shows the edit's change."""
+        self.reload()
 
     def _next(self) -> None:
         order = self.order

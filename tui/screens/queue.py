@@ -8,12 +8,14 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
+from textual.containers import Vertical, VerticalScroll
+from textual.message import Message
 from textual.timer import Timer
 from textual.widgets import Header, Input, Static
 
-from ctx_kernel.kernel.facade import Ctx, QueueEntry, plural
+from ctx_kernel.kernel.facade import Ctx, QueueEntry, plural, visible
 from ctx_kernel.tui import filtering
-from ctx_kernel.tui.format import is_stale, one_line, queue_row
+from ctx_kernel.tui.format import is_stale, queue_row
 from ctx_kernel.tui.screens.actions import ReviewActions
 from ctx_kernel.tui.widgets.keys import KeyBar
 from ctx_kernel.tui.widgets.rows import Column, Row, RowList
@@ -24,6 +26,11 @@ from ctx_kernel.tui.widgets.rows import Column, Row, RowList
 BADGE_CHUNK = 8
 BADGE_DELAY = 0.25
 SORTS = ("age", "subject", "proposer", "group")
+# The preview below the rows: at least its border and three lines; with more proposals than fit,
+# a third of the space (up to PREVIEW_SHARE_MAX rows, so a tall terminal still lists many), and up
+# to half of it for a long text. With fewer, it takes every row the list does not need.
+PREVIEW_MIN = 4
+PREVIEW_SHARE_MAX = 8
 # The pending proposals and their handles (the short names `ctx queue` prints and commands take).
 Loaded = tuple[list[QueueEntry], dict[str, str]]
 
@@ -34,10 +41,29 @@ def load_queue(ctx: Ctx) -> Loaded:
     return entries, ctx.handles(e.proposal.id for e in entries)
 
 
+def preview_height(space: int, needed: int) -> int:
+    """Rows the preview gets of ``space`` when the list cannot have all it needs: ``needed`` rows,
+    within a floor that keeps it steady from row to row and a ceiling of half the space."""
+    floor = max(PREVIEW_MIN, min(space // 3, PREVIEW_SHARE_MAX))
+    return max(min(needed, space // 2), floor)
+
+
+class QueueBody(Vertical):
+    """The rows and the preview below them, sharing the space between the filter and the status."""
+
+    class Resized(Message):
+        """The space changed: share it again."""
+
+    def on_resize(self) -> None:
+        """Ask the screen to share the new space (after the layout, so the size is the new one)."""
+        self.post_message(self.Resized())
+
+
 class QueueScreen(ReviewActions):
     """Pending proposals with badges; filter, sort, select, and act on the one under the cursor."""
 
     HELP_TITLE = "Queue"
+    UNDO_KEY = "u"
 
     BINDINGS = [
         Binding("a", "approve", "Approve", tooltip="after a confirmation that lists what changes"),
@@ -63,25 +89,29 @@ class QueueScreen(ReviewActions):
         self._by_id: dict[str, QueueEntry] = {}
         self._checking = False
         self._badge_timer: Timer | None = None
+        self._list_height = 0
+        self._preview = Text()
         self.sort = "age"
 
     def compose(self) -> ComposeResult:
-        """Filter box, column titles, the rows, a peek at the highlighted proposal, and the footer."""
+        """Filter box, column titles, the rows, a preview of the highlighted proposal, and the footer."""
         yield Header()
         yield Input(placeholder="/ filter: words (fuzzy), subject:auth, by:claude", id="filter")
         yield Static(id="queue-header")
-        yield RowList(
-            [
-                Column("", 1),
-                Column("age", 4),
-                Column("subject", 20),
-                Column("by", 8),
-                Column("badges", 13),
-                Column("proposed decision", None),
-            ],
-            id="queue",
-        )
-        yield Static(id="peek")
+        with QueueBody(id="queue-body"):
+            yield RowList(
+                [
+                    Column("", 1),
+                    Column("age", 4),
+                    Column("subject", 20),
+                    Column("by", 8),
+                    Column("badges", 13),
+                    Column("proposed decision", None),
+                ],
+                id="queue",
+            )
+            with VerticalScroll(id="preview", can_focus=False):
+                yield Static(id="peek")
         yield Static(id="queue-status")
         yield KeyBar(
             "a", "r", "e", "enter", "slash", "s", "w", "space", "A", "o", "u", "1", "2", "3", "4", "q"
@@ -123,6 +153,7 @@ class QueueScreen(ReviewActions):
         known = {e.proposal.id for e in entries}
         self.entries = entries
         self.selected &= known
+        self.drop_drafts(*(pid for pid in list(self.review_app.drafts) if pid not in known))
         # A ratification elsewhere can change what contradicts what: check the visible rows again.
         self.contradicts = {}
         self._show()
@@ -173,20 +204,53 @@ class QueueScreen(ReviewActions):
 
     def _peek(self, key: str | None) -> None:
         entry = self._entry(key)
-        peek = Text(no_wrap=False)
+        peek = Text()
         if entry is None:
             peek.append("Nothing to review." if not self.entries else "No proposal matches the filter.")
         else:
             proposal = entry.proposal
             peek.append(f"{self.names.get(proposal.id, proposal.id)} ", style="dim")
-            peek.append(one_line(proposal.decision))
+            peek.append(visible(proposal.decision))
+            draft = self.review_app.drafts.get(proposal.id)
+            if draft is not None:
+                peek.append("\nyour edit, not yet approved: ", style="bold yellow")
+                peek.append(visible(draft))
+            if proposal.rationale:
+                peek.append("\nwhy: ", style="cyan")
+                peek.append(visible(proposal.rationale))
             if entry.current is not None:
                 peek.append("\nreplaces: ", style="cyan")
-                peek.append(one_line(entry.current.decision), style="dim")
+                peek.append(visible(entry.current.decision), style="dim")
             if entry.group_size > 1:
                 others = plural(entry.group_size - 1, "other proposal")
                 peek.append(f"\nsettles {others} in its group", style="bold")
+        self._preview = peek
         self.query_one("#peek", Static).update(peek)
+        self.query_one("#preview", VerticalScroll).scroll_home(animate=False, immediate=True)
+        self._fit()
+
+    def draft_changed(self) -> None:
+        """A kept edit changed: the preview shows it."""
+        self._peek(self.query_one(RowList).current_key)
+
+    def _fit(self) -> None:
+        """Give the list the rows it needs and the preview the rest, or share them when both are long."""
+        body = self.query_one(QueueBody)
+        space, width = body.size.height, body.size.width
+        if not space:
+            return
+        # The preview's border and padding: one row above the text, one column each side.
+        needed = 1 + len(self._preview.wrap(self.app.console, max(width - 2, 1)))
+        rows = max(len(self.shown), 1)
+        height = rows if rows + needed <= space else min(rows, space - preview_height(space, needed))
+        height = max(height, 1)
+        if height != self._list_height:
+            self._list_height = height
+            self.query_one(RowList).styles.height = height
+
+    @on(QueueBody.Resized)
+    def _resized(self) -> None:
+        self._fit()
 
     def _check_contradictions(self) -> None:
         """Check the rows on screen for contradictions, in the background (each costs milliseconds)."""

@@ -200,9 +200,10 @@ class RowList(ScrollView, can_focus=True):
         return line
 
     def on_resize(self, event: events.Resize) -> None:
-        """Lay the rows out again for the new width."""
+        """Lay the rows out again for the new size, the cursor row still in view."""
         self._cache.clear()
         self.virtual_size = Size(event.size.width, len(self.keys))
+        self._scroll_to_cursor(self.cursor)
 
     def on_focus(self) -> None:
         """The cursor row looks different with focus: draw it again."""
@@ -261,15 +262,18 @@ class RowList(ScrollView, can_focus=True):
         if clamped != new:
             self.cursor = clamped
             return
-        top = int(self.scroll_offset.y)
-        height = max(self.size.height, 1)
-        if new < top:
-            self.scroll_to(y=new, animate=False, immediate=True)
-        elif new >= top + height:
-            self.scroll_to(y=new - height + 1, animate=False, immediate=True)
+        self._scroll_to_cursor(new)
         self._cache = {k: v for k, v in self._cache.items() if k[0] not in (old, new)}
         self.refresh()
         self.post_message(self.Highlighted(self, self.keys[new]))
+
+    def _scroll_to_cursor(self, index: int) -> None:
+        top = int(self.scroll_offset.y)
+        height = max(self.size.height, 1)
+        if index < top:
+            self.scroll_to(y=index, animate=False, immediate=True)
+        elif index >= top + height:
+            self.scroll_to(y=index - height + 1, animate=False, immediate=True)
 
     def action_cursor(self, step: int) -> None:
         """Move the cursor by ``step`` rows."""
