@@ -118,6 +118,11 @@ def input_schema_name(model: type[BaseModel]) -> str:
     return next(name for name, known in SCHEMAS.items() if known is model)
 
 
+def tool_input_schema(args: type[Any]) -> str:
+    """The file in ``schemas/`` (without ``.schema.json``) of the tool that takes ``args``."""
+    return input_schema_name(TOOL_INPUTS[args])
+
+
 _MODELS: dict[type, type[BaseModel]] = {}
 
 

@@ -67,3 +67,13 @@ def test_nothing_to_tell_is_one_line(cli, kernel: Ctx) -> None:
     for target, words in (("ci.runner", "nothing on ci.runner"), ("ZZZZ", "no record with an id")):
         result = cli("timeline", target)
         assert result.code != 0 and words in result.err and result.err.count("\n") == 1
+
+
+def test_evidence_is_told_on_the_subject_of_the_first_proposal_citing_it(cli, kernel: Ctx) -> None:
+    made = _story(kernel)
+    told = json.loads(cli("timeline", made["note"], "--json").out)
+    assert told["subject"] == "auth.tokens" and told["focus"] == made["note"]
+    assert [e["id"] for e in told["entries"] if e["focus"]] == [made["note"]]
+    uncited = kernel.log("A note nothing cites").id
+    result = cli("timeline", uncited)
+    assert result.code != 0 and f"no proposal cites {uncited}" in result.err

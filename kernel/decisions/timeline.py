@@ -74,10 +74,10 @@ def _record(service: DecisionService, target: str) -> Evidence | Proposal | Deci
 
 def _cited_subject(service: DecisionService, evidence_id: str) -> str:
     """The subject of the first proposal that cites this evidence."""
-    for proposal in service.store.list_proposals(None):
-        if evidence_id in proposal.evidence:
-            return proposal.subject
-    raise NotFoundError(f"no proposal cites {evidence_id}: `ctx show {evidence_id}` shows it alone")
+    subject = service.store.first_citing_subject(evidence_id)
+    if subject is None:
+        raise NotFoundError(f"no proposal cites {evidence_id}: `ctx show {evidence_id}` shows it alone")
+    return subject
 
 
 def _entries(

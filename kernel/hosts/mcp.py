@@ -126,7 +126,7 @@ def tool_definitions() -> list[types.Tool]:
     for operation in TOOLS.values():
         tool = operation.tool
         assert tool is not None  # TOOLS holds the operations the server offers
-        schema = contracts.input_schema_name(contracts.TOOL_INPUTS[operation.arguments])
+        schema = contracts.tool_input_schema(operation.arguments)
         tools.append(
             types.Tool(
                 name=tool.name,

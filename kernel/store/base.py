@@ -290,6 +290,9 @@ class EvidenceRows(Protocol):
     def missing_evidence(self, ids: list[str]) -> list[str]:
         """Those of ``ids`` that name no evidence, in the order given."""
 
+    def first_citing_subject(self, evidence_id: str) -> str | None:
+        """The subject of the oldest proposal that cites this evidence, if one does."""
+
     def evidence_ids(self) -> list[str]:
         """The id of every evidence row, oldest first."""
 

@@ -205,6 +205,15 @@ class SharedRows:
             found += [r[0] for r in self._select(union, params * 3)]
         return found
 
+    def first_citing_subject(self, evidence_id: str) -> str | None:
+        """The subject of the oldest proposal that cites this evidence, if one does."""
+        row = self._select_one(
+            "SELECT p.subject FROM proposal_evidence c JOIN proposal p ON p.id = c.proposal_id "
+            "WHERE c.evidence_id = ? ORDER BY p.created_at, p.id LIMIT 1",
+            (evidence_id,),
+        )
+        return str(row[0]) if row else None
+
     def evidence_ids(self) -> list[str]:
         """The id of every evidence row, oldest first."""
         return [r[0] for r in self._select("SELECT id FROM evidence ORDER BY rowid")]

@@ -70,25 +70,23 @@ def _tool(name: str) -> list[str]:
         return []
     return [
         f"MCP tool `{operation.tool.name}`: the same arguments as JSON "
-        f'(`schemas/{_input_schema(operation.arguments.__name__)}`), the same answer with `format: "json"`.',
+        f"(`schemas/{_input_schema(operation.arguments)}.schema.json`), "
+        'the same answer with `format: "json"`.',
         "",
     ]
 
 
-def _input_schema(record_name: str) -> str:
+def _input_schema(args: type) -> str:
     from ctx_kernel.kernel import contracts  # noqa: PLC0415  (pydantic: only when writing the reference)
 
-    for record, model in contracts.TOOL_INPUTS.items():
-        if record.__name__ == record_name:
-            return f"{contracts.input_schema_name(model)}.schema.json"
-    raise LookupError(record_name)
+    return contracts.tool_input_schema(args)
 
 
-def _tools_section() -> list[str]:
+def _tools_section(cli: click.Group) -> list[str]:
     lines = ["## MCP tools", "", "| tool | what it does | CLI |", "|---|---|---|"]
     for name, operation in TOOLS.items():
         assert operation.tool is not None
-        at_cli = f"`ctx {operation.name}`" if operation.name in load_all().commands else "—"
+        at_cli = f"`ctx {operation.name}`" if operation.name in cli.commands else "—"
         lines.append(f"| `{name}` | {_cell(operation.tool.description)} | {at_cli} |")
     return [*lines, ""]
 
@@ -108,7 +106,7 @@ def render() -> str:
         table = _parameters(command, context, _descriptions(path[0]) if len(path) == 1 else {})
         if table:
             lines += [*table, ""]
-    lines += _tools_section()
+    lines += _tools_section(cli)
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
