@@ -19,7 +19,7 @@ def _complete(words: str, store: Path, shell: str = "bash") -> list[str]:
     env.update({"COMP_WORDS": words, "COMP_CWORD": str(len(words.split(" ")) - 1)})
     done = subprocess.run([CTX], env=env, capture_output=True, timeout=60, check=False)
     assert done.returncode == 0, done.stderr
-    return [line.split(",", 1)[1] for line in done.stdout.decode().splitlines()]
+    return [line.split(",", 1)[1] for line in done.stdout.decode().splitlines() if line]
 
 
 def test_bash_completes_commands_pending_ids_and_subjects(kernel: Ctx, store_path: Path) -> None:
@@ -62,6 +62,10 @@ NEVER_ON_TAB = (
     "ctx_kernel.kernel.hosts.setup.documents",
     "textual",
     "pydantic",
+    # A SQLite store's lists are read on a plain connection: no store object, no migrations.
+    "ctx_kernel.kernel.store.sqlite.store",
+    "ctx_kernel.kernel.store.sqlite.migrate",
+    "ctx_kernel.kernel.records",
 )
 
 
@@ -74,6 +78,29 @@ def test_a_tab_press_loads_neither_the_facade_nor_the_services(kernel: Ctx, stor
     for words in ("ctx qu", "ctx queue --"):
         loaded = _loaded_by_tab(words, store_path)
         assert "ctx_kernel.kernel.store" not in loaded and "ctx_kernel.kernel.records" not in loaded, words
+
+
+def test_a_tab_press_writes_nothing_and_creates_no_store(
+    kernel: Ctx, store_path: Path, tmp_path: Path
+) -> None:
+    kernel.propose("auth.tokens", "Use JWT")
+    kernel.close()
+    before = {p.name: p.read_bytes() for p in store_path.parent.iterdir() if p.is_file()}
+    assert _complete("ctx history auth.", store_path) == ["auth.tokens"]
+    after = {p.name: p.read_bytes() for p in store_path.parent.iterdir() if p.is_file()}
+    assert after.get(store_path.name) == before[store_path.name]
+    missing = tmp_path / "nowhere" / "ctx.db"
+    missing.parent.mkdir()
+    assert _complete("ctx history auth.", missing) == []
+    assert _complete("ctx ratify pr_", missing) == []
+    assert not missing.exists()
+
+
+def test_a_tab_press_on_a_file_that_is_no_store_completes_nothing(tmp_path: Path) -> None:
+    stranger = tmp_path / "other.db"
+    stranger.write_bytes(b"not a database at all" * 100)
+    assert _complete("ctx history a", stranger) == []
+    assert stranger.read_bytes() == b"not a database at all" * 100
 
 
 def test_the_setup_command_offers_every_agent_setup_knows() -> None:

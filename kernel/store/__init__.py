@@ -3,6 +3,8 @@
 :func:`open_store` and :func:`create_store` pick the backend from a store's location: a file
 path, or ``sqlite:PATH``, is the embedded SQLite backend; a ``postgresql://`` (or ``postgres://``)
 URL is a shared PostgreSQL database (kernel/store/postgres/), whose driver loads only then.
+Each backend's modules load on a store's first open, so a shell's Tab press, which reads a SQLite
+file's short lists through :mod:`ctx_kernel.kernel.store.sqlite.peek`, loads neither.
 """
 
 from __future__ import annotations
@@ -14,10 +16,9 @@ from urllib.parse import urlsplit
 
 from ctx_kernel.kernel import paths
 from ctx_kernel.kernel.errors import UsageError
-from ctx_kernel.kernel.store.base import Store
-from ctx_kernel.kernel.store.sqlite.store import SQLiteStore
 
 if TYPE_CHECKING:
+    from ctx_kernel.kernel.store.base import Store
     from ctx_kernel.kernel.store.postgres.store import PostgresStore
 
 _USE_SQLITE = "give a SQLite file path, sqlite:PATH or postgresql://host/dbname"
@@ -64,6 +65,8 @@ def open_store(location: str | Path) -> Store:
     url = postgres_url(location)
     if url is not None:
         return _postgres().open(url)
+    from ctx_kernel.kernel.store.sqlite.store import SQLiteStore  # noqa: PLC0415 - on first open
+
     return SQLiteStore.open(sqlite_path(location))
 
 
@@ -72,6 +75,8 @@ def create_store(location: str | Path) -> Store:
     url = postgres_url(location)
     if url is not None:
         return _postgres().create(url)
+    from ctx_kernel.kernel.store.sqlite.store import SQLiteStore  # noqa: PLC0415 - on first open
+
     return SQLiteStore.create(sqlite_path(location))
 
 

@@ -21,6 +21,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any, ClassVar, cast
 
 from ctx_kernel.kernel.records import Decision, Evidence, Proposal
+from ctx_kernel.kernel.store import lists
 from ctx_kernel.kernel.store.base import ConflictPair, ConflictRow
 from ctx_kernel.kernel.store.rows import DECISION, EVIDENCE, PROPOSAL, RowMap
 
@@ -435,12 +436,7 @@ class SharedRows:
 
     def known_subjects(self) -> list[str]:
         """Every subject a decision (current or not) or a pending proposal is on."""
-        return [
-            r[0]
-            for r in self._select(
-                "SELECT subject FROM decision UNION SELECT subject FROM proposal WHERE status = 'pending'"
-            )
-        ]
+        return [r[0] for r in self._select(lists.KNOWN_SUBJECTS)]
 
     # -- audit ----------------------------------------------------------------------------
 

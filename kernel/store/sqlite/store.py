@@ -18,6 +18,7 @@ from ctx_kernel.kernel.limits import META_CONFLICT_RULES
 from ctx_kernel.kernel.records import AuditEvent, Decision, Evidence, Proposal
 from ctx_kernel.kernel.sealing import SCRUB_PENDING, Vault, VaultError, is_sealed
 from ctx_kernel.kernel.sealing import snippet as vault_snippet
+from ctx_kernel.kernel.store import lists
 from ctx_kernel.kernel.store.base import BackendCheck, Missing, Sealing
 from ctx_kernel.kernel.store.rows import AUDIT, DECISION, EVIDENCE, PROPOSAL
 from ctx_kernel.kernel.store.shared import Dialect, SharedRows, like_prefix
@@ -487,10 +488,7 @@ class SQLiteStore(SharedRows, IndexQueries, SQLiteCopy):
 
     def pending_texts(self) -> list[tuple[str, str, str]]:
         """``(id, subject, decision)`` of every pending proposal."""
-        return [
-            (r[0], r[1], r[2])
-            for r in self._q("SELECT id, subject, decision FROM proposal WHERE status = 'pending'")
-        ]
+        return [(r[0], r[1], r[2]) for r in self._q(lists.PENDING_TEXTS)]
 
     def resolve_proposal(
         self,
