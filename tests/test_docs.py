@@ -201,6 +201,16 @@ def test_every_relative_link_resolves_to_a_file_and_heading(doc):
     assert not broken, f"{doc.name}: " + "; ".join(broken)
 
 
+def test_the_guides_contents_list_every_section_in_order():
+    text = GUIDE.read_text(encoding="utf-8")
+    outside = re.sub(r"^ *```.*?^ *```", "", text, flags=re.MULTILINE | re.DOTALL)
+    headings = [h for h in re.findall(r"^#{2,3} (.+)$", outside, re.MULTILINE) if h != "Contents"]
+    contents = text[text.index("## Contents\n") : text.index("\n## ", text.index("## Contents\n") + 1)]
+    listed = re.findall(r"^ *- \[(.+)\]\(#([\w-]+)\)$", contents, re.MULTILINE)
+    assert [title for title, _ in listed] == headings, "docs/guide.md: the contents and the sections differ"
+    assert all(anchor == _slug(title) for title, anchor in listed)
+
+
 def test_every_test_the_threat_model_cites_exists():
     text = (REPO / "docs" / "threat-model.md").read_text(encoding="utf-8")
     cited = re.findall(r"`(tests/[\w/]+\.py)(?:::(\w+))?`", text)
