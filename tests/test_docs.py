@@ -201,6 +201,21 @@ def test_every_relative_link_resolves_to_a_file_and_heading(doc):
     assert not broken, f"{doc.name}: " + "; ".join(broken)
 
 
+@pytest.mark.parametrize("doc", DOCS, ids=[d.name for d in DOCS])
+def test_a_link_said_to_be_above_or_below_is(doc):
+    """`[below](#x)` names a heading further down the same page, `[above](#x)` one further up."""
+    text = re.sub(r"^ *```.*?^ *```", "", doc.read_text(encoding="utf-8"), flags=re.MULTILINE | re.DOTALL)
+    where = {}
+    for heading in re.finditer(r"^#{1,6} (.+)$", text, re.MULTILINE):
+        where.setdefault(_slug(heading[1]), heading.start())
+    wrong = [
+        link[0]
+        for link in re.finditer(r"\[(above|below)\]\(#([\w-]+)\)", text)
+        if link[2] in where and (where[link[2]] < link.start()) != (link[1] == "above")
+    ]
+    assert not wrong, f"{doc.name}: {wrong}"
+
+
 def test_the_guides_contents_list_every_section_in_order():
     text = GUIDE.read_text(encoding="utf-8")
     outside = re.sub(r"^ *```.*?^ *```", "", text, flags=re.MULTILINE | re.DOTALL)
