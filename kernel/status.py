@@ -50,7 +50,7 @@ class AuditVerifier(Protocol):
 # cure); a server's invariant was turned off or predates a revision (its administrator decides).
 _REPAIR = {
     "sqlite": "restore the store from a backup",
-    "postgresql": "the administrator puts back what is named (README: A team on PostgreSQL)",
+    "postgresql": "the administrator puts back what is named (docs/guide.md: A team on PostgreSQL)",
 }
 
 

@@ -22,7 +22,7 @@ pytest_plugins = ["pg_server", "pytester"]
 
 # Whole modules left out of the quick run (`pytest -m "not slow"`), by what makes them slow: the
 # review app driven through Pilot and snapshots, `ctx mcp` in subprocesses, the real model's quality
-# and builds, real ADR corpora round-tripped, the type check, the README's walk-throughs and an
+# and builds, real ADR corpora round-tripped, the type check, the docs' walk-throughs and an
 # installed wheel. Every test that needs the PostgreSQL server is left out too (pg_server.py).
 SLOW_MODULES = frozenset(
     {

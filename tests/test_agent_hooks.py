@@ -4,7 +4,7 @@ Both hosts run a SessionStart command hook through the shell in the project fold
 description of the session on standard input, and add the command's standard output to the
 model's context when it exits 0: as plain text, unless it looks like JSON (Codex reads output
 starting with ``{`` or ``[`` as a hook response). Claude Code keeps at most 10,000 characters
-inline; longer output becomes a file path and a preview. The README shows, for doing it by hand,
+inline; longer output becomes a file path and a preview. The guide shows, for doing it by hand,
 exactly what `ctx setup` writes.
 """
 
@@ -22,7 +22,7 @@ from conftest import ctx_on_path, git_init, run_ctx_process
 from ctx_kernel.kernel import Ctx
 from ctx_kernel.kernel.limits import MAX_INJECT_CHARS
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+GUIDE = Path(__file__).resolve().parent.parent / "docs" / "guide.md"
 INLINE_LIMIT = 10_000
 HOOK_FILES = {"claude-code": ".claude/settings.json", "codex": ".codex/hooks.json"}
 
@@ -36,19 +36,19 @@ def written_hooks(project: Path, agent: str) -> dict[str, str]:
     return {event: groups[0]["hooks"][0]["command"] for event, groups in settings["hooks"].items()}
 
 
-def _readme_blocks(heading: str) -> list[tuple[str, str]]:
-    """The fenced blocks (language, text) of one README section."""
-    text = README.read_text(encoding="utf-8")
+def _guide_blocks(heading: str) -> list[tuple[str, str]]:
+    """The fenced blocks (language, text) of one section of the guide."""
+    text = GUIDE.read_text(encoding="utf-8")
     section = text[text.index(heading) :]
     section = section[: section.index("\n## ", 1)]
     return re.findall(r"```(\w+)\n(.*?)```", section, re.DOTALL)
 
 
-def test_the_readme_shows_exactly_what_setup_writes(tmp_path):
+def test_the_guide_shows_exactly_what_setup_writes(tmp_path):
     project = tmp_path / "project"
     for agent in HOOK_FILES:
         written_hooks(project, agent)
-    blocks = _readme_blocks("## Wire up an agent: `ctx setup`")
+    blocks = _guide_blocks("## Wire up an agent: `ctx setup`")
     settings, mcp = (body for language, body in blocks if language == "json")
     (config,) = (body for language, body in blocks if language == "toml")
     assert settings == (project / ".claude" / "settings.json").read_text(encoding="utf-8")

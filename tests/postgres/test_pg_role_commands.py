@@ -2,7 +2,7 @@
 
 What a role's job needs works; what it must not do is refused by the database in one line on
 standard error, exit 1, nothing on standard output, and nothing written (every table as it was,
-no file beside it). The README's "A team's store on PostgreSQL" holds the same table in words.
+no file beside it). The guide's "A team on PostgreSQL" (docs/guide.md) holds the same table in words.
 """
 
 from __future__ import annotations

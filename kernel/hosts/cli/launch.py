@@ -71,7 +71,7 @@ def _serve_store(ctx: Ctx, agent: str | None, session: str | None) -> None:
     if sys.stdin.isatty():
         _say(
             f"ctx mcp: serving {ctx.location} over MCP on standard input; an MCP client starts "
-            "this command (see the README). Ctrl+C stops it.",
+            "this command (see `ctx setup --help`). Ctrl+C stops it.",
             err=True,
         )
     from ctx_kernel.kernel.hosts.mcp import serve  # noqa: PLC0415 - the MCP SDK takes over a second to import

@@ -9,7 +9,7 @@ from typing import Any
 # Roles live in a server; a SQLite store is one file, and its permissions decide who writes.
 SQLITE_HAS_NO_ROLES = (
     "roles are a PostgreSQL feature: this store is a SQLite file, whose file permissions decide who "
-    "may write (see the README's team walk-through to move to a shared server)"
+    "may write (`ctx migrate --to postgresql://...` moves it to a shared server)"
 )
 
 
