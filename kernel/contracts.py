@@ -661,6 +661,8 @@ SCHEMAS: dict[str, type[BaseModel]] = {
     "migrate": record_model(reports.MigrateReport, "MigrateOut"),
     "status": record_model(reports.StoreStatus, "StatusOut"),
     "doctor": record_model(reports.DoctorReport, "DoctorOut"),
+    "stale": record_model(reports.StaleReport, "StaleOut"),
+    "snapshot": record_model(records.Snapshot, "SnapshotOut"),
 }
 
 SCHEMA_DIR = Path(__file__).resolve().parent.parent / "schemas"

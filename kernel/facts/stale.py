@@ -1,0 +1,198 @@
+"""The staleness of current decisions as a service: the snapshot a person's act records, the
+report ``ctx stale`` prints, and the one-line markers inject, recall and the MCP tools add.
+
+The git work is :mod:`ctx_kernel.kernel.facts.staleness`; this module reads the snapshots from
+the store, adds review dates, and keeps a process's answer while HEAD and the store stay the same
+(a warm recall re-reads neither git nor the cache file).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import replace
+from datetime import UTC, date, datetime
+from pathlib import Path
+
+from ctx_kernel.kernel import paths
+from ctx_kernel.kernel.facts import staleness
+from ctx_kernel.kernel.facts.staleness import Checkout, Drift, GitUnavailable
+from ctx_kernel.kernel.records import Decision, LinkDigest, Snapshot, SnapshotAct
+from ctx_kernel.kernel.reports import StaleDecision, StaleReport
+from ctx_kernel.kernel.store.base import Store
+
+
+def _ago(seconds: float) -> str:
+    days = int(seconds // 86_400)
+    if days >= 2:
+        return f"{days} days ago"
+    hours = int(seconds // 3_600)
+    if hours >= 2:
+        return f"{hours} hours ago"
+    return "just now" if seconds < 120 else f"{int(seconds // 60)} minutes ago"
+
+
+def _stamp(unix: int) -> str:
+    return datetime.fromtimestamp(unix, UTC).strftime("%Y-%m-%dT%H:%M:%S.000000Z")
+
+
+def marker_line(item: StaleDecision, now: float) -> str:
+    """The one line shown beside a stale decision (inject, recall, MCP)."""
+    parts = []
+    if "changed" in item.reasons:
+        where = ", ".join(item.changed_links[:3]) + (" ..." if len(item.changed_links) > 3 else "")
+        if item.compared_by_content:
+            parts.append(f"{where} changed since it was ratified ({item.compared_by_content})")
+        else:
+            last = ""
+            if item.last_change_at:
+                when = datetime.fromisoformat(item.last_change_at.replace("Z", "+00:00")).timestamp()
+                last = f", last {_ago(max(now - when, 0))}"
+            commits = f"{item.commits} commit{'s' if item.commits != 1 else ''}"
+            parts.append(f"{where} changed in {commits} since it was ratified{last}")
+    if item.unmatched_links:
+        parts.append(f"{', '.join(item.unmatched_links[:3])} matches nothing any more")
+    if item.review_due:
+        parts.append(f"review was due {item.review_due}")
+    return "may be stale: " + "; ".join(parts)
+
+
+class StaleFacts:
+    """Snapshots at a person's acts, and which current decisions may no longer hold."""
+
+    def __init__(self, store: Store, location: str) -> None:
+        self.store = store
+        self.location = location
+        self._checkouts: dict[Path, Checkout | str] = {}
+        self._kept: tuple[object, ...] | None = None
+        self._report: StaleReport | None = None
+
+    def checkout(self, start: Path | None = None) -> Checkout | str:
+        """The git checkout of ``start`` (the working folder), or the note saying why there is none."""
+        folder = (start or Path.cwd()).resolve()
+        known = self._checkouts.get(folder)
+        if isinstance(known, Checkout):
+            return replace(known, head=staleness.head_of(known))
+        if known is not None:
+            return known
+        try:
+            found: Checkout | str = staleness.find_checkout(folder)
+        except GitUnavailable as exc:
+            found = str(exc)
+        self._checkouts[folder] = found
+        return found
+
+    def snapshot(
+        self,
+        decision_id: str,
+        links: Sequence[str],
+        *,
+        at: str,
+        by: str,
+        act: SnapshotAct,
+        review_by: str | None,
+        review_every: int | None,
+        checkout: Checkout | str | None,
+    ) -> Snapshot:
+        """The snapshot a ratification or re-confirmation records: HEAD and what each link matches."""
+        commit = None
+        digests = [LinkDigest(link=link, digest=None, files=0) for link in links]
+        if isinstance(checkout, Checkout) and checkout.head is not None:
+            commit = checkout.head
+            if links:
+                digests = staleness.digests(staleness.tree(checkout), list(links))
+        return Snapshot(
+            decision_id=decision_id,
+            taken_at=at,
+            taken_by=by,
+            act=act,
+            git_commit=commit,
+            links=digests,
+            review_by=review_by,
+            review_every=review_every,
+        )
+
+    def report(self, start: Path | None = None, *, today: date | None = None) -> StaleReport:
+        """Every current decision with links or a review date that may no longer hold."""
+        snapshots = self.store.current_snapshots()
+        today = today or datetime.now(UTC).date()
+        found = self.checkout(start) if any(s.links for s in snapshots) else None
+        key: tuple[object, ...] = (today, tuple((s.decision_id, s.taken_at) for s in snapshots))
+        if isinstance(found, Checkout):
+            key += (found.root, found.head)
+        if self._report is not None and self._kept == key:
+            return self._report
+        drift: dict[str, Drift] = {}
+        if isinstance(found, Checkout):
+            drift = staleness.cached_drift(found, snapshots, self._cache(found))
+        decisions = self.store.decisions_by_ids([s.decision_id for s in snapshots])
+        now = datetime.now(UTC).timestamp()
+        stale = []
+        for s in snapshots:
+            item = self._item(
+                s, decisions[s.decision_id], drift.get(f"{s.decision_id}@{s.taken_at}"), today, now
+            )
+            if item is not None:
+                stale.append(item)
+        report = StaleReport(
+            repository=str(found.root) if isinstance(found, Checkout) else None,
+            head=found.head if isinstance(found, Checkout) else None,
+            note=found if isinstance(found, str) else None,
+            checked=len(snapshots),
+            stale=stale,
+        )
+        self._kept, self._report = key, report
+        return report
+
+    def markers(self, decision_ids: Sequence[str], start: Path | None = None) -> dict[str, str]:
+        """The marker line of each of ``decision_ids`` that may be stale (nothing asked of git when no
+        current decision has a snapshot)."""
+        if not decision_ids or not self.store.current_snapshots():
+            return {}
+        wanted = set(decision_ids)
+        return {s.decision_id: s.line for s in self.report(start).stale if s.decision_id in wanted}
+
+    def _cache(self, checkout: Checkout) -> Path:
+        root = hashlib.sha256(str(checkout.root).encode("utf-8", "surrogateescape")).hexdigest()[:16]
+        return paths.stale_cache_dir(self.location) / f"{root}.json"
+
+    def _item(
+        self, s: Snapshot, decision: Decision, drift: Drift | None, today: date, now: float
+    ) -> StaleDecision | None:
+        reasons: list[str] = []
+        if drift is not None and (drift.commits or (drift.rewritten and drift.changed_links)):
+            reasons.append("changed")
+        if drift is not None and drift.unmatched:
+            reasons.append("unmatched")
+        review_due = staleness.due(s, today)
+        if review_due:
+            reasons.append("review_due")
+        if not reasons:
+            return None
+        d = drift or Drift()
+        item = StaleDecision(
+            decision_id=decision.id,
+            subject=decision.subject,
+            decision=decision.decision,
+            confirmed_at=s.taken_at,
+            confirmed_by=s.taken_by,
+            snapshot_commit=s.git_commit,
+            reasons=reasons,  # type: ignore[arg-type]
+            commits=d.commits,
+            authors=d.authors,
+            last_change_at=_stamp(d.last_at) if d.last_at is not None else None,
+            files_changed=len(set(d.paths) | set(d.renamed) | set(d.deleted)),
+            paths=d.paths,
+            renamed=d.renamed,
+            deleted=d.deleted,
+            changed_links=d.changed_links,
+            unmatched_links=d.unmatched,
+            review_due=review_due,
+            compared_by_content=d.rewritten,
+            line="",
+        )
+        return _with_line(item, now)
+
+
+def _with_line(item: StaleDecision, now: float) -> StaleDecision:
+    return replace(item, line=marker_line(item, now))
