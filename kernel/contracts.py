@@ -477,6 +477,14 @@ class RecallDecisionOut(_Strict):
     superseded: list[RelatedOut]
     conflicts: list[RelatedOut]
     pending: list[RelatedOut]
+    stale: Annotated[
+        str | None,
+        Field(
+            default=None,
+            json_schema_extra=_no_default,
+            description="Present when it may be stale: the one line that says why (ctx stale).",
+        ),
+    ]
 
 
 class RecallClosedOut(_Strict):
@@ -532,6 +540,14 @@ class InjectDecisionOut(_Strict):
     subject: str
     decision: str
     valid_from: Timestamp
+    stale: Annotated[
+        str | None,
+        Field(
+            default=None,
+            json_schema_extra=_no_default,
+            description="Present when it may be stale: the one line that says why (ctx stale).",
+        ),
+    ]
 
 
 class InjectSupersededOut(_Strict):

@@ -10,6 +10,7 @@ path, never make.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Unpack
@@ -219,7 +220,10 @@ class Ctx:
         """The store at a glance: counts, the queue, vectors, encryption, the last full verify."""
         from ctx_kernel.kernel.status import store_status  # noqa: PLC0415
 
-        return store_status(self.store)
+        found = store_status(self.store)
+        if not self.store.current_snapshots():
+            return found
+        return replace(found, stale_decisions=len(self.staleness.report().stale))
 
     @property
     def login(self) -> str | None:
@@ -458,7 +462,15 @@ class Ctx:
     ) -> Recall:
         """Decisions that hold (with what contradicts them) and unratified evidence matching ``query``."""
         self.facts.keep_current()
-        return self._recall.recall(query, k=k, as_of=as_of, mode=mode, rrf_k=rrf_k, min_scores=min_scores)
+        found = self._recall.recall(query, k=k, as_of=as_of, mode=mode, rrf_k=rrf_k, min_scores=min_scores)
+        markers = self.staleness.markers() if found.decisions else {}
+        if not markers:
+            return found
+        hits = [
+            replace(h, stale=markers.get(h.decision.id) if h.decision.current else None)
+            for h in found.decisions
+        ]
+        return replace(found, decisions=hits)
 
     def inject(
         self,
@@ -473,7 +485,8 @@ class Ctx:
         the current decisions that did not fit. ``via`` is where the agent reads it: "shell" (the
         CLI, a session hook) or "mcp", so the block names the way to ask for more it has there."""
         self.facts.keep_current()
-        return self._recall.inject(query, budget=budget, max_chars=max_chars, via=via)
+        markers = self.staleness.markers()
+        return self._recall.inject(query, budget=budget, max_chars=max_chars, via=via, markers=markers)
 
     def embedding(self) -> embed.Resolution:
         """The embedding model this store uses (resolved once), or why vectors are off."""

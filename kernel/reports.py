@@ -55,6 +55,10 @@ class StoreStatus(Record):
     model: ModelPlace
     vector_model: str | None
     last_verify: LastVerify | None
+    stale_decisions: Annotated[
+        int | None,
+        Spec(ge=0, description="Current decisions that may be stale (ctx stale); null: not checked."),
+    ] = None
 
 
 @dataclass(frozen=True)

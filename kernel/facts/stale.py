@@ -144,13 +144,12 @@ class StaleFacts:
         self._kept, self._report = key, report
         return report
 
-    def markers(self, decision_ids: Sequence[str], start: Path | None = None) -> dict[str, str]:
-        """The marker line of each of ``decision_ids`` that may be stale (nothing asked of git when no
+    def markers(self, start: Path | None = None) -> dict[str, str]:
+        """The marker line of each current decision that may be stale (git is not asked when no
         current decision has a snapshot)."""
-        if not decision_ids or not self.store.current_snapshots():
+        if not self.store.current_snapshots():
             return {}
-        wanted = set(decision_ids)
-        return {s.decision_id: s.line for s in self.report(start).stale if s.decision_id in wanted}
+        return {s.decision_id: s.line for s in self.report(start).stale}
 
     def _cache(self, checkout: Checkout) -> Path:
         root = hashlib.sha256(str(checkout.root).encode("utf-8", "surrogateescape")).hexdigest()[:16]

@@ -74,7 +74,9 @@ def _details(item: StaleDecision) -> list[str]:
 @click.option(
     "--review-every", "review_every", metavar="DAYS", help="Due for review this often: 90d, 12w, 6m, 1y."
 )
-@click.option("--json", "as_json", is_flag=True, help="Print the new snapshot as JSON (schemas/snapshot.schema.json).")
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print the new snapshot as JSON (schemas/snapshot.schema.json)."
+)
 @_with_store
 def reconfirm(
     ctx: Ctx,
