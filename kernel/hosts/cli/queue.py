@@ -10,6 +10,7 @@ import click
 from ctx_kernel.kernel import text
 from ctx_kernel.kernel.capture.json_input import read_json
 from ctx_kernel.kernel.errors import StalePlanError, UsageError
+from ctx_kernel.kernel.facts.links import check_review
 from ctx_kernel.kernel.hosts.cli.base import (
     _check_utf8,
     _complete_pending,
@@ -197,6 +198,7 @@ def ratify(
     so it approves what the proposal was made against: a current decision ratified since then is
     closed only when named with --closes.
     """
+    check_review(review_by, review_every)
     plan = ctx.plan_ratification(proposal_id, decision=decision, settle=None if settle else [])
     name = _reviewer(ctx, reviewer, yes, "ratifying")
     if yes:
