@@ -337,7 +337,7 @@ def test_snapshots_are_append_only_in_the_database(cli, repo, kernel, store_path
             "DELETE FROM proposal_link",
             "UPDATE proposal_link SET pattern = '../x'",
         ):
-            with pytest.raises(sqlite3.DatabaseError, match="append-only|never change"):
+            with pytest.raises(sqlite3.DatabaseError, match=r"append-only|never change"):
                 conn.execute(statement)
     finally:
         conn.close()
@@ -357,3 +357,39 @@ def test_the_cache_answers_again_without_git_log(cli, repo, kernel, monkeypatch)
     assert _stale(cli) == first
     with Ctx.open(kernel.store.location) as again:
         assert again.stale().stale[0].commits == 1
+
+
+def test_over_mcp_an_agent_proposes_links_sees_markers_and_cannot_reconfirm(
+    repo, kernel, store_path, tmp_path
+):
+    from mcp import StdioServerParameters
+    from mcp_support import CTX, Agent, error_text, text_of
+
+    first = kernel.propose("store.layout", "Keep one store module", links=["kernel/store/**"])
+    decision = kernel.ratify(first.id, reviewer="alice").decision.id
+    repo.commit("Edit", author="Bo", **{"kernel__store__base.py": "changed\n"})
+    env = {"CTX_CONFIG_DIR": str(tmp_path / "mcp-config"), "CTX_VECTORS": "off", "PATH": os.environ["PATH"]}
+    params = StdioServerParameters(
+        command=CTX, args=["mcp", "--db", str(store_path)], env=env, cwd=str(repo.root)
+    )
+    with (tmp_path / "stderr.txt").open("w", encoding="utf-8") as errlog, Agent(params, errlog) as agent:
+        found = agent.call_json("recall", {"query": "store module"})
+        assert not found.is_error, found.content
+        (hit,) = found.structured_content["decisions"]
+        assert hit["stale"].startswith("may be stale: kernel/store/** changed in 1 commit")
+        assert "may be stale" in text_of(agent.call("recall", {"query": "store module"}))
+        assert "may be stale" in text_of(agent.call("inject_context", {}))
+        proposed = agent.call_json(
+            "propose_decision",
+            {"subject": "store.layout", "decision": "Split the store", "links": ["kernel/store/**"]},
+        )
+        assert not proposed.is_error, proposed.content
+        escaping = agent.call_json(
+            "propose_decision", {"subject": "store.other", "decision": "x", "links": ["../../etc/passwd"]}
+        )
+        assert escaping.is_error and "leaves the repository" in error_text(escaping)
+        for name in ("reconfirm", "reconfirm_decision"):
+            refused = agent.call(name, {"id": decision})
+            assert refused.is_error and "re-confirming" in error_text(refused)
+    assert [s.act for s in kernel.store.snapshots_of(decision)] == ["ratified"]
+    assert kernel.plan_ratification(proposed.structured_content["id"]).links == ["kernel/store/**"]
