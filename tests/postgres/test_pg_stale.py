@@ -74,13 +74,14 @@ def test_an_agent_login_cannot_write_a_snapshot_or_link_anothers_proposal(pg) ->
         for statement in ("UPDATE proposal_link SET pattern = 'x'", "DELETE FROM decision_snapshot"):
             with pytest.raises(psycopg.Error):
                 agent.execute(statement)
-    with pg.connect(roles.REVIEWER, autocommit=True) as reviewer:
-        with pytest.raises(errors.InsufficientPrivilege, match="acts as itself"):
-            reviewer.execute(
-                "INSERT INTO decision_snapshot (decision_id, taken_at, taken_by, act) "
-                "VALUES (%s, %s, 'someone else', 'reconfirmed')",
-                (decision, clock.now()),
-            )
-    with pg.connect(autocommit=True) as owner:
-        with pytest.raises(psycopg.Error, match="append-only"):
-            owner.execute("DELETE FROM decision_snapshot")
+    with (
+        pg.connect(roles.REVIEWER, autocommit=True) as reviewer,
+        pytest.raises(errors.InsufficientPrivilege, match="acts as itself"),
+    ):
+        reviewer.execute(
+            "INSERT INTO decision_snapshot (decision_id, taken_at, taken_by, act) "
+            "VALUES (%s, %s, 'someone else', 'reconfirmed')",
+            (decision, clock.now()),
+        )
+    with pg.connect(autocommit=True) as owner, pytest.raises(psycopg.Error, match="append-only"):
+        owner.execute("DELETE FROM decision_snapshot")
