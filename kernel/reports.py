@@ -8,7 +8,7 @@ importing a service; ``ctx log`` and ``ctx propose`` never load this module.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Annotated, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from ctx_kernel.kernel.records import Record
 from ctx_kernel.kernel.spec import ProposalId, Sha256, Spec, Timestamp
@@ -252,6 +252,7 @@ class StaleDecision(Record):
     renamed: Annotated[list[str], Spec(description="Renames touching its links, as 'old -> new'.")]
     deleted: list[str]
     changed_links: list[str]
+    links: Annotated[list[str], Spec(description="Every link of its snapshot.")]
     unmatched_links: Annotated[list[str], Spec(description="Links that match nothing in HEAD's tree.")]
     review_due: Annotated[str | None, Spec(description="The review date (YYYY-MM-DD) that has passed.")]
     compared_by_content: Annotated[
@@ -259,6 +260,11 @@ class StaleDecision(Record):
         Spec(description="Why the snapshot commit could not be used (digests of HEAD compared instead)."),
     ]
     line: Annotated[str, Spec(description="The one line an agent is shown beside the decision.")]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form: its fields, which hold JSON values already (a report lists a thousand of
+        these: the generic walk of :func:`records.to_json` would be most of a warm `ctx stale`)."""
+        return dict(self.__dict__)
 
 
 @dataclass(frozen=True)
@@ -270,3 +276,7 @@ class StaleReport(Record):
     note: Annotated[str | None, Spec(description="Why links were not checked (no git, no repository).")]
     checked: Annotated[int, Spec(ge=0, description="Current decisions with links or a review date.")]
     stale: list[StaleDecision]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form (see :meth:`StaleDecision.to_dict`)."""
+        return {**self.__dict__, "stale": [item.to_dict() for item in self.stale]}

@@ -122,7 +122,7 @@ def test_an_edit_since_ratification_is_reported_with_its_commits_and_authors(cli
     (item,) = report["stale"]
     assert item["decision_id"] == decision and item["reasons"] == ["changed"]
     assert item["commits"] == 2 and item["authors"] == ["Bo", "Di"]
-    assert item["paths"] == ["kernel/store/sqlite.py", "kernel/store/base.py"]
+    assert item["paths"] == ["kernel/store/base.py", "kernel/store/sqlite.py"]
     assert item["changed_links"] == ["kernel/store/**"]
     assert item["line"].startswith("may be stale: kernel/store/** changed in 2 commits since it was ratified")
     human = cli("stale")

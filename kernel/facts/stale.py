@@ -66,6 +66,9 @@ class StaleFacts:
         self._checkouts: dict[Path, Checkout | str] = {}
         self._kept: tuple[object, ...] | None = None
         self._report: StaleReport | None = None
+        # What markers() last answered, and the store's data version then (None: forgotten); its
+        # own snapshots do not change data_version, so taking one forgets them.
+        self._marked: tuple[tuple[object, ...], dict[str, str]] | None = None
 
     def checkout(self, start: Path | None = None) -> Checkout | str:
         """The git checkout of ``start`` (the working folder), or the note saying why there is none."""
@@ -95,6 +98,7 @@ class StaleFacts:
         checkout: Checkout | str | None,
     ) -> Snapshot:
         """The snapshot a ratification or re-confirmation records: HEAD and what each link matches."""
+        self._marked = None
         commit = None
         digests = [LinkDigest(link=link, digest=None, files=0) for link in links]
         if isinstance(checkout, Checkout) and checkout.head is not None:
@@ -145,11 +149,22 @@ class StaleFacts:
         return report
 
     def markers(self, start: Path | None = None) -> dict[str, str]:
-        """The marker line of each current decision that may be stale (git is not asked when no
-        current decision has a snapshot)."""
-        if not self.store.current_snapshots():
-            return {}
-        return {s.decision_id: s.line for s in self.report(start).stale}
+        """The marker line of each current decision that may be stale. Git is not asked when no
+        current decision has a snapshot, and a warm process answers again from memory while the
+        store, HEAD and the day are the same (a file read and a pragma, no query)."""
+        version = self.store.data_version()
+        known = self._checkouts.get((start or Path.cwd()).resolve())
+        head = staleness.head_of(known) if isinstance(known, Checkout) else None
+        key = (version, head, datetime.now(UTC).date())
+        if self._marked is not None and self._marked[0] == key:
+            return self._marked[1]
+        found: dict[str, str] = {}
+        if self.store.current_snapshots():
+            report = self.report(start)
+            found = {s.decision_id: s.line for s in report.stale}
+            key = (version, report.head, key[2])
+        self._marked = (key, found)
+        return found
 
     def _cache(self, checkout: Checkout) -> Path:
         root = hashlib.sha256(str(checkout.root).encode("utf-8", "surrogateescape")).hexdigest()[:16]
@@ -185,6 +200,7 @@ class StaleFacts:
             renamed=d.renamed,
             deleted=d.deleted,
             changed_links=d.changed_links,
+            links=[x.link for x in s.links],
             unmatched_links=d.unmatched,
             review_due=review_due,
             compared_by_content=d.rewritten,

@@ -23,7 +23,7 @@ import os
 import re
 import shutil
 import subprocess
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
@@ -125,35 +125,47 @@ def tree(checkout: Checkout, commit: str | None = None) -> dict[str, str]:
 
 class LinkMatcher:
     """Every link of every decision, matched against a path at once: plain paths (a file, or a
-    folder and all under it) by dictionary lookups of the path's prefixes, globs by their regex."""
+    folder and all under it) by dictionary lookups of the path's prefixes, globs by their regex,
+    tried only on paths under the folder their pattern starts with; each path is matched once."""
 
     def __init__(self, links: Iterable[str]) -> None:
         self.prefixes: dict[str, set[str]] = {}
-        self.globs: list[tuple[re.Pattern[str], str]] = []
+        # Globs by the folder their pattern names before its first wildcard ("" for none).
+        self.globs: dict[str, list[tuple[re.Pattern[str], str]]] = {}
+        self._memo: dict[str, frozenset[str]] = {}
         for link in set(links):
             pattern = split_link(link)[0].rstrip("/")
             plain = pattern[:-3] if pattern.endswith("/**") else pattern
-            if _GLOB_CHARS.search(plain):
-                self.globs.append((_glob(pattern), link))
+            wildcard = _GLOB_CHARS.search(plain)
+            if wildcard:
+                folder = plain[: wildcard.start()].rpartition("/")[0]
+                self.globs.setdefault(folder, []).append((_glob(pattern), link))
             else:
                 self.prefixes.setdefault(plain, set()).add(link)
 
-    def matches(self, path: str) -> set[str]:
+    def matches(self, path: str) -> frozenset[str]:
         """The links ``path`` falls under."""
+        known = self._memo.get(path)
+        if known is not None:
+            return known
         found: set[str] = set()
+        for regex, link in self.globs.get("", ()):
+            if regex.match(path):
+                found.add(link)
         start = 0
         while True:
             cut = path.find("/", start)
             prefix = path if cut < 0 else path[:cut]
             if prefix in self.prefixes:
                 found |= self.prefixes[prefix]
+            for regex, link in self.globs.get(prefix, ()):
+                if regex.match(path):
+                    found.add(link)
             if cut < 0:
                 break
             start = cut + 1
-        for regex, link in self.globs:
-            if regex.match(path):
-                found.add(link)
-        return found
+        self._memo[path] = frozen = frozenset(found)
+        return frozen
 
 
 def _glob(pattern: str) -> re.Pattern[str]:
@@ -231,28 +243,38 @@ def drift(checkout: Checkout, snapshots: Sequence[Snapshot]) -> dict[str, Drift]
     reachable = [c for c in commits if c in present]
     if not reachable:
         return out
-    base = (
-        _git(checkout.root, "merge-base", "--octopus", checkout.head, *reachable, check=False)
-        .decode()
-        .strip()
-    )
-    args = [
-        "log",
-        "--topo-order",
-        "-z",
-        "--format=%x01%H %P%x02%an%x02%ct",
-        "--name-status",
-        "-M",
-        checkout.head,
-    ]
-    if base:
-        args += ["--not", base]
-    log = _git(checkout.root, *args)
-    seen = _walk(log, linked, out, base, reachable)
+    seen = _walk(_log(checkout), linked, out, reachable)
     for s in linked:
-        if s.git_commit in present and s.git_commit not in seen and s.git_commit != base:
+        if s.git_commit in present and s.git_commit not in seen:
             _by_content(out[_key(s)], s, links_now, f"{s.git_commit[:12]} is not in HEAD's history")
     return out
+
+
+def _log(checkout: Checkout) -> Iterator[str]:
+    """HEAD's history, children before parents, one commit's ``--name-status -z`` text at a time,
+    read as git writes it; closing the iterator stops git."""
+    args = ["log", "--topo-order", "-z", "--format=%x01%H %P%x02%an%x02%ct", "--name-status", "-M"]
+    try:
+        process = subprocess.Popen(
+            ["git", "-C", str(checkout.root), "-c", "core.quotepath=off", *args, checkout.head or "HEAD"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env={**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0"},
+        )
+    except OSError as exc:
+        raise GitUnavailable(f"git could not be run: {exc}") from None
+    assert process.stdout is not None
+    left = ""
+    try:
+        while block := process.stdout.read(1 << 20):
+            commits = (left + block.decode("utf-8", "surrogateescape")).split("\x01")
+            left = commits.pop()
+            yield from (c for c in commits if c)
+        if left:
+            yield left
+    finally:
+        process.kill()
+        process.wait()
 
 
 def _present(checkout: Checkout, commits: Sequence[str]) -> set[str]:
@@ -277,77 +299,102 @@ def _by_content(found: Drift, snapshot: Snapshot, now: dict[str, LinkDigest], wh
     found.changed_links = [x.link for x in snapshot.links if now[x.link].digest != x.digest]
 
 
+# What one commit did to one link: (kind, what) pairs, kind M (added or modified), R or D.
+_Changes = tuple[tuple[str, str], ...]
+
+
 def _walk(
-    log: bytes, linked: Sequence[Snapshot], out: dict[str, Drift], base: str, reachable: Sequence[str]
+    log: Iterable[str], linked: Sequence[Snapshot], out: dict[str, Drift], reachable: Sequence[str]
 ) -> set[str]:
-    """Read the log once, newest first; returns the commits it held."""
+    """Read the log, newest first, keeping each commit that touches a link; then count, per
+    decision, those not in its snapshot's history. Stops reading once every snapshot commit has
+    been seen and every commit left is in the history of them all. Returns the commits read."""
     bit = {c: 1 << i for i, c in enumerate(reachable)}
+    everyone = (1 << len(reachable)) - 1
     matcher = LinkMatcher(x.link for s in linked for x in s.links)
-    holders: dict[str, list[Snapshot]] = {}
-    for s in linked:
-        for x in s.links:
-            holders.setdefault(x.link, []).append(s)
-    # Per commit: the snapshot commits it is an ancestor of (or is), pushed from children to parents.
+    # Per commit yet to be read: the snapshot commits it is an ancestor of, pushed from children.
     above: dict[str, int] = {}
+    partial = 0  # how many of those are not in every snapshot's history
     seen: set[str] = set()
-    authors: dict[str, set[str]] = {}
-    for chunk in log.split(b"\x01")[1:]:
-        header, _, rest = chunk.partition(b"\0")
-        ids, author_raw, when_raw = header.split(b"\x02")
-        commit, *parents = ids.decode().split()
+    found_bits = 0
+    authors: list[str] = []
+    whens: list[int] = []
+    # Per link: (the commit's ancestry bits, its number, what it did to the link), newest first.
+    by_link: dict[str, list[tuple[int, int, _Changes]]] = {}
+    for chunk in log:
+        header, _, rest = chunk.partition("\0")
+        ids, author, when = header.split("\x02")
+        commit, *parents = ids.split()
         seen.add(commit)
-        mask = above.pop(commit, 0) | bit.get(commit, 0)
+        held = above.pop(commit, None)
+        if held is not None and held != everyone:
+            partial -= 1
+        own = bit.get(commit, 0)
+        found_bits |= own
+        mask = (held or 0) | own
         for parent in parents:
-            above[parent] = above.get(parent, 0) | mask
-        touched = _touched(rest.lstrip(b"\n").split(b"\0"), matcher)
-        if not touched:
-            continue
-        author = author_raw.decode("utf-8", "replace")
-        when = int(when_raw)
-        counted: set[str] = set()
-        for link, changes in touched.items():
-            for s in holders[link]:
-                key = _key(s)
-                if out[key].rewritten is not None or s.git_commit is None or mask & bit.get(s.git_commit, 0):
-                    continue  # compared by content, or this commit is in the snapshot's own history
-                # A decision with several links touched by one commit counts that commit once.
-                _count(out[key], link, changes, when, first=key not in counted)
-                counted.add(key)
-                authors.setdefault(key, set()).add(author)
-    for key, names in authors.items():
-        out[key].authors = sorted(names)
+            before = above.get(parent)
+            after = (before or 0) | mask
+            above[parent] = after
+            if before is None and after != everyone:
+                partial += 1
+            elif before is not None and before != everyone and after == everyone:
+                partial -= 1
+        if mask != everyone:
+            touched = _touched(rest.lstrip("\n").split("\0"), matcher)
+            if touched:
+                number = len(authors)
+                authors.append(author)
+                whens.append(int(when))
+                for link, changes in touched.items():
+                    by_link.setdefault(link, []).append((mask, number, tuple(changes)))
+        if found_bits == everyone and partial == 0:
+            break
+    for s in linked:
+        found = out[_key(s)]
+        if found.rewritten is None and s.git_commit is not None:
+            numbers = _count(found, s, bit.get(s.git_commit, 0), by_link)
+            found.authors = sorted({authors[n] for n in numbers})
+            found.last_at = max((whens[n] for n in numbers), default=None)
     return seen
 
 
-def _touched(tokens: list[bytes], matcher: LinkMatcher) -> dict[str, list[str]]:
+def _count(
+    found: Drift, snapshot: Snapshot, own: int, by_link: dict[str, list[tuple[int, int, _Changes]]]
+) -> set[int]:
+    """Fill ``found`` with the commits touching ``snapshot``'s links that are not in its history
+    (``own``: its commit's bit; a commit that is an ancestor of it carries that bit); returns
+    their numbers. Paths are listed sorted."""
+    numbers: set[int] = set()
+    changes: set[tuple[str, str]] = set()
+    for x in snapshot.links:
+        kept = [row for row in by_link.get(x.link, ()) if not row[0] & own]
+        if kept:
+            found.changed_links.append(x.link)
+            numbers.update([row[1] for row in kept])
+            changes.update(*[row[2] for row in kept])
+    found.commits = len(numbers)
+    found.paths, found.renamed, found.deleted = (sorted(w for k, w in changes if k == kind) for kind in "MRD")
+    return numbers
+
+
+def _touched(tokens: list[str], matcher: LinkMatcher) -> dict[str, list[tuple[str, str]]]:
     """The links one commit's ``--name-status -z`` entries touch, each with its changes."""
-    touched: dict[str, list[str]] = {}
+    touched: dict[str, list[tuple[str, str]]] = {}
     i = 0
     while i < len(tokens) and tokens[i]:
-        status = tokens[i].decode()
-        if status[0] in "RC":
-            old, new = (t.decode("utf-8", "surrogateescape") for t in tokens[i + 1 : i + 3])
+        status = tokens[i][0]
+        if status in "RC":
+            old, new = tokens[i + 1], tokens[i + 2]
             i += 3
             for link in matcher.matches(old) | matcher.matches(new):
-                touched.setdefault(link, []).append(f"R {old} -> {new}")
+                touched.setdefault(link, []).append(("R", f"{old} -> {new}"))
         else:
-            path = tokens[i + 1].decode("utf-8", "surrogateescape")
+            path = tokens[i + 1]
             i += 2
             for link in matcher.matches(path):
-                touched.setdefault(link, []).append(f"{status[0]} {path}")
+                touched.setdefault(link, []).append(("D" if status == "D" else "M", path))
     return touched
-
-
-def _count(found: Drift, link: str, changes: list[str], when: int, *, first: bool) -> None:
-    found.commits += first
-    found.last_at = when if found.last_at is None else max(found.last_at, when)
-    for change in changes:
-        kind, _, what = change.partition(" ")
-        target = {"R": found.renamed, "D": found.deleted}.get(kind, found.paths)
-        if what not in target:
-            target.append(what)
-    if link not in found.changed_links:
-        found.changed_links.append(link)
 
 
 def due(snapshot: Snapshot, today: date) -> str | None:
