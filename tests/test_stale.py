@@ -393,3 +393,18 @@ def test_over_mcp_an_agent_proposes_links_sees_markers_and_cannot_reconfirm(
             assert refused.is_error and "re-confirming" in error_text(refused)
     assert [s.act for s in kernel.store.snapshots_of(decision)] == ["ratified"]
     assert kernel.plan_ratification(proposed.structured_content["id"]).links == ["kernel/store/**"]
+
+
+def test_the_readme_block_runs_as_written(tmp_path):
+    from test_docs import _readme_block, _run_in_bash
+
+    block = _readme_block("## Links and staleness")
+    project = tmp_path / "project"
+    project.mkdir()
+    done = _run_in_bash(block, project, tmp_path / "config", extra={"CTX_VECTORS": "off"})
+    out, err = done.stdout.decode(), done.stderr.decode()
+    assert done.returncode == 0, err
+    assert "Traceback" not in out + err
+    assert "kernel/store/** changed in 1 commit since it was ratified" in out
+    assert "pyproject.toml matches nothing" in out
+    assert out.rstrip().endswith("}") and '"stale": [' in out

@@ -36,24 +36,22 @@ def _stamp(unix: int) -> str:
     return datetime.fromtimestamp(unix, UTC).strftime("%Y-%m-%dT%H:%M:%S.000000Z")
 
 
-def marker_line(item: StaleDecision, now: float) -> str:
+def marker_line(reasons: Sequence[str], drift: Drift, review_due: str | None, now: float) -> str:
     """The one line shown beside a stale decision (inject, recall, MCP)."""
     parts = []
-    if "changed" in item.reasons:
-        where = ", ".join(item.changed_links[:3]) + (" ..." if len(item.changed_links) > 3 else "")
-        if item.compared_by_content:
-            parts.append(f"{where} changed since it was ratified ({item.compared_by_content})")
+    if "changed" in reasons:
+        links = drift.changed_links
+        where = ", ".join(links[:3]) + (" ..." if len(links) > 3 else "")
+        if drift.rewritten:
+            parts.append(f"{where} changed since it was ratified ({drift.rewritten})")
         else:
-            last = ""
-            if item.last_change_at:
-                when = datetime.fromisoformat(item.last_change_at.replace("Z", "+00:00")).timestamp()
-                last = f", last {_ago(max(now - when, 0))}"
-            commits = f"{item.commits} commit{'s' if item.commits != 1 else ''}"
+            last = "" if drift.last_at is None else f", last {_ago(max(now - drift.last_at, 0))}"
+            commits = f"{drift.commits} commit{'s' if drift.commits != 1 else ''}"
             parts.append(f"{where} changed in {commits} since it was ratified{last}")
-    if item.unmatched_links:
-        parts.append(f"{', '.join(item.unmatched_links[:3])} matches nothing any more")
-    if item.review_due:
-        parts.append(f"review was due {item.review_due}")
+    if "unmatched" in reasons:
+        parts.append(f"{', '.join(drift.unmatched[:3])} matches nothing any more")
+    if review_due:
+        parts.append(f"review was due {review_due}")
     return "may be stale: " + "; ".join(parts)
 
 
@@ -116,9 +114,16 @@ class StaleFacts:
             review_every=review_every,
         )
 
-    def report(self, start: Path | None = None, *, today: date | None = None) -> StaleReport:
-        """Every current decision with links or a review date that may no longer hold."""
-        snapshots = self.store.current_snapshots()
+    def report(
+        self,
+        start: Path | None = None,
+        *,
+        today: date | None = None,
+        snapshots: Sequence[Snapshot] | None = None,
+    ) -> StaleReport:
+        """Every current decision with links or a review date that may no longer hold (``snapshots``:
+        the current ones, when the caller has read them already)."""
+        snapshots = self.store.current_snapshots() if snapshots is None else snapshots
         today = today or datetime.now(UTC).date()
         found = self.checkout(start) if any(s.links for s in snapshots) else None
         key: tuple[object, ...] = (today, tuple((s.decision_id, s.taken_at) for s in snapshots))
@@ -159,8 +164,9 @@ class StaleFacts:
         if self._marked is not None and self._marked[0] == key:
             return self._marked[1]
         found: dict[str, str] = {}
-        if self.store.current_snapshots():
-            report = self.report(start)
+        snapshots = self.store.current_snapshots()
+        if snapshots:
+            report = self.report(start, snapshots=snapshots)
             found = {s.decision_id: s.line for s in report.stale}
             key = (version, report.head, key[2])
         self._marked = (key, found)
@@ -184,7 +190,7 @@ class StaleFacts:
         if not reasons:
             return None
         d = drift or Drift()
-        item = StaleDecision(
+        return StaleDecision(
             decision_id=decision.id,
             subject=decision.subject,
             decision=decision.decision,
@@ -204,10 +210,5 @@ class StaleFacts:
             unmatched_links=d.unmatched,
             review_due=review_due,
             compared_by_content=d.rewritten,
-            line="",
+            line=marker_line(reasons, d, review_due, now),
         )
-        return _with_line(item, now)
-
-
-def _with_line(item: StaleDecision, now: float) -> StaleDecision:
-    return replace(item, line=marker_line(item, now))

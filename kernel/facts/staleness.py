@@ -412,7 +412,11 @@ def due(snapshot: Snapshot, today: date) -> str | None:
 def fingerprint(head: str | None, snapshots: Sequence[Snapshot]) -> str:
     """What a cached answer is valid for: HEAD and every snapshot's commit and links."""
     body = json.dumps(
-        [_CACHE_FORMAT, head, [[_key(s), s.git_commit, [x.to_dict() for x in s.links]] for s in snapshots]],
+        [
+            _CACHE_FORMAT,
+            head,
+            [[_key(s), s.git_commit, [(x.link, x.digest) for x in s.links]] for s in snapshots],
+        ],
         separators=(",", ":"),
     )
     return hashlib.sha256(body.encode()).hexdigest()
