@@ -254,6 +254,9 @@ class StaleDecision(Record):
     changed_links: list[str]
     links: Annotated[list[str], Spec(description="Every link of its snapshot.")]
     unmatched_links: Annotated[list[str], Spec(description="Links that match nothing in HEAD's tree.")]
+    moved: Annotated[
+        list[str], Spec(description="Symbol links defined in another file now, as 'path#Name -> path'.")
+    ]
     review_due: Annotated[str | None, Spec(description="The review date (YYYY-MM-DD) that has passed.")]
     compared_by_content: Annotated[
         str | None,

@@ -408,3 +408,47 @@ def test_the_readme_block_runs_as_written(tmp_path):
     assert "kernel/store/** changed in 1 commit since it was ratified" in out
     assert "pyproject.toml matches nothing" in out
     assert out.rstrip().endswith("}") and '"stale": [' in out
+
+
+STORE_PY = '''import os
+
+
+class Store:
+    """The store."""
+
+    def open(self):
+        return 1
+
+
+def helper():
+    return 2
+'''
+
+
+def test_a_symbol_link_follows_its_definition_and_finds_it_when_it_moved(cli, repo, kernel):
+    repo.commit("Store module", **{"kernel__store__base.py": STORE_PY})
+    _ratified(cli, "kernel/store/base.py#Store.open", "kernel/store/base.py#helper")
+    snapshot = kernel.store.current_snapshots()[0]
+    assert all(x.digest and x.files == 1 for x in snapshot.links)
+    # An edit elsewhere in the file leaves the definitions as they were: nothing to say.
+    repo.commit("Imports", **{"kernel__store__base.py": "import sys\n" + STORE_PY})
+    assert _stale(cli)["stale"] == []
+    repo.commit(
+        "Change open", author="Bo", **{"kernel__store__base.py": STORE_PY.replace("return 1", "return 3")}
+    )
+    item = _only(cli)
+    assert item["changed_links"] == ["kernel/store/base.py#Store.open"] and item["commits"] == 0
+    assert item["line"] == "may be stale: kernel/store/base.py#Store.open changed since it was ratified"
+    # The helper moves to another module: one git grep finds it there.
+    moved = STORE_PY.replace("return 1", "return 3").split("\n\ndef helper")[0] + "\n"
+    repo.commit(
+        "Move helper", **{"kernel__store__base.py": moved, "kernel__util.py": "def helper():\n    return 2\n"}
+    )
+    item = _only(cli)
+    assert (
+        item["moved"] == ["kernel/store/base.py#helper -> kernel/util.py"] and item["unmatched_links"] == []
+    )
+    assert "kernel/store/base.py#helper moved to kernel/util.py" in item["line"]
+    repo.commit("Drop helper", **{"kernel__util.py": "\n"})
+    item = _only(cli)
+    assert item["unmatched_links"] == ["kernel/store/base.py#helper"] and item["moved"] == []

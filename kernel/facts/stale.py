@@ -39,15 +39,20 @@ def _stamp(unix: int) -> str:
 def marker_line(reasons: Sequence[str], drift: Drift, review_due: str | None, now: float) -> str:
     """The one line shown beside a stale decision (inject, recall, MCP)."""
     parts = []
-    if "changed" in reasons:
+    if "changed" in reasons and drift.changed_links:
         links = drift.changed_links
         where = ", ".join(links[:3]) + (" ..." if len(links) > 3 else "")
         if drift.rewritten:
             parts.append(f"{where} changed since it was ratified ({drift.rewritten})")
+        elif not drift.commits:
+            parts.append(f"{where} changed since it was ratified")
         else:
             last = "" if drift.last_at is None else f", last {_ago(max(now - drift.last_at, 0))}"
             commits = f"{drift.commits} commit{'s' if drift.commits != 1 else ''}"
             parts.append(f"{where} changed in {commits} since it was ratified{last}")
+    for move in drift.moved[:3]:
+        link, _, where = move.partition(" -> ")
+        parts.append(f"{link} moved to {where}")
     if "unmatched" in reasons:
         parts.append(f"{', '.join(drift.unmatched[:3])} matches nothing any more")
     if review_due:
@@ -102,7 +107,7 @@ class StaleFacts:
         if isinstance(checkout, Checkout) and checkout.head is not None:
             commit = checkout.head
             if links:
-                digests = staleness.digests(staleness.tree(checkout), list(links))
+                digests = staleness.digests(staleness.tree(checkout), list(links), checkout)
         return Snapshot(
             decision_id=decision_id,
             taken_at=at,
@@ -180,7 +185,7 @@ class StaleFacts:
         self, s: Snapshot, decision: Decision, drift: Drift | None, today: date, now: float
     ) -> StaleDecision | None:
         reasons: list[str] = []
-        if drift is not None and (drift.commits or (drift.rewritten and drift.changed_links)):
+        if drift is not None and (drift.commits or drift.changed_links or drift.moved):
             reasons.append("changed")
         if drift is not None and drift.unmatched:
             reasons.append("unmatched")
@@ -208,6 +213,7 @@ class StaleFacts:
             changed_links=d.changed_links,
             links=[x.link for x in s.links],
             unmatched_links=d.unmatched,
+            moved=d.moved,
             review_due=review_due,
             compared_by_content=d.rewritten,
             line=marker_line(reasons, d, review_due, now),

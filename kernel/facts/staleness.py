@@ -29,6 +29,7 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from ctx_kernel.kernel.facts import symbols
 from ctx_kernel.kernel.facts.links import split_link
 from ctx_kernel.kernel.records import LinkDigest, Snapshot
 
@@ -176,15 +177,46 @@ def _glob(pattern: str) -> re.Pattern[str]:
     return regex
 
 
-def digests(paths: dict[str, str], links: Sequence[str]) -> list[LinkDigest]:
-    """Each link with the digest of the paths (and their objects) it matches in ``paths``."""
-    matcher = LinkMatcher(links)
-    matched: dict[str, list[str]] = {link: [] for link in links}
+def blobs(checkout: Checkout, ids: Iterable[str]) -> dict[str, str]:
+    """The text of each of these objects, read by one ``git cat-file --batch``."""
+    wanted = sorted(set(ids))
+    if not wanted:
+        return {}
+    out = _git(checkout.root, "cat-file", "--batch", stdin="\n".join(wanted).encode() + b"\n")
+    texts: dict[str, str] = {}
+    at = 0
+    for object_id in wanted:
+        header_end = out.index(b"\n", at)
+        parts = out[at:header_end].split()
+        at = header_end + 1
+        if len(parts) == 3:
+            size = int(parts[2])
+            texts[object_id] = out[at : at + size].decode("utf-8", "surrogateescape")
+            at += size + 1
+    return texts
+
+
+def digests(
+    paths: dict[str, str], links: Sequence[str], checkout: Checkout | None = None
+) -> list[LinkDigest]:
+    """Each link with the digest of the paths (and their objects) it matches in ``paths``; a symbol
+    link (``path#Name``) with the digest of that definition in the file (read from ``checkout``)."""
+    plain = [link for link in links if split_link(link)[1] is None]
+    matcher = LinkMatcher(plain)
+    matched: dict[str, list[str]] = {link: [] for link in plain}
     for path in paths:
         for link in matcher.matches(path):
             matched[link].append(path)
+    named = [split_link(link) for link in links if split_link(link)[1] is not None]
+    texts = {} if checkout is None else blobs(checkout, [paths[p] for p, _ in named if p in paths])
     out = []
     for link in links:
+        path, symbol = split_link(link)
+        if symbol is not None:
+            text = texts.get(paths.get(path, ""))
+            digest = None if text is None else symbols.digest(text, symbol)
+            out.append(LinkDigest(link=link, digest=digest, files=int(digest is not None)))
+            continue
         found = sorted(matched[link])
         digest = None
         if found:
@@ -208,6 +240,8 @@ class Drift:
     # The snapshot commit is not in HEAD's history: compared by content instead.
     rewritten: str | None = None
     changed_links: list[str] = field(default_factory=list)
+    # Symbol links whose definition is now in another file, as "path#Name -> other/path".
+    moved: list[str] = field(default_factory=list)
 
     def to_cache(self) -> dict[str, Any]:
         """The JSON the cache keeps."""
@@ -226,9 +260,20 @@ def drift(checkout: Checkout, snapshots: Sequence[Snapshot]) -> dict[str, Drift]
     if not linked or checkout.head is None:
         return out
     head_tree = tree(checkout)
-    links_now = {d.link: d for d in digests(head_tree, sorted({x.link for s in linked for x in s.links}))}
+    every = sorted({x.link for s in linked for x in s.links})
+    links_now = {d.link: d for d in digests(head_tree, every, checkout)}
+    moved = _moved(checkout, head_tree, [link for link in every if links_now[link].digest is None])
     for s in linked:
-        out[_key(s)].unmatched = [x.link for x in s.links if links_now[x.link].digest is None]
+        found = out[_key(s)]
+        found.unmatched = [
+            x.link for x in s.links if links_now[x.link].digest is None and x.link not in moved
+        ]
+        found.moved = [f"{x.link} -> {moved[x.link]}" for x in s.links if x.link in moved]
+        found.changed_links = [
+            x.link
+            for x in s.links
+            if split_link(x.link)[1] is not None and links_now[x.link].digest not in (None, x.digest)
+        ]
     commits = sorted({s.git_commit for s in linked if s.git_commit})
     present = _present(checkout, commits)
     missing_reason = "shallow clone" if checkout.shallow else "rewritten history"
@@ -248,6 +293,28 @@ def drift(checkout: Checkout, snapshots: Sequence[Snapshot]) -> dict[str, Drift]
         if s.git_commit in present and s.git_commit not in seen:
             _by_content(out[_key(s)], s, links_now, f"{s.git_commit[:12]} is not in HEAD's history")
     return out
+
+
+def _moved(checkout: Checkout, paths: dict[str, str], lost: Sequence[str]) -> dict[str, str]:
+    """Where each symbol link that its file no longer defines is defined now: one ``git grep``
+    over HEAD for them all, then the candidates' texts checked."""
+    wanted = [(link, *split_link(link)) for link in lost if split_link(link)[1] is not None]
+    if not wanted or checkout.head is None:
+        return {}
+    args = ["grep", "-l", "-E", "--full-name"]
+    for _, _, symbol in wanted:
+        args += ["-e", symbols.grep_pattern(symbol or "")]
+    listed = _git(checkout.root, *args, checkout.head, "--", check=False).decode("utf-8", "surrogateescape")
+    candidates = [line.split(":", 1)[1] for line in listed.splitlines() if ":" in line]
+    texts = blobs(checkout, [paths[p] for p in candidates if p in paths])
+    found: dict[str, str] = {}
+    for link, _, symbol in wanted:
+        for path in candidates:
+            text = texts.get(paths.get(path, ""))
+            if text is not None and symbols.definition(text, symbol or "") is not None:
+                found[link] = path
+                break
+    return found
 
 
 def _log(checkout: Checkout) -> Iterator[str]:
@@ -311,7 +378,7 @@ def _walk(
     been seen and every commit left is in the history of them all. Returns the commits read."""
     bit = {c: 1 << i for i, c in enumerate(reachable)}
     everyone = (1 << len(reachable)) - 1
-    matcher = LinkMatcher(x.link for s in linked for x in s.links)
+    matcher = LinkMatcher(x.link for s in linked for x in s.links if split_link(x.link)[1] is None)
     # Per commit yet to be read: the snapshot commits it is an ancestor of, pushed from children.
     above: dict[str, int] = {}
     partial = 0  # how many of those are not in every snapshot's history
