@@ -452,3 +452,43 @@ def test_a_symbol_link_follows_its_definition_and_finds_it_when_it_moved(cli, re
     repo.commit("Drop helper", **{"kernel__util.py": "\n"})
     item = _only(cli)
     assert item["unmatched_links"] == ["kernel/store/base.py#helper"] and item["moved"] == []
+
+
+MADR_WITH_LINKS = """\
+---
+status: {status}
+date: 2024-02-01
+ctx-links: kernel/store/**, ../../etc/passwd, kernel/cli.py
+---
+
+# Keep one store module
+
+## Context and Problem Statement
+
+Stores multiply.
+
+## Decision Outcome
+
+Chosen option: one store module per backend.
+"""
+
+
+def test_an_adr_import_reads_its_links_and_snapshots_the_accepted_ones(cli, repo, kernel, tmp_path):
+    folder = tmp_path / "adrs"
+    folder.mkdir()
+    (folder / "0001-keep-one-store-module.md").write_text(
+        MADR_WITH_LINKS.format(status="accepted"), encoding="utf-8"
+    )
+    (folder / "0002-keep-one-cli.md").write_text(
+        MADR_WITH_LINKS.format(status="proposed").replace("one store module", "one cli"), encoding="utf-8"
+    )
+    done = cli("import", "adr", str(folder), "--yes", "--reviewer", "carol", "--json")
+    assert done.code == 0, done.err
+    (decision,) = json.loads(done.out)["decisions"]
+    (proposal,) = json.loads(done.out)["proposals"]
+    (snapshot,) = kernel.store.snapshots_of(decision)
+    assert [x.link for x in snapshot.links] == ["kernel/store/**", "kernel/cli.py"]
+    assert snapshot.taken_by == "carol" and snapshot.git_commit == repo.git("rev-parse", "HEAD")
+    assert kernel.plan_ratification(proposal).links == ["kernel/cli.py", "kernel/store/**"]
+    repo.commit("Edit", **{"kernel__cli.py": "main = 9\n"})
+    assert _only(cli)["changed_links"] == ["kernel/cli.py"]
