@@ -60,6 +60,19 @@ def marker_line(reasons: Sequence[str], drift: Drift, review_due: str | None, no
     return "may be stale: " + "; ".join(parts)
 
 
+def _reasons(snapshot: Snapshot, drift: Drift | None, today: date) -> tuple[list[str], str | None]:
+    """Why a decision may be stale (none: it holds as far as ctx can tell), and the review date passed."""
+    reasons: list[str] = []
+    if drift is not None and (drift.commits or drift.changed_links or drift.moved):
+        reasons.append("changed")
+    if drift is not None and drift.unmatched:
+        reasons.append("unmatched")
+    review_due = staleness.due(snapshot, today)
+    if review_due:
+        reasons.append("review_due")
+    return reasons, review_due
+
+
 class StaleFacts:
     """Snapshots at a person's acts, and which current decisions may no longer hold."""
 
@@ -171,9 +184,18 @@ class StaleFacts:
         found: dict[str, str] = {}
         snapshots = self.store.current_snapshots()
         if snapshots:
-            report = self.report(start, snapshots=snapshots)
-            found = {s.decision_id: s.line for s in report.stale}
-            key = (version, report.head, key[2])
+            # Only the lines: no decision is read and no report record is built (a cold inject).
+            checkout = self.checkout(start) if any(s.links for s in snapshots) else None
+            drift: dict[str, Drift] = {}
+            if isinstance(checkout, Checkout):
+                drift = staleness.cached_drift(checkout, snapshots, self._cache(checkout), details=False)
+                key = (version, checkout.head, key[2])
+            now = datetime.now(UTC).timestamp()
+            for snapshot in snapshots:
+                shift = drift.get(f"{snapshot.decision_id}@{snapshot.taken_at}")
+                reasons, due = _reasons(snapshot, shift, key[2])
+                if reasons:
+                    found[snapshot.decision_id] = marker_line(reasons, shift or Drift(), due, now)
         self._marked = (key, found)
         return found
 
@@ -184,14 +206,7 @@ class StaleFacts:
     def _item(
         self, s: Snapshot, decision: Decision, drift: Drift | None, today: date, now: float
     ) -> StaleDecision | None:
-        reasons: list[str] = []
-        if drift is not None and (drift.commits or drift.changed_links or drift.moved):
-            reasons.append("changed")
-        if drift is not None and drift.unmatched:
-            reasons.append("unmatched")
-        review_due = staleness.due(s, today)
-        if review_due:
-            reasons.append("review_due")
+        reasons, review_due = _reasons(s, drift, today)
         if not reasons:
             return None
         d = drift or Drift()

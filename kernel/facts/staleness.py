@@ -27,7 +27,6 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 from ctx_kernel.kernel.facts import symbols
 from ctx_kernel.kernel.facts.links import split_link
@@ -242,10 +241,6 @@ class Drift:
     changed_links: list[str] = field(default_factory=list)
     # Symbol links whose definition is now in another file, as "path#Name -> other/path".
     moved: list[str] = field(default_factory=list)
-
-    def to_cache(self) -> dict[str, Any]:
-        """The JSON the cache keeps."""
-        return self.__dict__.copy()
 
 
 def _key(snapshot: Snapshot) -> str:
@@ -489,27 +484,47 @@ def fingerprint(head: str | None, snapshots: Sequence[Snapshot]) -> str:
     return hashlib.sha256(body.encode()).hexdigest()
 
 
-def cached_drift(checkout: Checkout, snapshots: Sequence[Snapshot], cache: Path | None) -> dict[str, Drift]:
+# What a marker line needs of a Drift; the rest (the paths and authors) is kept in a second file.
+_SUMMARY = ("commits", "last_at", "unmatched", "rewritten", "changed_links", "moved")
+
+
+def cached_drift(
+    checkout: Checkout, snapshots: Sequence[Snapshot], cache: Path | None, *, details: bool = True
+) -> dict[str, Drift]:
     """:func:`drift`, read from ``cache`` when it holds the answer for this HEAD and these snapshots,
-    and written there when not (a cache that cannot be written is skipped, never an error)."""
+    and written there when not (a cache that cannot be written is skipped, never an error). Without
+    ``details`` the paths and authors are left empty: the markers do not say them, and reading them
+    would be most of a cold inject's cost."""
     key = fingerprint(checkout.head, snapshots)
     if cache is not None:
         try:
             held = json.loads(cache.read_text(encoding="utf-8"))
             if held.get("key") == key:
-                return {k: Drift(**v) for k, v in held["drift"].items()}
+                found = {k: Drift(**dict(zip(_SUMMARY, v, strict=True))) for k, v in held["drift"].items()}
+                if details:
+                    more = json.loads(_details(cache).read_text(encoding="utf-8"))
+                    if more.get("key") != key:
+                        raise ValueError("the details are of another pass")
+                    for k, (authors, paths, renamed, deleted) in more["drift"].items():
+                        found[k].authors, found[k].paths = authors, paths
+                        found[k].renamed, found[k].deleted = renamed, deleted
+                return found
         except (OSError, ValueError, TypeError, KeyError):
             pass
     found = drift(checkout, snapshots)
     if cache is not None:
+        summary = {k: [getattr(v, name) for name in _SUMMARY] for k, v in found.items()}
+        rest = {k: [v.authors, v.paths, v.renamed, v.deleted] for k, v in found.items()}
         try:
             cache.parent.mkdir(parents=True, exist_ok=True)
-            scratch = cache.with_suffix(f".{os.getpid()}.tmp")
-            scratch.write_text(
-                json.dumps({"key": key, "drift": {k: v.to_cache() for k, v in found.items()}}),
-                encoding="utf-8",
-            )
-            scratch.replace(cache)
+            for target, body in ((_details(cache), rest), (cache, summary)):
+                scratch = target.with_suffix(f".{os.getpid()}.tmp")
+                scratch.write_text(json.dumps({"key": key, "drift": body}), encoding="utf-8")
+                scratch.replace(target)
         except OSError:
             pass
     return found
+
+
+def _details(cache: Path) -> Path:
+    return cache.with_name(cache.stem + ".details.json")
