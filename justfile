@@ -67,6 +67,12 @@ quality-locomo *args:
 bench-handles *args:
     {{venv}}python bench/handles_bench.py {{args}}
 
+# `ctx stale` over 1,000 linked decisions in a synthetic repository of 50,000 commits (built once with
+# git fast-import, kept in the user cache): cold and warm wall time beside git's floors, the markers'
+# cost in inject and recall, and the load average.
+bench-stale *args:
+    {{venv}}python bench/stale_bench.py {{args}}
+
 # The session-start block on the demo store, the labelled set and the ADR corpora (--adr DIR, else
 # $CTX_ADR_DIR, else ../shared/eval/adr): tokens, characters and hit@inject per budget, and wall time.
 bench-inject *args:

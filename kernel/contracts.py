@@ -477,6 +477,14 @@ class RecallDecisionOut(_Strict):
     superseded: list[RelatedOut]
     conflicts: list[RelatedOut]
     pending: list[RelatedOut]
+    stale: Annotated[
+        str | None,
+        Field(
+            default=None,
+            json_schema_extra=_no_default,
+            description="Present when it may be stale: the one line that says why (ctx stale).",
+        ),
+    ]
 
 
 class RecallClosedOut(_Strict):
@@ -532,6 +540,14 @@ class InjectDecisionOut(_Strict):
     subject: str
     decision: str
     valid_from: Timestamp
+    stale: Annotated[
+        str | None,
+        Field(
+            default=None,
+            json_schema_extra=_no_default,
+            description="Present when it may be stale: the one line that says why (ctx stale).",
+        ),
+    ]
 
 
 class InjectSupersededOut(_Strict):
@@ -661,6 +677,8 @@ SCHEMAS: dict[str, type[BaseModel]] = {
     "migrate": record_model(reports.MigrateReport, "MigrateOut"),
     "status": record_model(reports.StoreStatus, "StatusOut"),
     "doctor": record_model(reports.DoctorReport, "DoctorOut"),
+    "stale": record_model(reports.StaleReport, "StaleOut"),
+    "snapshot": record_model(records.Snapshot, "SnapshotOut"),
 }
 
 SCHEMA_DIR = Path(__file__).resolve().parent.parent / "schemas"

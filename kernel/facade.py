@@ -10,6 +10,7 @@ path, never make.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Unpack
@@ -23,6 +24,7 @@ from ctx_kernel.kernel.decisions.review import (
     ProposalContext,
     QueueEntry,
     RatificationPlan,
+    ReconfirmationPlan,
     age,
     plain_diff,
     short_age,
@@ -49,6 +51,7 @@ from ctx_kernel.kernel.records import (
     Proposal,
     Ratification,
     SearchResults,
+    Snapshot,
     Timeline,
 )
 from ctx_kernel.kernel.store import create_store, open_store
@@ -85,6 +88,7 @@ if TYPE_CHECKING:
     from ctx_kernel.kernel.adr.importer import ImportReport
     from ctx_kernel.kernel.audit.service import AuditService
     from ctx_kernel.kernel.decisions.kernel import DecisionService
+    from ctx_kernel.kernel.facts.stale import StaleFacts
     from ctx_kernel.kernel.recall import embeddings as embed
     from ctx_kernel.kernel.recall.embeddings import Embedder
     from ctx_kernel.kernel.recall.inject import Injection
@@ -93,6 +97,7 @@ if TYPE_CHECKING:
         MigrateReport,
         ReindexReport,
         Related,
+        StaleReport,
         StoreStatus,
         VectorStatus,
     )
@@ -116,7 +121,15 @@ class Ctx:
     def _decisions(self) -> DecisionService:
         from ctx_kernel.kernel.decisions.kernel import DecisionService  # noqa: PLC0415
 
-        return DecisionService(self.store, self._queue, self._recall, self.facts)
+        return DecisionService(self.store, self._queue, self._recall, self.facts, self.staleness)
+
+    @cached_property
+    def staleness(self) -> StaleFacts:
+        """Which current decisions may no longer hold (``report``, ``markers``), worked out from the
+        git checkout of the working folder against the snapshots taken at a person's acts."""
+        from ctx_kernel.kernel.facts.stale import StaleFacts  # noqa: PLC0415
+
+        return StaleFacts(self.store, self.location)
 
     @cached_property
     def audit(self) -> AuditService:
@@ -207,7 +220,10 @@ class Ctx:
         """The store at a glance: counts, the queue, vectors, encryption, the last full verify."""
         from ctx_kernel.kernel.status import store_status  # noqa: PLC0415
 
-        return store_status(self.store)
+        found = store_status(self.store)
+        if not self.store.current_snapshots():
+            return found
+        return replace(found, stale_decisions=len(self.staleness.report().stale))
 
     @property
     def login(self) -> str | None:
@@ -274,8 +290,10 @@ class Ctx:
         proposer: str | None = None,
         session: str | None = None,
         title: str | None = None,
+        links: Sequence[str] = (),
     ) -> Proposal:
-        """Queue a proposal for a person to ratify; records what it would supersede and near-duplicates.
+        """Queue a proposal for a person to ratify; records what it would supersede and near-duplicates,
+        and the paths and globs of the repository its decision governs (``links``).
 
         The proposer defaults to ``agent``, on a server to the login (the database refuses another
         name for every login but the tables' owner)."""
@@ -288,6 +306,7 @@ class Ctx:
             proposer=proposer or self.actor(None, "agent", "proposer"),
             session=session,
             title=title,
+            links=links,
         )
 
     def proposal(self, proposal_id: str) -> Proposal:
@@ -343,15 +362,43 @@ class Ctx:
         reviewer: str,
         decision: str | None = None,
         settle: Sequence[str] | None = None,
+        review_by: str | None = None,
+        review_every: str | int | None = None,
     ) -> Ratification:
-        """A person's act: carry out a shown plan (or refuse it as stale), or plan and ratify an id."""
-        return self._decisions.ratify(proposal, reviewer=reviewer, decision=decision, settle=settle)
+        """A person's act: carry out a shown plan (or refuse it as stale), or plan and ratify an id;
+        ``review_by`` (a date) and ``review_every`` (``90d``) make it due for review."""
+        return self._decisions.ratify(
+            proposal,
+            reviewer=reviewer,
+            decision=decision,
+            settle=settle,
+            review_by=review_by,
+            review_every=review_every,
+        )
 
     def ratify_all(self, plans: Sequence[RatificationPlan], *, reviewer: str) -> list[Ratification]:
         """Ratify several shown plans in one transaction: all of them, or none if any is refused."""
         return self._decisions.ratify_all(plans, reviewer=reviewer)
 
     # -- decisions ------------------------------------------------------------------------
+    def stale(self) -> StaleReport:
+        """The current decisions whose linked code changed since a person confirmed them, whose links
+        match nothing any more, or whose review date has passed."""
+        return self.staleness.report()
+
+    def plan_reconfirmation(
+        self, decision_id: str, *, review_by: str | None = None, review_every: str | int | None = None
+    ) -> ReconfirmationPlan:
+        """What re-confirming a current decision records, to show a person and pass to :meth:`reconfirm`."""
+        return self._decisions.plan_reconfirmation(
+            decision_id, review_by=review_by, review_every=review_every
+        )
+
+    def reconfirm(self, plan: str | ReconfirmationPlan, *, reviewer: str) -> Snapshot:
+        """A person's act: a current decision still holds; a new snapshot, audited (refused if what
+        the plan showed changed)."""
+        return self._decisions.reconfirm(plan, reviewer=reviewer)
+
     def retire(self, subject: str, *, reviewer: str, reason: str) -> Decision:
         """Close the current decision on a subject with no successor."""
         return self._decisions.retire(subject, reviewer=reviewer, reason=reason)
@@ -415,7 +462,15 @@ class Ctx:
     ) -> Recall:
         """Decisions that hold (with what contradicts them) and unratified evidence matching ``query``."""
         self.facts.keep_current()
-        return self._recall.recall(query, k=k, as_of=as_of, mode=mode, rrf_k=rrf_k, min_scores=min_scores)
+        found = self._recall.recall(query, k=k, as_of=as_of, mode=mode, rrf_k=rrf_k, min_scores=min_scores)
+        markers = self.staleness.markers() if found.decisions else {}
+        if not markers:
+            return found
+        hits = [
+            replace(h, stale=markers.get(h.decision.id) if h.decision.current else None)
+            for h in found.decisions
+        ]
+        return replace(found, decisions=hits)
 
     def inject(
         self,
@@ -430,7 +485,8 @@ class Ctx:
         the current decisions that did not fit. ``via`` is where the agent reads it: "shell" (the
         CLI, a session hook) or "mcp", so the block names the way to ask for more it has there."""
         self.facts.keep_current()
-        return self._recall.inject(query, budget=budget, max_chars=max_chars, via=via)
+        markers = self.staleness.markers()
+        return self._recall.inject(query, budget=budget, max_chars=max_chars, via=via, markers=markers)
 
     def embedding(self) -> embed.Resolution:
         """The embedding model this store uses (resolved once), or why vectors are off."""

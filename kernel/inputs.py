@@ -84,6 +84,12 @@ class ProposeArgs:
     title: Annotated[str, Spec(min_length=1, max_length=text.MAX_TITLE_CHARS)] | None = arg(
         "A short title, as an ADR's heading (default: none).", None
     )
+    links: Annotated[list[Annotated[str, Spec(min_length=1, max_length=300)]], Spec(max_length=50)] = arg(
+        "Paths or globs from the repository root the decision governs (kernel/store/**, "
+        "pyproject.toml, a.py#Name): a person sees them when ratifying, and ctx stale reports the "
+        "decision when they change.",
+        factory=list,
+    )
 
 
 @dataclass(frozen=True, kw_only=True)

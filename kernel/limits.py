@@ -75,6 +75,7 @@ PROPOSAL_IMPORTED: Final = "proposal.imported"
 DECISION_SUPERSEDED: Final = "decision.superseded"
 DECISION_RETIRED: Final = "decision.retired"
 DECISION_IMPORTED: Final = "decision.imported"
+DECISION_CONFIRMED: Final = "decision.confirmed"
 VAULT_ENCRYPTED: Final = "vault.encrypted"
 VAULT_REKEYED: Final = "vault.rekeyed"
 
@@ -89,6 +90,8 @@ AUDIT_EVENT_TYPES: Final = {
     DECISION_RETIRED: "retirement",
     EVIDENCE_LOGGED: "evidence",
     DECISION_IMPORTED: "import",
+    # A person's act like a ratification: ratifying with links or a review date, or re-confirming.
+    DECISION_CONFIRMED: "ratification",
     PROPOSAL_IMPORTED: "import",
     VAULT_ENCRYPTED: "vault",
     VAULT_REKEYED: "vault",

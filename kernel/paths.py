@@ -448,6 +448,12 @@ def checkpoints_dir(store: Path | str) -> Path:
     return Path(store).parent / "checkpoints"
 
 
+def stale_cache_dir(store: Path | str) -> Path:
+    """Where the staleness pass keeps what git answered: ``stale/`` beside the store file; for a
+    store on a server, a folder of its own in the user's config folder (as for checkpoints)."""
+    return checkpoints_dir(store).parent / "stale"
+
+
 def config_dir() -> Path:
     """The user's ctx config folder (``CTX_CONFIG_DIR`` overrides the platform default)."""
     override = os.environ.get("CTX_CONFIG_DIR")

@@ -16,9 +16,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
-from typing import Annotated, Any, Final, Self
+from typing import Annotated, Any, Final, Literal, Self
 
 from ctx_kernel.kernel.limits import (
+    DECISION_CONFIRMED,
     DECISION_IMPORTED,
     DECISION_RETIRED,
     DECISION_SUPERSEDED,
@@ -109,6 +110,7 @@ class ProposalCreated(AuditPayload):
     session: str | Absent | None
     title: str | Absent = ABSENT  # when the proposer gave one
     deciders: list[str] | Absent = ABSENT  # when the proposal names any
+    links: list[str] | Absent = ABSENT  # the paths and globs it governs, when it names any
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -218,6 +220,18 @@ class DecisionImported(AuditPayload):
 
 
 @dataclass(frozen=True, kw_only=True)
+class DecisionConfirmed(AuditPayload):
+    """``decision.confirmed``: a person ratified or re-confirmed a decision that governs code or has
+    a review date, and the snapshot of the repository its staleness is measured from."""
+
+    act: Literal["ratified", "reconfirmed"]
+    git_commit: str | None
+    links: list[dict[str, Any]]
+    review_by: str | None
+    review_every: int | None
+
+
+@dataclass(frozen=True, kw_only=True)
 class VaultKey(AuditPayload):
     """``vault.encrypted`` and ``vault.rekeyed``: the key the vault is sealed with."""
 
@@ -235,6 +249,7 @@ PAYLOADS: Final[dict[str, tuple[type[AuditPayload] | None, type[AuditPayload]]]]
     DECISION_SUPERSEDED: (DecisionWindow, DecisionSuperseded),
     DECISION_RETIRED: (DecisionWindow, DecisionRetired),
     DECISION_IMPORTED: (None, DecisionImported),
+    DECISION_CONFIRMED: (None, DecisionConfirmed),
     VAULT_ENCRYPTED: (None, VaultKey),
     VAULT_REKEYED: (VaultKey, VaultKey),
 }

@@ -358,3 +358,32 @@ class History(Record):
             "withdrew, oldest first: never in force."
         ),
     ]
+
+
+SnapshotAct = Literal["ratified", "reconfirmed"]
+
+
+@dataclass(frozen=True)
+class LinkDigest(Record):
+    """One link of a decision as a snapshot saw it: what the link matched in the commit's tree."""
+
+    link: Annotated[str, Spec(description="A path or glob from the repository root, maybe #Symbol.")]
+    digest: Annotated[
+        str | None, Spec(description="sha256 of the matched paths and their blobs; null: none matched.")
+    ]
+    files: Annotated[int, Spec(ge=0)]
+
+
+@dataclass(frozen=True)
+class Snapshot(Record):
+    """A person's ratification or re-confirmation of a decision, with the repository's state then:
+    what the decision's staleness is worked out against."""
+
+    decision_id: DecisionId
+    taken_at: Timestamp
+    taken_by: str
+    act: SnapshotAct
+    git_commit: Annotated[str | None, Spec(description="HEAD then; null outside a git repository.")]
+    links: list[LinkDigest]
+    review_by: Annotated[str | None, Spec(description="The date (YYYY-MM-DD) it is due for review.")]
+    review_every: Annotated[int | None, Spec(ge=1, description="Days between reviews, if it recurs.")]

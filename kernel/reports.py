@@ -8,7 +8,7 @@ importing a service; ``ctx log`` and ``ctx propose`` never load this module.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Annotated, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from ctx_kernel.kernel.records import Record
 from ctx_kernel.kernel.spec import ProposalId, Sha256, Spec, Timestamp
@@ -55,6 +55,10 @@ class StoreStatus(Record):
     model: ModelPlace
     vector_model: str | None
     last_verify: LastVerify | None
+    stale_decisions: Annotated[
+        int | None,
+        Spec(ge=0, description="Current decisions that may be stale (ctx stale); null: not checked."),
+    ] = None
 
 
 @dataclass(frozen=True)
@@ -226,3 +230,56 @@ class EvidenceSource(Record):
     agent: str | None
     session: str | None
     tags: list[str]
+
+
+@dataclass(frozen=True)
+class StaleDecision(Record):
+    """A current decision that may no longer hold: the code it governs changed since a person last
+    confirmed it, a link matches nothing any more, or its review date has passed."""
+
+    decision_id: Annotated[str, Spec(description="The decision's id.")]
+    subject: str
+    decision: str
+    confirmed_at: Annotated[Timestamp, Spec(description="When a person last ratified or re-confirmed it.")]
+    confirmed_by: str
+    snapshot_commit: Annotated[str | None, Spec(description="HEAD when it was last confirmed.")]
+    reasons: list[Literal["changed", "unmatched", "review_due"]]
+    commits: Annotated[int, Spec(ge=0, description="Commits since the snapshot touching its links.")]
+    authors: list[str]
+    last_change_at: Annotated[Timestamp | None, Spec(description="The newest of those commits' times.")]
+    files_changed: Annotated[int, Spec(ge=0, description="Paths changed under its links since then.")]
+    paths: Annotated[list[str], Spec(description="Paths added or modified under its links since then.")]
+    renamed: Annotated[list[str], Spec(description="Renames touching its links, as 'old -> new'.")]
+    deleted: list[str]
+    changed_links: list[str]
+    links: Annotated[list[str], Spec(description="Every link of its snapshot.")]
+    unmatched_links: Annotated[list[str], Spec(description="Links that match nothing in HEAD's tree.")]
+    moved: Annotated[
+        list[str], Spec(description="Symbol links defined in another file now, as 'path#Name -> path'.")
+    ]
+    review_due: Annotated[str | None, Spec(description="The review date (YYYY-MM-DD) that has passed.")]
+    compared_by_content: Annotated[
+        str | None,
+        Spec(description="Why the snapshot commit could not be used (digests of HEAD compared instead)."),
+    ]
+    line: Annotated[str, Spec(description="The one line an agent is shown beside the decision.")]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form: its fields, which hold JSON values already (a report lists a thousand of
+        these: the generic walk of :func:`records.to_json` would be most of a warm `ctx stale`)."""
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class StaleReport(Record):
+    """``ctx stale --json``: the current decisions that may be stale, and what they were compared with."""
+
+    repository: Annotated[str | None, Spec(description="The git checkout's root; null without one.")]
+    head: Annotated[str | None, Spec(description="The commit compared against (HEAD).")]
+    note: Annotated[str | None, Spec(description="Why links were not checked (no git, no repository).")]
+    checked: Annotated[int, Spec(ge=0, description="Current decisions with links or a review date.")]
+    stale: list[StaleDecision]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form (see :meth:`StaleDecision.to_dict`)."""
+        return {**self.__dict__, "stale": [item.to_dict() for item in self.stale]}

@@ -41,6 +41,13 @@ def fill(kernel: Ctx, evidence: int = 40) -> dict[str, str]:
         kernel.propose("cache.layer", "Use Redis for caching", proposer="claude").id, reviewer="bob"
     )
     kernel.ratify(kernel.propose("queue.broker", "Use RabbitMQ", proposer="claude").id, reviewer="bob")
+    governs = kernel.propose(
+        "store.layout",
+        "Keep one store module",
+        proposer="claude",
+        links=["kernel/store/**", "pyproject.toml"],
+    )
+    kernel.ratify(governs.id, reviewer="bob", review_every="90d")
     return {"note": note, "pending": pending, "duplicate": duplicate.id, "current": second.id}
 
 

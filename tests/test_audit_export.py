@@ -127,6 +127,8 @@ def test_every_action_written_is_a_named_action_with_an_event_type(kernel: Ctx, 
     kernel.import_adrs(Path(__file__).resolve().parent / "data" / "adr" / "nygard", reviewer="alice")
     kernel.encrypt()
     kernel.rekey()
+    governs = kernel.propose("store.layout", "Keep one store module", proposer="claude", links=["src/**"])
+    kernel.ratify(governs.id, reviewer="alice")
     written = {event.action for event in kernel.audit.events()}
     named = {v for k, v in vars(limits).items() if k.isupper() and isinstance(v, str) and "." in v}
     assert written == named == set(limits.AUDIT_EVENT_TYPES)

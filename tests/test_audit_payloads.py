@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
@@ -204,6 +205,59 @@ def session(ctx: Callable[..., str], folder: Path, *, vault: bool, login: str | 
         ctx("encrypt")
         ctx("log", "Sealed from the start", "--agent", who("claude"))
         ctx("rekey")
+
+    # A decision that governs code: its ratification and re-confirmation snapshot a git checkout
+    # whose commits are made at fixed times by a fixed author, so their ids are the same every run.
+    repo, git = pinned_repo(folder / "repo")
+    previous = Path.cwd()
+    os.chdir(repo)
+    try:
+        governs = json_of(
+            "propose",
+            "--subject",
+            "store.layout",
+            "--decision",
+            "Keep one store module",
+            "--link",
+            "src/**",
+            "--link",
+            "README.md",
+            "--agent",
+            who("claude"),
+        )
+        ratified = json_of(
+            "ratify", governs["id"], "--yes", "--reviewer", who("alice"), "--review-every", "90d"
+        )["decision"]["id"]
+        (repo / "src" / "store.py").write_text("STORE = 2\n", encoding="utf-8")
+        git("commit", "-q", "-am", "Store two")
+        ctx("reconfirm", ratified, "--yes", "--reviewer", who("alice"), "--review-by", "2030-01-01")
+    finally:
+        os.chdir(previous)
+
+
+def pinned_repo(repo: Path) -> tuple[Path, Callable[..., None]]:
+    """A git repository whose commits have fixed authors and times (so fixed ids), and its git."""
+    fixed = {
+        "GIT_AUTHOR_NAME": "Ann",
+        "GIT_AUTHOR_EMAIL": "ann@example.org",
+        "GIT_COMMITTER_NAME": "Ann",
+        "GIT_COMMITTER_EMAIL": "ann@example.org",
+        "GIT_AUTHOR_DATE": "2024-05-01T10:00:00Z",
+        "GIT_COMMITTER_DATE": "2024-05-01T10:00:00Z",
+        "GIT_CONFIG_GLOBAL": os.devnull,
+        "GIT_CONFIG_NOSYSTEM": "1",
+    }
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", *args], cwd=repo, env={**os.environ, **fixed}, check=True, capture_output=True)
+
+    (repo / "src").mkdir(parents=True)
+    (repo / "src" / "store.py").write_text("STORE = 1\n", encoding="utf-8")
+    (repo / "README.md").write_text("A project\n", encoding="utf-8")
+    git("init", "-q", "-b", "main")
+    git("add", ".")
+    git("commit", "-q", "-m", "Start")
+    return repo, git
 
 
 def exported(ctx: Callable[..., str], folder: Path) -> list[dict]:

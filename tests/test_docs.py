@@ -300,6 +300,13 @@ EXPECTED = {
         err=("this login may not do that (permission denied",),
         server=True,
     ),
+    "staleness": Expected(
+        out=(
+            "kernel/store/** changed in 1 commit since it was ratified",
+            "pyproject.toml matches nothing",
+            '"stale": [',
+        )
+    ),
 }
 BLOCKS = _runnable_blocks()
 

@@ -36,6 +36,7 @@ def test_revisions_are_named_and_ordered():
         "m006_vault",
         "m007_adr_fields",
         "m008_handles",
+        "m009_staleness",
     ]
     assert len(migrate.revisions()) == migrate.HEAD_VERSION
 
@@ -123,6 +124,10 @@ def test_migrated_schema_objects(kernel: Ctx, store_path: Path):
         "audit_linked",
         "audit_no_update",
         "audit_no_delete",
+        "proposal_link_no_update",
+        "proposal_link_no_delete",
+        "decision_snapshot_no_update",
+        "decision_snapshot_no_delete",
     }
     assert {"ux_decision_current", "ix_decision_subject", "ix_proposal_status", "ix_supersession_new"} <= (
         _names(conn, "index")
@@ -134,7 +139,7 @@ def test_migrated_schema_objects(kernel: Ctx, store_path: Path):
     assert conn.execute("PRAGMA user_version").fetchone()[0] == migrate.HEAD_VERSION
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
-    assert conn.execute("SELECT version_num FROM alembic_version").fetchone()[0] == "m008_handles"
+    assert conn.execute("SELECT version_num FROM alembic_version").fetchone()[0] == migrate.revisions()[-1]
     # Alembic cannot compare expression indexes on SQLite: the ends of ids are checked here.
     for table in ("evidence", "proposal", "decision"):
         made = conn.execute("SELECT sql FROM sqlite_master WHERE name = ?", (f"ix_{table}_tail",)).fetchone()

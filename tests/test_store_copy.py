@@ -71,9 +71,11 @@ STAGES = [
     "evidence",
     "proposal",
     "proposal_evidence",
+    "proposal_link",
     "decision",
     "decision_evidence",
     "supersession",
+    "decision_snapshot",
     "resolved",
     "audit",
     "index",
@@ -322,7 +324,7 @@ def test_vectors_of_the_same_model_are_copied_and_not_embedded_again(source, sto
         query = HashEmbedder().embed_query("ledger postgres")
         expected = embedded.store.nearest("evidence", query, 50, 5)
     assert report.vector_model == "test/hash-64"
-    assert report.vectors == 42 + 5  # every evidence text and decision
+    assert report.vectors == 42 + 6  # every evidence text and decision
     embedder = HashEmbedder()
     with Ctx.open(tmp_path / "copy.db", embedder=embedder) as copy:
         _, status = copy.prepare_vectors(backfill=10_000)
@@ -342,7 +344,7 @@ def test_vectors_of_another_model_are_left_for_the_target_to_embed(source, store
     embedder = HashEmbedder(32, "test/hash-32")
     with Ctx.open(target, embedder=embedder) as copy:
         _, status = copy.prepare_vectors(backfill=10_000)
-        assert status.state == "on" and embedder.calls == 42 + 5
+        assert status.state == "on" and embedder.calls == 42 + 6
 
 
 def test_an_encrypted_target_is_refused_even_empty(cli, source, tmp_path, monkeypatch):

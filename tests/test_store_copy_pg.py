@@ -133,7 +133,7 @@ def test_vectors_go_to_postgresql_and_back_unchanged(source, store_path, pg, tmp
 
     with Ctx.open(store_path, embedder=HashEmbedder()) as embedded:
         embedded.prepare_vectors(backfill=10_000)
-        assert embedded.migrate(pg.url()).vectors == 42 + 5
+        assert embedded.migrate(pg.url()).vectors == 42 + 6
         original = [embedded.store.export_vectors(kind, None, 1000) for kind in ("decision", "evidence")]
     embedder = HashEmbedder()
     with Ctx.open(pg.url(), embedder=embedder) as server:
@@ -143,7 +143,7 @@ def test_vectors_go_to_postgresql_and_back_unchanged(source, store_path, pg, tmp
             server.store.export_vectors(kind, None, 1000) for kind in ("decision", "evidence")
         ] == original
         back = tmp_path / "back.db"
-        assert server.migrate(str(back)).vectors == 42 + 5
+        assert server.migrate(str(back)).vectors == 42 + 6
     with Ctx.open(back, embedder=None) as copy:
         assert [copy.store.export_vectors(kind, None, 1000) for kind in ("decision", "evidence")] == original
 

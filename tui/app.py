@@ -21,6 +21,7 @@ from ctx_kernel.tui.screens.base import KernelScreen, report_failure
 from ctx_kernel.tui.screens.browser import BrowserScreen
 from ctx_kernel.tui.screens.evidence import EvidenceScreen
 from ctx_kernel.tui.screens.queue import QueueScreen, load_queue
+from ctx_kernel.tui.screens.stale import StaleScreen
 
 # How long one wait for another process's commit lasts: SQLite is asked once per wait (PRAGMA
 # data_version: microseconds); PostgreSQL's notification ends a wait at once.
@@ -37,6 +38,7 @@ class ReviewApp(App[None]):
         "kernel": BrowserScreen,
         "evidence": EvidenceScreen,
         "audit": AuditScreen,
+        "stale": StaleScreen,
     }
     DEFAULT_MODE = "queue"
     BINDINGS = [
@@ -44,6 +46,7 @@ class ReviewApp(App[None]):
         Binding("2", "switch_mode('kernel')", "Kernel", tooltip="current decisions, as of any date"),
         Binding("3", "switch_mode('evidence')", "Evidence", tooltip="search the evidence vault"),
         Binding("4", "switch_mode('audit')", "Audit", tooltip="the audit log and its chain check"),
+        Binding("5", "switch_mode('stale')", "Stale", tooltip="decisions whose linked code changed"),
         Binding("question_mark", "help", "Help", tooltip="every key of this screen"),
         Binding("ctrl+q,q", "quit", "Quit"),
     ]
@@ -139,6 +142,11 @@ class ReviewApp(App[None]):
         yield SystemCommand("Evidence", "Search the evidence vault (3)", lambda: self.switch_mode("evidence"))
         yield SystemCommand(
             "Audit", "The audit log and its chain check (4)", lambda: self.switch_mode("audit")
+        )
+        yield SystemCommand(
+            "Stale",
+            "Decisions whose linked code changed since they were confirmed (5)",
+            lambda: self.switch_mode("stale"),
         )
         for binding in screen.active_bindings.values():
             if binding.binding.description and binding.binding.show and binding.node is screen:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from ctx_kernel.kernel import clock, ids, text
 from ctx_kernel.kernel.adr import files as adr
 from ctx_kernel.kernel.errors import RefusedError, UsageError
+from ctx_kernel.kernel.facts.links import MAX_LINKS, check_link
 from ctx_kernel.kernel.limits import DECISION_IMPORTED, PROPOSAL_IMPORTED
 from ctx_kernel.kernel.payloads import DecisionImported, DecisionSuperseded, ProposalImported
 from ctx_kernel.kernel.records import ABSENT, ClosedBy, Decision, Proposal, Record
@@ -20,6 +21,8 @@ if TYPE_CHECKING:
 # The fields ctx writes on export and honours on import (in front matter or ctx's comment block), so a
 # round trip keeps exact windows.
 KEY_ID, KEY_FROM, KEY_UNTIL, KEY_BY = adr.KEY_ID, adr.KEY_FROM, adr.KEY_UNTIL, adr.KEY_BY
+# The paths and globs a decision governs (kernel/facts/links.py), comma separated.
+KEY_LINKS = "ctx-links"
 # Evidence tag of an ADR file kept whole beside the decision it holds.
 ADR_TAG = "adr"
 # Front-matter claims about who decided, kept on import as attribution (never as the ratifier).
@@ -429,6 +432,19 @@ def _keep_file(vault: VaultService, path: Path, inside: Path, source: str, revie
     return vault.append(prepared).id  # the vault's one writer, inside the import's transaction
 
 
+def links_of(record: adr.AdrRecord) -> list[str]:
+    """The paths and globs a file says its decision governs (front matter ``ctx-links``, comma
+    separated); a link that would leave the repository is not kept."""
+    links = []
+    for raw in record.meta.get(KEY_LINKS, "").split(","):
+        if raw.strip():
+            try:
+                links.append(check_link(raw))
+            except UsageError:
+                continue
+    return list(dict.fromkeys(links))[:MAX_LINKS]
+
+
 def _import_decision(
     decisions: DecisionService,
     record: adr.AdrRecord,
@@ -508,6 +524,11 @@ def _import_decision(
                 before=None,
                 after=payload,
             )
+            links = links_of(record)
+            if links and until is None:
+                decisions.confirm(
+                    decision.id, links, at=now, by=reviewer, act="ratified", review_dates=(None, None)
+                )
     except RefusedError:  # an overlap the renaming could not avoid: report it, import the rest
         return None
     return decision
@@ -557,6 +578,9 @@ def _import_proposal(
         deciders=cleaned.deciders,
     )
     decisions.store.insert_proposal(proposal)
+    links = links_of(record)
+    if links and not rejected:
+        decisions.store.insert_proposal_links(proposal.id, links)
     payload = ProposalImported(
         subject=cleaned.subject,
         status=proposal.status,

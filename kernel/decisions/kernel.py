@@ -5,16 +5,19 @@ its supersession links."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from ctx_kernel.kernel import clock, ids, text
 from ctx_kernel.kernel.decisions import review
 from ctx_kernel.kernel.decisions.queue import QueueService
-from ctx_kernel.kernel.decisions.review import ProposalContext, RatificationPlan
+from ctx_kernel.kernel.decisions.review import ProposalContext, RatificationPlan, ReconfirmationPlan
 from ctx_kernel.kernel.errors import CtxError, NotFoundError, RefusedError, StalePlanError, UsageError
+from ctx_kernel.kernel.facts.links import check_review
 from ctx_kernel.kernel.facts.service import FactsService
 from ctx_kernel.kernel.language import entities
 from ctx_kernel.kernel.limits import (
+    DECISION_CONFIRMED,
     DECISION_RETIRED,
     DECISION_SUPERSEDED,
     MAX_LIST_LIMIT,
@@ -23,6 +26,7 @@ from ctx_kernel.kernel.limits import (
 )
 from ctx_kernel.kernel.payloads import (
     AuditPayload,
+    DecisionConfirmed,
     DecisionRetired,
     DecisionSuperseded,
     DecisionWindow,
@@ -36,25 +40,38 @@ from ctx_kernel.kernel.records import (
     Decision,
     Evidence,
     History,
+    LinkDigest,
     Proposal,
     Ratification,
+    Snapshot,
+    SnapshotAct,
     Timeline,
     omit_none,
 )
 from ctx_kernel.kernel.store.base import Store
 
 if TYPE_CHECKING:
+    from ctx_kernel.kernel.facts.stale import StaleFacts
     from ctx_kernel.kernel.reports import Related
 
 
 class DecisionService:
     """Ratified decisions: a person's acts turn proposals into them, close them and link them."""
 
-    def __init__(self, store: Store, queue: QueueService, recall: RecallService, facts: FactsService) -> None:
+    def __init__(
+        self,
+        store: Store,
+        queue: QueueService,
+        recall: RecallService,
+        facts: FactsService,
+        stale: StaleFacts | None = None,
+    ) -> None:
         self.store = store
         self.queue = queue
         self.recall = recall
         self.facts = facts
+        # Snapshots of the repository at a person's acts; None: none are taken (no git asked).
+        self.stale = stale
 
     # -- the write path -----------------------------------------------------------------------
 
@@ -118,7 +135,9 @@ class DecisionService:
         found: list[Related] = []
         if contradicts:
             found = self.proposal_conflicts([pending.id]).get(pending.id, [])
-        return review.plan(self.store, pending, decision, settled, group=group, contradicts=found)
+        plan = review.plan(self.store, pending, decision, settled, group=group, contradicts=found)
+        links = self.store.proposal_links(pending.id)
+        return replace(plan, links=links) if links else plan
 
     def ratify(
         self,
@@ -127,6 +146,8 @@ class DecisionService:
         reviewer: str,
         decision: str | None = None,
         settle: Sequence[str] | None = None,
+        review_by: str | None = None,
+        review_every: str | int | None = None,
     ) -> Ratification:
         """A person's act: turn a pending proposal into the current decision on its subject.
 
@@ -135,11 +156,13 @@ class DecisionService:
         id, plans and carries out in one step: ``decision`` ratifies an amended text (recorded),
         ``settle`` names the review-group proposals closed as settled by this one (default: the whole
         group, as the review app does). Atomically closes the windows the plan closes and links each
-        superseded decision.
+        superseded decision. ``review_by`` (a date) and ``review_every`` (days, or ``90d``) make it
+        due for review; with the proposal's links they are kept in a snapshot of the git checkout.
         """
         reviewer = text.require_shown(reviewer, "reviewer", text.MAX_NAME_CHARS)
+        review_dates = check_review(review_by, review_every)
         with self.store.transaction():
-            return self._ratify(proposal, reviewer, decision, settle)
+            return self._ratify(proposal, reviewer, decision, settle, review_dates)
 
     def ratify_all(self, plans: Sequence[RatificationPlan], *, reviewer: str) -> list[Ratification]:
         """Ratify several shown plans in one transaction: all of them, or none if any is refused."""
@@ -151,7 +174,7 @@ class DecisionService:
                     raise UsageError(f"{pid} is in the plans of both {touched[pid]} and {plan.proposal.id}")
                 touched[pid] = plan.proposal.id
         with self.store.transaction():
-            return [self._ratify(plan, reviewer, None, None) for plan in plans]
+            return [self._ratify(plan, reviewer, None, None, (None, None)) for plan in plans]
 
     def _ratify(
         self,
@@ -159,6 +182,7 @@ class DecisionService:
         reviewer: str,
         decision: str | None,
         settle: Sequence[str] | None,
+        review_dates: tuple[str | None, int | None],
     ) -> Ratification:
         """Plan again inside the transaction and carry out the plan, if it is still the one shown."""
         if isinstance(proposal, RatificationPlan):
@@ -177,7 +201,7 @@ class DecisionService:
                 raise StalePlanError(f"not ratified: {reason}")
         else:
             plan = self.plan_ratification(proposal, decision=decision, settle=settle, contradicts=False)
-        return self._carry_out(plan, reviewer)
+        return self._carry_out(plan, reviewer, review_dates)
 
     def _still_pending(self, proposal_id: str, settled_by: str | None) -> Proposal:
         found = self.queue.proposal(proposal_id)
@@ -191,7 +215,9 @@ class DecisionService:
             f"{found.status}{when} since; review it again"
         )
 
-    def _carry_out(self, plan: RatificationPlan, reviewer: str) -> Ratification:
+    def _carry_out(
+        self, plan: RatificationPlan, reviewer: str, review_dates: tuple[str | None, int | None]
+    ) -> Ratification:
         """Write ``plan`` inside the caller's transaction (its freshness already checked)."""
         proposal = plan.proposal
         replaced = plan.supersedes
@@ -245,6 +271,8 @@ class DecisionService:
             )
             self.link(old.id, change, actor=reviewer, logged_at=at, was_until=old.valid_until)
         self.facts.record_conflicts([new.id])
+        if plan.links or review_dates != (None, None):
+            self.confirm(new.id, plan.links, at=at, by=reviewer, act="ratified", review_dates=review_dates)
         self.store.resolve_proposal(proposal.id, "ratified", at, reviewer, None, new.id)
         settled = [other.id for other in plan.settles]
         for other in settled:
@@ -263,6 +291,101 @@ class DecisionService:
         result = self.store.get_decision(new.id)
         assert result is not None
         return Ratification(proposal.id, result, [old.id for old in replaced], settled)
+
+    def confirm(
+        self,
+        decision_id: str,
+        links: Sequence[str],
+        *,
+        at: str,
+        by: str,
+        act: SnapshotAct,
+        review_dates: tuple[str | None, int | None],
+    ) -> Snapshot:
+        """Record a person's ratification or re-confirmation of a decision with a snapshot of the git
+        checkout (HEAD, and what each link matches) and its audit row, inside the caller's transaction."""
+        checkout = self.stale.checkout() if self.stale is not None and links else None
+        if self.stale is not None:
+            snapshot = self.stale.snapshot(
+                decision_id,
+                links,
+                at=at,
+                by=by,
+                act=act,
+                review_by=review_dates[0],
+                review_every=review_dates[1],
+                checkout=checkout,
+            )
+        else:
+            snapshot = Snapshot(
+                decision_id, at, by, act, None, [LinkDigest(x, None, 0) for x in links], *review_dates
+            )
+        self.store.insert_snapshot(snapshot)
+        confirmed = DecisionConfirmed(
+            act=act,
+            git_commit=snapshot.git_commit,
+            links=[x.to_dict() for x in snapshot.links],
+            review_by=snapshot.review_by,
+            review_every=snapshot.review_every,
+        )
+        self.store.append_audit(at, by, DECISION_CONFIRMED, decision_id, None, confirmed.to_dict())
+        return snapshot
+
+    def plan_reconfirmation(
+        self, decision_id: str, *, review_by: str | None = None, review_every: str | int | None = None
+    ) -> ReconfirmationPlan:
+        """What re-confirming a current decision records: the one place this is worked out, shown to
+        the person and then carried out by :meth:`reconfirm`. Without new review dates it keeps the
+        interval it had (a review date it had is met by the act)."""
+        found = self.decision(decision_id)
+        if not found.current:
+            raise RefusedError(
+                f"{found.id} is not current ({found.closed_by}): only a current decision is re-confirmed"
+            )
+        dates = check_review(review_by, review_every)
+        snapshots = self.store.snapshots_of(found.id)
+        newest = snapshots[-1] if snapshots else None
+        if dates == (None, None) and newest is not None:
+            dates = (None, newest.review_every)
+        report = self.stale.report() if self.stale is not None else None
+        item = None if report is None else next((x for x in report.stale if x.decision_id == found.id), None)
+        return ReconfirmationPlan(found, newest, item, None if report is None else report.head, *dates)
+
+    def reconfirm(
+        self,
+        target: str | ReconfirmationPlan,
+        *,
+        reviewer: str,
+        review_by: str | None = None,
+        review_every: str | int | None = None,
+    ) -> Snapshot:
+        """A person's act: confirm that a current decision still holds, with a new snapshot of the git
+        checkout. Given a shown plan, refuses with :class:`StalePlanError` if what it showed changed."""
+        reviewer = text.require_shown(reviewer, "reviewer", text.MAX_NAME_CHARS)
+        if isinstance(target, ReconfirmationPlan):
+            if review_by is not None or review_every is not None:
+                raise UsageError("a re-confirmation plan already holds its review dates")
+            shown = target
+        else:
+            shown = self.plan_reconfirmation(target, review_by=review_by, review_every=review_every)
+        with self.store.transaction():
+            plan = self.plan_reconfirmation(
+                shown.decision.id, review_by=shown.review_by, review_every=shown.review_every
+            )
+            if plan.key() != shown.key():
+                raise StalePlanError(
+                    f"not re-confirmed: {shown.decision.id} changed since it was shown (a newer commit, "
+                    "snapshot or act); look at it again"
+                )
+            links = [] if plan.snapshot is None else [x.link for x in plan.snapshot.links]
+            return self.confirm(
+                plan.decision.id,
+                links,
+                at=clock.latest([clock.now(), *([] if plan.snapshot is None else [plan.snapshot.taken_at])]),
+                by=reviewer,
+                act="reconfirmed",
+                review_dates=(plan.review_by, plan.review_every),
+            )
 
     # -- review -------------------------------------------------------------------------------
 

@@ -9,6 +9,7 @@ from ctx_kernel.kernel import clock, ids, text
 from ctx_kernel.kernel.decisions import review
 from ctx_kernel.kernel.decisions.review import QueueEntry
 from ctx_kernel.kernel.errors import NotFoundError, RefusedError, UsageError
+from ctx_kernel.kernel.facts.links import check_links
 from ctx_kernel.kernel.limits import (
     MAX_LIST_LIMIT,
     NEAR_DUPLICATE_SCORE,
@@ -44,8 +45,10 @@ class QueueService:
         proposer: str = "agent",
         session: str | None = None,
         title: str | None = None,
+        links: Sequence[str] = (),
     ) -> Proposal:
-        """Queue a proposal for a person to ratify; records what it would supersede and near-duplicates."""
+        """Queue a proposal for a person to ratify; records what it would supersede and near-duplicates,
+        and the paths and globs its decision governs (``links``, checked to stay in the repository)."""
         subject = text.normalise_subject(subject)
         title = text.optional_shown(title, "title", text.MAX_TITLE_CHARS)
         if title is not None and (not title.strip() or "\n" in title):
@@ -56,6 +59,7 @@ class QueueService:
         session = text.optional_shown(session, "session", text.MAX_NAME_CHARS)
         evidence_ids = list(dict.fromkeys(self.vault.resolve_id(e, "evidence") for e in evidence))
         explicit = list(dict.fromkeys(self.vault.resolve_id(d, "decision") for d in supersedes))
+        linked = check_links(links) if links else []
         # What needs no lock is done before taking it, so other writers never wait on an import: the
         # near-duplicate match (a badge for the reviewer, read from committed proposals) and the
         # confusable tables the subject check below may need.
@@ -94,13 +98,15 @@ class QueueService:
                 title=title.strip() if title is not None else None,
             )
             self.store.insert_proposal(proposal)
+            if linked:
+                self.store.insert_proposal_links(proposal.id, linked)
             self.store.append_audit(
                 proposal.created_at,
                 proposer,
                 PROPOSAL_CREATED,
                 proposal.id,
                 None,
-                _created(proposal).to_dict(),
+                _created(proposal, linked).to_dict(),
             )
         return proposal
 
@@ -222,7 +228,7 @@ class QueueService:
         return review.group_members([*same, *linked], mine.id)
 
 
-def _created(proposal: Proposal) -> ProposalCreated:
+def _created(proposal: Proposal, links: Sequence[str] = ()) -> ProposalCreated:
     return ProposalCreated(
         subject=proposal.subject,
         decision=proposal.decision,
@@ -235,4 +241,5 @@ def _created(proposal: Proposal) -> ProposalCreated:
         session=proposal.session,
         title=omit_none(proposal.title),
         deciders=proposal.deciders or ABSENT,
+        links=list(links) or ABSENT,
     )

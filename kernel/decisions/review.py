@@ -13,11 +13,11 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 from ctx_kernel.kernel.errors import NotFoundError, RefusedError, UsageError
-from ctx_kernel.kernel.records import Decision, Evidence, Proposal
+from ctx_kernel.kernel.records import Decision, Evidence, Proposal, Snapshot
 from ctx_kernel.kernel.text import MAX_DECISION_CHARS, clip, require_shown, visible
 
 if TYPE_CHECKING:
-    from ctx_kernel.kernel.reports import Related
+    from ctx_kernel.kernel.reports import Related, StaleDecision
     from ctx_kernel.kernel.store.base import Store
 
 # A proposal left this long is stale: queues that rot are how approval gates fail.
@@ -65,6 +65,8 @@ class RatificationPlan:
     closes: list[ClosingWindow]
     settles: list[Proposal]
     contradicts: list[Related] = field(default_factory=list)
+    # The paths and globs the proposal says its decision governs (snapshotted when ratified).
+    links: list[str] = field(default_factory=list)
 
     def closes_unseen(self) -> list[Decision]:
         """The current decisions this plan closes that its proposal was not made against (ratified
@@ -109,6 +111,59 @@ class RatificationPlan:
             )
         for related in self.contradicts:
             out.append(f"Contradicts current decision on {related.subject}: {visible(related.text)}")
+        if self.links:
+            out.append("Governs (snapshotted from the git checkout): " + visible(", ".join(self.links)))
+        return out
+
+
+@dataclass(frozen=True)
+class ReconfirmationPlan:
+    """What re-confirming a current decision records, as the person is shown it: the decision, its
+    newest snapshot, what changed since (if anything), HEAD, and the review dates it will carry."""
+
+    decision: Decision
+    snapshot: Snapshot | None
+    stale: StaleDecision | None
+    head: str | None
+    review_by: str | None
+    review_every: int | None
+
+    def key(self) -> tuple[object, ...]:
+        """What must still hold when the re-confirmation is recorded."""
+        stale = self.stale
+        return (
+            self.decision.id,
+            self.decision.valid_until,
+            None if self.snapshot is None else self.snapshot.taken_at,
+            self.head,
+            None
+            if stale is None
+            else (stale.commits, tuple(stale.changed_links), tuple(stale.unmatched_links)),
+        )
+
+    def lines(self) -> list[str]:
+        """The act as plain sentences, for a confirmation."""
+        d = self.decision
+        out = [f"Re-confirm {d.id} on {d.subject}: {visible(_one_line(d.decision))}"]
+        if self.snapshot is not None:
+            out.append(
+                f"Last confirmed by {visible(self.snapshot.taken_by)} at {self.snapshot.taken_at[:19]}"
+            )
+            links = [x.link for x in self.snapshot.links]
+            if links:
+                out.append("Governs: " + visible(", ".join(links)))
+        if self.stale is not None:
+            out.append(visible(self.stale.line))
+            for path in [*self.stale.paths, *self.stale.renamed, *self.stale.deleted][:10]:
+                out.append(f"  {visible(path)}")
+        if self.head is not None:
+            out.append(f"New snapshot at {self.head[:12]}")
+        if self.review_by or self.review_every:
+            every = f"every {self.review_every} days" if self.review_every else ""
+            out.append(
+                "Review "
+                + " and ".join(x for x in (f"by {self.review_by}" if self.review_by else "", every) if x)
+            )
         return out
 
 

@@ -103,8 +103,8 @@ class Host:
 
 
 UNKNOWN_TOOL_HINT = (
-    "ratifying, rejecting and retiring decisions are a person's acts (ctx review, or ctx ratify in a "
-    "shell); this server's tools are "
+    "ratifying, rejecting and retiring decisions are a person's acts, and so is re-confirming one "
+    "(ctx review, or ctx ratify and ctx reconfirm in a shell); this server's tools are "
 )
 
 

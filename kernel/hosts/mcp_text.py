@@ -92,6 +92,8 @@ def recall(data: dict[str, Any]) -> str:
         for hit in data["decisions"]:
             since = _day(hit["valid_from"])
             lines.append(f"- {hit['id']} {hit['subject']}: {one_line(hit['decision'])} (since {since})")
+            if hit.get("stale"):
+                lines.append(f"  {one_line(hit['stale'])}")
             lines.extend(_related_lines([*hit["superseded"], *hit["conflicts"], *hit["pending"]]))
     else:
         lines.append("No decision in force matches.")

@@ -99,6 +99,7 @@ def _propose(ctx: Ctx, args: inputs.ProposeArgs, caller: Caller) -> Any:
         proposer=caller.name,
         session=args.session or caller.session,
         title=args.title,
+        links=args.links,
     )
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -321,7 +321,9 @@ class _Block:
         self.room.take(text)
 
 
-def _choose_decisions(block: _Block, candidates: _Candidates) -> list[Decision]:
+def _choose_decisions(
+    block: _Block, candidates: _Candidates, markers: Mapping[str, str] | None = None
+) -> list[Decision]:
     """Show current decisions in full, in order, while those left out still fit as an index; when
     the index of them all cannot fit anyway, while they take at most 1/FULL_SHARE of the room
     (and the first always, when it fits). Returns the decisions left out, in the index's order."""
@@ -346,14 +348,20 @@ def _choose_decisions(block: _Block, candidates: _Candidates) -> list[Decision]:
         if rest_tokens <= heading_tokens:  # nothing else left out: no index
             rest_tokens = rest_chars = 0
         first = not shown
-        parts = (section_heading, block.line(candidate)) if first else (block.line(candidate),)
+        own = block.line(candidate)
+        marker = (markers or {}).get(decision_id)
+        if marker is not None:
+            # One line under the decision, so an agent checks before relying on it.
+            own += "\n  - " + visible(marker)
+        parts = (section_heading, own) if first else (own,)
         beside_index = block.room.fits(*parts, tokens=rest_tokens, chars=rest_chars)
         if beside_index or ((first or floor.fits(*parts)) and block.room.fits(*parts)):
             for part in parts:
                 block.add(part)
                 floor.take(part)
             shown.add(decision_id)
-            block.injection.items["decisions"].append(candidate.item)
+            item = candidate.item if marker is None else {**candidate.item, "stale": marker}
+            block.injection.items["decisions"].append(item)
             tokens, chars = rest_tokens, rest_chars
     left_out = [d for d in candidates.current if d.id not in shown]
     block.injection.omitted["decisions"] = len(left_out)
@@ -415,9 +423,11 @@ def build(
     *,
     max_chars: int | None = MAX_INJECT_CHARS,
     via: str = "shell",
+    markers: Mapping[str, str] | None = None,
 ) -> Injection:
     """Choose and render the block: current decisions, the other sections, the index of the rest.
-    ``via`` (a key of :data:`ASK`) is where the agent reads it, which says how it gets more."""
+    ``via`` (a key of :data:`ASK`) is where the agent reads it, which says how it gets more;
+    ``markers`` are the stale decisions' lines (``ctx stale``), shown under each one shown."""
     injection = Injection(query=query, budget=budget, max_chars=max_chars)
     if query is not None:
         found = service.recall(query, k=QUERY_DEPTH)
@@ -431,7 +441,7 @@ def build(
     names = _handles(service, candidates, room)
     block = _Block(injection, room, lambda record_id: names.get(record_id, record_id))
     block.add(_header(query, via))
-    left_out = _choose_decisions(block, candidates)
+    left_out = _choose_decisions(block, candidates, markers)
     # The sections after the decisions leave room for the index (as much of it as fits at all).
     reserve = [room.cost(_index_line(d, block.name)) for d in left_out[: room.tokens]]
     reserve.append(room.cost("\n" + INDEX_HEADING) if left_out else (0, 0))

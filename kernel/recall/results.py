@@ -29,10 +29,13 @@ class DecisionHit:
     superseded: list[Related] = field(default_factory=list)
     conflicts: list[Related] = field(default_factory=list)
     pending: list[Related] = field(default_factory=list)
+    # The line saying it may be stale (``ctx stale``), when it may.
+    stale: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready form (an item of ``decisions`` in ``schemas/recall.schema.json``)."""
         d = self.decision
+        stale = {} if self.stale is None else {"stale": self.stale}
         return {
             "id": d.id,
             "subject": d.subject,
@@ -50,6 +53,7 @@ class DecisionHit:
             "superseded": [r.to_dict() for r in self.superseded],
             "conflicts": [r.to_dict() for r in self.conflicts],
             "pending": [r.to_dict() for r in self.pending],
+            **stale,
         }
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 from ctx_kernel.kernel import clock, text
@@ -190,10 +190,12 @@ class RecallService:
         budget: int = DEFAULT_BUDGET,
         max_chars: int | None = MAX_INJECT_CHARS,
         via: str = "shell",
+        markers: Mapping[str, str] | None = None,
     ) -> Injection:
         """The session-start block: current decisions, superseded ones, conflicts, proposals, evidence,
         and an index of the current decisions left out; at most ``max_chars`` characters (None: no
-        cap); ``via`` is where the agent reads it ("shell", "mcp"), which says how to ask for more."""
+        cap); ``via`` is where the agent reads it ("shell", "mcp"), which says how to ask for more;
+        ``markers`` hold the line shown under each decision that may be stale."""
         from ctx_kernel.kernel.recall import inject  # noqa: PLC0415
 
         if via not in inject.ASK:
@@ -204,7 +206,7 @@ class RecallService:
             query = text.require_text(query, "query", MAX_QUERY_CHARS)
             if TextQuery.from_text(query) is None:
                 raise UsageError("the query has no words to search for")
-        return inject.build(self, query, budget, max_chars=max_chars, via=via)
+        return inject.build(self, query, budget, max_chars=max_chars, via=via, markers=markers)
 
     def recorded_conflicts(self) -> list[tuple[Decision, Related]]:
         """The recorded pairs of current decisions that take opposite stances, newest first."""

@@ -50,7 +50,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeVar
 
 from ctx_kernel.kernel.errors import RefusedError
 from ctx_kernel.kernel.language.query import TextQuery
-from ctx_kernel.kernel.records import AuditEvent, Decision, Evidence, Proposal
+from ctx_kernel.kernel.records import AuditEvent, Decision, Evidence, Proposal, Snapshot
 
 if TYPE_CHECKING:
     from ctx_kernel.kernel.sealing import Vault
@@ -410,6 +410,25 @@ class DecisionRows(Protocol):
         """:meth:`chain_ids` of several decisions at once."""
 
 
+class LinkRows(Protocol):
+    """What decisions govern in the repository: a proposal's links and a decision's snapshots."""
+
+    def insert_proposal_links(self, proposal_id: str, links: Sequence[str]) -> None:
+        """Keep the links a proposal was made with (they never change)."""
+
+    def proposal_links(self, proposal_id: str) -> list[str]:
+        """The links a proposal was made with, in the order given."""
+
+    def insert_snapshot(self, snapshot: Snapshot) -> None:
+        """Append a ratification's or re-confirmation's snapshot (snapshots are append-only)."""
+
+    def snapshots_of(self, decision_id: str) -> list[Snapshot]:
+        """A decision's snapshots, oldest first."""
+
+    def current_snapshots(self) -> list[Snapshot]:
+        """The newest snapshot of every current decision that has one."""
+
+
 class AuditLog(Protocol):
     """The hash-chained audit log."""
 
@@ -559,6 +578,7 @@ class Store(
     EvidenceRows,
     ProposalRows,
     DecisionRows,
+    LinkRows,
     AuditLog,
     TextIndex,
     DerivedRows,

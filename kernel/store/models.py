@@ -221,6 +221,35 @@ class Supersession(SQLModel, table=True):
     created_at: str = Field(sa_column=_stamp(nullable=False))
 
 
+class ProposalLink(SQLModel, table=True):
+    """A path or glob (relative to the repository root) a proposal says its decision governs (m009)."""
+
+    __tablename__ = "proposal_link"
+    proposal_id: str = Field(sa_column=Column(Text, ForeignKey("proposal.id"), primary_key=True))
+    pattern: str = Field(sa_column=Column(Text, primary_key=True))
+
+
+class DecisionSnapshot(SQLModel, table=True):
+    """A person's ratification or re-confirmation of a decision: the repository's commit then, each
+    link with the digest of what it matched (JSON text), and the review date (m009; append-only)."""
+
+    __tablename__ = "decision_snapshot"
+    decision_id: str = Field(sa_column=Column(Text, ForeignKey("decision.id"), primary_key=True))
+    # Canonical time text in both backends: it is a key, compared as text with the decision's times.
+    taken_at: str = Field(sa_column=Column(Text, primary_key=True))
+    taken_by: str = Field(sa_column=_text(nullable=False))
+    act: str = Field(
+        sa_column=Column(Text, CheckConstraint("act IN ('ratified', 'reconfirmed')"), nullable=False)
+    )
+    git_commit: str | None = Field(default=None, sa_column=_text())
+    links: str = Field(sa_column=_text(nullable=False, server_default=sql("'[]'")))
+    review_by: str | None = Field(default=None, sa_column=_text())
+    review_every: int | None = Field(
+        default=None,
+        sa_column=Column(Integer, CheckConstraint("review_every IS NULL OR review_every > 0")),
+    )
+
+
 class Audit(SQLModel, table=True):
     """One hash-chained row of the audit log."""
 

@@ -154,6 +154,9 @@ COPIED_TABLES: tuple[CopiedTable, ...] = (
         ("proposal_id", "evidence_id"),
         ("proposal_id", "evidence_id"),
     ),
+    CopiedTable(
+        "proposal_link", ("proposal_id", "pattern"), ("proposal_id", "pattern"), ("proposal_id", "pattern")
+    ),
     CopiedTable("decision", DECISION.columns, ("id",)),
     CopiedTable(
         "decision_evidence",
@@ -163,6 +166,12 @@ COPIED_TABLES: tuple[CopiedTable, ...] = (
     ),
     CopiedTable(
         "supersession", ("old_id", "new_id", "created_at"), ("old_id", "new_id"), ("old_id", "new_id")
+    ),
+    CopiedTable(
+        "decision_snapshot",
+        ("decision_id", "taken_at", "taken_by", "act", "git_commit", "links", "review_by", "review_every"),
+        ("decision_id", "taken_at"),
+        ("decision_id", "taken_at"),
     ),
     CopiedTable("audit", AUDIT.columns, ("seq",), ("seq",)),
 )

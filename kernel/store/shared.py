@@ -20,7 +20,7 @@ import json
 from collections.abc import Iterator, Sequence
 from typing import Any, ClassVar, cast
 
-from ctx_kernel.kernel.records import Decision, Evidence, Proposal
+from ctx_kernel.kernel.records import Decision, Evidence, LinkDigest, Proposal, Snapshot
 from ctx_kernel.kernel.store import lists
 from ctx_kernel.kernel.store.base import ConflictPair, ConflictRow
 from ctx_kernel.kernel.store.rows import DECISION, EVIDENCE, PROPOSAL, RowMap
@@ -36,6 +36,23 @@ LINK_TABLES = {
     "proposal_evidence": "proposal_id, evidence_id",
     "decision_conflict": "decision_id, other_id, term, clause, other_clause",
 }
+
+
+_SNAPSHOT_COLUMNS = "decision_id, taken_at, taken_by, act, git_commit, links, review_by, review_every"
+
+
+def _snapshot(row: Sequence[Any]) -> Snapshot:
+    links = json.loads(row[5]) if isinstance(row[5], str) else row[5]
+    return Snapshot(
+        decision_id=row[0],
+        taken_at=row[1],
+        taken_by=row[2],
+        act=row[3],
+        git_commit=row[4],
+        links=[LinkDigest(link=x["link"], digest=x["digest"], files=x["files"]) for x in links],
+        review_by=row[6],
+        review_every=row[7],
+    )
 
 
 def index_table(kind: str) -> str:
@@ -437,6 +454,58 @@ class SharedRows:
     def known_subjects(self) -> list[str]:
         """Every subject a decision (current or not) or a pending proposal is on."""
         return [r[0] for r in self._select(lists.KNOWN_SUBJECTS)]
+
+    # -- links and snapshots --------------------------------------------------------------
+
+    def insert_proposal_links(self, proposal_id: str, links: Sequence[str]) -> None:
+        """Keep the links a proposal was made with (they never change)."""
+        self._write_many(
+            "INSERT INTO proposal_link (proposal_id, pattern) VALUES (?, ?)",
+            [(proposal_id, p) for p in links],
+        )
+
+    def proposal_links(self, proposal_id: str) -> list[str]:
+        """The links a proposal was made with, in the order given."""
+        rows = self._select(
+            "SELECT pattern FROM proposal_link WHERE proposal_id = ? ORDER BY pattern", (proposal_id,)
+        )
+        return [r[0] for r in rows]
+
+    def insert_snapshot(self, snapshot: Snapshot) -> None:
+        """Append a ratification's or re-confirmation's snapshot."""
+        links = json.dumps([link.to_dict() for link in snapshot.links], separators=(",", ":"))
+        self._write(
+            f"INSERT INTO decision_snapshot ({_SNAPSHOT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                snapshot.decision_id,
+                snapshot.taken_at,
+                snapshot.taken_by,
+                snapshot.act,
+                snapshot.git_commit,
+                links,
+                snapshot.review_by,
+                snapshot.review_every,
+            ),
+        )
+
+    def snapshots_of(self, decision_id: str) -> list[Snapshot]:
+        """A decision's snapshots, oldest first."""
+        rows = self._select(
+            f"SELECT {_SNAPSHOT_COLUMNS} FROM decision_snapshot WHERE decision_id = ? ORDER BY taken_at",
+            (decision_id,),
+        )
+        return [_snapshot(r) for r in rows]
+
+    def current_snapshots(self) -> list[Snapshot]:
+        """The newest snapshot of every current decision that has one."""
+        columns = ", ".join(f"s.{c}" for c in _SNAPSHOT_COLUMNS.split(", "))
+        rows = self._select(
+            f"SELECT {columns} FROM decision_snapshot s JOIN decision d ON d.id = s.decision_id "
+            "WHERE d.valid_until IS NULL AND s.taken_at = "
+            "(SELECT max(t.taken_at) FROM decision_snapshot t WHERE t.decision_id = s.decision_id) "
+            "ORDER BY s.decision_id"
+        )
+        return [_snapshot(r) for r in rows]
 
     # -- audit ----------------------------------------------------------------------------
 

@@ -207,6 +207,8 @@ AREAS = {
     "reject": "queue",
     "withdraw": "queue",
     "retire": "queue",
+    "stale": "stale",
+    "reconfirm": "stale",
     "decisions": "read",
     "queue": "read",
     "history": "read",

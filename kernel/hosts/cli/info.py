@@ -55,7 +55,11 @@ def status(ctx: Ctx, as_json: bool) -> None:
             "evidence",
             text.plural(found.evidence, "text") + (", encrypted at rest" if found.encrypted else ""),
         ),
-        ("kernel", f"{text.plural(found.current_decisions, 'current decision')}, {found.decisions} in all"),
+        (
+            "kernel",
+            f"{text.plural(found.current_decisions, 'current decision')}, {found.decisions} in all"
+            + (f", {found.stale_decisions} may be stale (ctx stale)" if found.stale_decisions else ""),
+        ),
         ("queue", f"{found.pending} pending{stale}" + ("  (ctx review)" if found.pending else "")),
         ("vectors", vectors),
         ("audit", verified),

@@ -10,6 +10,7 @@ import click
 from ctx_kernel.kernel import text
 from ctx_kernel.kernel.capture.json_input import read_json
 from ctx_kernel.kernel.errors import StalePlanError, UsageError
+from ctx_kernel.kernel.facts.links import check_review
 from ctx_kernel.kernel.hosts.cli.base import (
     _check_utf8,
     _complete_pending,
@@ -34,6 +35,13 @@ if TYPE_CHECKING:
 @click.option("--title", help="A short title, as an ADR's heading (kept on ADR export).")
 @click.option("--evidence", "evidence", multiple=True, metavar="ID", help="Cited evidence id; repeat.")
 @click.option("--supersedes", multiple=True, metavar="ID", help="Decision id it replaces; repeat.")
+@click.option(
+    "--link",
+    "links",
+    multiple=True,
+    metavar="PATTERN",
+    help="A path or glob from the repository root it governs (kernel/store/**, a.py#Name); repeat.",
+)
 @click.option(
     "--agent",
     "--proposer",
@@ -68,6 +76,7 @@ def propose(
     title: str | None,
     evidence: tuple[str, ...],
     supersedes: tuple[str, ...],
+    links: tuple[str, ...],
     proposer: str | None,
     session: str | None,
     input_file: Any,
@@ -99,12 +108,13 @@ def propose(
         "title": title,
         "evidence": list(evidence),
         "supersedes": list(supersedes),
+        "links": list(links),
         "proposer": proposer,
         "session": session,
     }
     if json_input is not None:
         given = [name for name in ("subject", "decision", "rationale", "title") if fields[name] is not None]
-        given += [name for name in ("evidence", "supersedes") if fields[name]]
+        given += [name for name in ("evidence", "supersedes", "links") if fields[name]]
         if given:
             raise UsageError(f"give the proposal either as --input or as options, not both (--{given[0]})")
         fields = _propose_document(json_input.read(MAX_JSON_INPUT_BYTES + 1))
@@ -156,6 +166,10 @@ def _propose_document(raw: bytes) -> dict[str, Any]:
     help="Close the other proposals of its review group as settled by this one, as ctx review does.",
 )
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation (needed without a terminal).")
+@click.option("--review-by", "review_by", metavar="DATE", help="Due for review on this date (YYYY-MM-DD).")
+@click.option(
+    "--review-every", "review_every", metavar="DAYS", help="Due for review this often: 90d, 12w, 6m, 1y."
+)
 @click.option(
     "--closes",
     "approved_closes",
@@ -172,6 +186,8 @@ def ratify(
     reviewer: str | None,
     settle: bool,
     yes: bool,
+    review_by: str | None,
+    review_every: str | None,
     approved_closes: tuple[str, ...],
     as_json: bool,
 ) -> None:
@@ -182,6 +198,7 @@ def ratify(
     so it approves what the proposal was made against: a current decision ratified since then is
     closed only when named with --closes.
     """
+    check_review(review_by, review_every)
     plan = ctx.plan_ratification(proposal_id, decision=decision, settle=None if settle else [])
     name = _reviewer(ctx, reviewer, yes, "ratifying")
     if yes:
@@ -199,7 +216,7 @@ def ratify(
         for line in plan.lines():
             _say(f"  {line}", err=True)
     _confirm(f"Ratify {plan.proposal.id} as {name}?", yes)
-    result = ctx.ratify(plan, reviewer=name)
+    result = ctx.ratify(plan, reviewer=name, review_by=review_by, review_every=review_every)
     if as_json:
         _emit_json(result.to_dict())
         return

@@ -207,6 +207,8 @@ def _recall(ctx: Ctx, args: RecallArgs, found: Recall, *, explain: bool) -> None
         _say(f"     {d.decision}")
         if hit.via:
             _say(f"     (its superseded predecessor {name(hit.via, hit.via)} matched the query)")
+        if hit.stale:
+            _say(f"     ! {hit.stale}")
         for related in [*hit.superseded, *hit.conflicts, *hit.pending]:
             flag = f"{related.warning}: " if related.warning else ""
             _say(f"     ! {flag}{name(related.id, related.id)} {related.subject}: {related.text}")

@@ -851,3 +851,60 @@ P007_STATEMENTS = [
     "CREATE INDEX ix_proposal_tail ON proposal (substr(id, 26, 4))",
     "CREATE INDEX ix_decision_tail ON decision (substr(id, 26, 4))",
 ]
+
+
+# Revision p008: what decisions govern in the repository (kernel/facts/links.py) and the snapshots
+# taken when a person ratifies or re-confirms one (kernel/facts/stale.py). A proposal's links are
+# written by its proposer with the proposal, while it is pending, and never change; a snapshot is
+# a person's act: only a reviewer may insert one, bound to its login like a ratification, and no
+# row of either table is ever updated or deleted. An agent's audit rows stay limited to its own
+# acts (p001), so it cannot log a confirmation either.
+# The tables p008 adds, which bump the change counter like p001's (CHANGED_TABLES is p001's own).
+P008_CHANGED_TABLES = ("proposal_link", "decision_snapshot")
+P008_STATEMENTS = [
+    """CREATE TABLE proposal_link (
+        proposal_id text NOT NULL REFERENCES proposal (id),
+        pattern text NOT NULL,
+        PRIMARY KEY (proposal_id, pattern)
+    )""",
+    *_forbid("proposal_link", "UPDATE OR DELETE", "links of a proposal never change"),
+    f"""CREATE FUNCTION ctx_proposal_link_added() RETURNS trigger LANGUAGE plpgsql AS $$
+       BEGIN
+         IF NOT ctx_is_owner() AND NOT EXISTS (
+           SELECT 1 FROM proposal p WHERE p.id = NEW.proposal_id AND p.status = 'pending'
+             AND p.proposer = session_user::text) THEN
+           RAISE EXCEPTION 'login % links only its own pending proposals', session_user {_NOT_ACTOR};
+         END IF;
+         RETURN NEW;
+       END $$""",
+    """CREATE TRIGGER proposal_link_added BEFORE INSERT ON proposal_link
+       FOR EACH ROW EXECUTE FUNCTION ctx_proposal_link_added()""",
+    """CREATE TABLE decision_snapshot (
+        decision_id text NOT NULL REFERENCES decision (id),
+        taken_at text NOT NULL,
+        taken_by text NOT NULL,
+        act text NOT NULL CHECK (act IN ('ratified', 'reconfirmed')),
+        git_commit text,
+        links text NOT NULL DEFAULT '[]',
+        review_by text,
+        review_every integer CHECK (review_every IS NULL OR review_every > 0),
+        PRIMARY KEY (decision_id, taken_at)
+    )""",
+    *_forbid("decision_snapshot", "UPDATE OR DELETE", "snapshots are append-only"),
+    """CREATE FUNCTION ctx_snapshot_acted() RETURNS trigger LANGUAGE plpgsql AS $$
+       BEGIN
+         PERFORM ctx_acts_as(NEW.taken_by, 'confirmer');
+         RETURN NEW;
+       END $$""",
+    """CREATE TRIGGER decision_snapshot_acted BEFORE INSERT ON decision_snapshot
+       FOR EACH ROW EXECUTE FUNCTION ctx_snapshot_acted()""",
+    *(
+        f"""CREATE TRIGGER {table}_changed AFTER INSERT OR UPDATE OR DELETE ON {table}
+           FOR EACH STATEMENT EXECUTE FUNCTION ctx_changed()"""
+        for table in P008_CHANGED_TABLES
+    ),
+    "GRANT SELECT ON proposal_link, decision_snapshot TO ctx_agent, ctx_reviewer, ctx_auditor",
+    "GRANT INSERT ON proposal_link TO ctx_agent, ctx_reviewer",
+    "GRANT INSERT ON decision_snapshot TO ctx_reviewer",
+    PIN_SEARCH_PATH,
+]

@@ -1,0 +1,530 @@
+"""Staleness: which current decisions the code they govern has moved away from since a person
+last confirmed them, worked out from the local git checkout.
+
+A decision's newest snapshot holds the commit it was confirmed at and a digest of what each of its
+links matched then. One ``git log --name-status -M`` pass from the snapshots' common ancestor to
+HEAD finds every commit since then; each commit's changed paths are matched against every link at
+once, and a commit counts for a decision only when it is not an ancestor of that decision's
+snapshot commit (worked out in the same pass: each commit carries the set of snapshot commits it
+is an ancestor of, as bits). Never one git process per decision. A snapshot commit the checkout
+no longer has (a rebased or force-pushed history, a shallow clone) is said so, and the decision is
+compared by its links' digests against HEAD instead. What git answered is cached on disk keyed by
+HEAD and the snapshots, so asking again costs a file read and ``git rev-parse``.
+
+Only committed content is compared (HEAD's tree, never the working tree or the index), and git's
+own objects are read: a link never reads a file outside the repository, even through a symlink.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+
+from ctx_kernel.kernel.facts import symbols
+from ctx_kernel.kernel.facts.links import split_link
+from ctx_kernel.kernel.records import LinkDigest, Snapshot
+
+# Bumped when what the cache holds changes shape.
+_CACHE_FORMAT = 1
+_GLOB_CHARS = re.compile(r"[*?\[]")
+# git must answer within this; a hung credential helper or lock must not hang ctx.
+_GIT_TIMEOUT_S = 120
+
+
+class GitUnavailable(Exception):
+    """git cannot answer here: its message says why, once, for a person."""
+
+
+@dataclass(frozen=True)
+class Checkout:
+    """The git checkout staleness is worked out from."""
+
+    root: Path
+    head: str | None  # None: a repository with no commit yet
+    shallow: bool
+
+
+def _git(root: Path, *args: str, stdin: bytes | None = None, check: bool = True) -> bytes:
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(root), "-c", "core.quotepath=off", *args],
+            input=stdin,
+            capture_output=True,
+            timeout=_GIT_TIMEOUT_S,
+            check=False,
+            env={**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0"},
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise GitUnavailable(f"git could not be run: {exc}") from None
+    if check and done.returncode != 0:
+        message = done.stderr.decode("utf-8", "replace").strip().splitlines()
+        raise GitUnavailable(f"git {args[0]} failed: {message[0] if message else done.returncode}")
+    return done.stdout
+
+
+def find_checkout(start: Path) -> Checkout:
+    """The git checkout holding ``start``; GitUnavailable when there is no git or no repository."""
+    if shutil.which("git") is None:
+        raise GitUnavailable("git is not installed: decisions' links are not checked for staleness")
+    out = _git(start, "rev-parse", "--show-toplevel", "--is-shallow-repository", check=False)
+    lines = out.decode("utf-8", "surrogateescape").splitlines()
+    if len(lines) < 2:
+        raise GitUnavailable(f"{start} is not in a git repository: decisions' links are not checked")
+    root = Path(lines[0])
+    head = _git(root, "rev-parse", "--verify", "--quiet", "HEAD^{commit}", check=False).decode().strip()
+    return Checkout(root=root, head=head or None, shallow=lines[1] == "true")
+
+
+def head_of(checkout: Checkout) -> str | None:
+    """HEAD's commit read from the repository's files (no git process: a warm recall asks this on
+    every call); git itself answers when the layout is not the plain one (a worktree, a submodule)."""
+    git_dir = checkout.root / ".git"
+    try:
+        if git_dir.is_dir():
+            head = (git_dir / "HEAD").read_text(encoding="utf-8").strip()
+            if not head.startswith("ref: "):
+                return head or None
+            ref = head[5:]
+            loose = git_dir / ref
+            if loose.is_file():
+                return loose.read_text(encoding="utf-8").strip() or None
+            packed = git_dir / "packed-refs"
+            if packed.is_file():
+                for line in packed.read_text(encoding="utf-8").splitlines():
+                    if line.endswith(" " + ref):
+                        return line.split(" ", 1)[0]
+            return None
+    except OSError:
+        pass
+    answer = _git(checkout.root, "rev-parse", "--verify", "--quiet", "HEAD^{commit}", check=False)
+    return answer.decode().strip() or None
+
+
+def tree(checkout: Checkout, commit: str | None = None) -> dict[str, str]:
+    """Every path in a commit's tree (HEAD's by default) with its object id, in one git process;
+    a submodule's path holds the commit it points at."""
+    target = commit or checkout.head
+    if target is None:
+        return {}
+    out = _git(checkout.root, "ls-tree", "-r", "-z", "--full-tree", target)
+    paths: dict[str, str] = {}
+    for entry in out.split(b"\0"):
+        if entry:
+            meta, _, path = entry.partition(b"\t")
+            paths[path.decode("utf-8", "surrogateescape")] = meta.split()[2].decode()
+    return paths
+
+
+class LinkMatcher:
+    """Every link of every decision, matched against a path at once: plain paths (a file, or a
+    folder and all under it) by dictionary lookups of the path's prefixes, globs by their regex,
+    tried only on paths under the folder their pattern starts with; each path is matched once."""
+
+    def __init__(self, links: Iterable[str]) -> None:
+        self.prefixes: dict[str, set[str]] = {}
+        # Globs by the folder their pattern names before its first wildcard ("" for none).
+        self.globs: dict[str, list[tuple[re.Pattern[str], str]]] = {}
+        self._memo: dict[str, frozenset[str]] = {}
+        for link in set(links):
+            pattern = split_link(link)[0].rstrip("/")
+            plain = pattern[:-3] if pattern.endswith("/**") else pattern
+            wildcard = _GLOB_CHARS.search(plain)
+            if wildcard:
+                folder = plain[: wildcard.start()].rpartition("/")[0]
+                self.globs.setdefault(folder, []).append((_glob(pattern), link))
+            else:
+                self.prefixes.setdefault(plain, set()).add(link)
+
+    def matches(self, path: str) -> frozenset[str]:
+        """The links ``path`` falls under."""
+        known = self._memo.get(path)
+        if known is not None:
+            return known
+        found: set[str] = set()
+        for regex, link in self.globs.get("", ()):
+            if regex.match(path):
+                found.add(link)
+        start = 0
+        while True:
+            cut = path.find("/", start)
+            prefix = path if cut < 0 else path[:cut]
+            if prefix in self.prefixes:
+                found |= self.prefixes[prefix]
+            for regex, link in self.globs.get(prefix, ()):
+                if regex.match(path):
+                    found.add(link)
+            if cut < 0:
+                break
+            start = cut + 1
+        self._memo[path] = frozen = frozenset(found)
+        return frozen
+
+
+def _glob(pattern: str) -> re.Pattern[str]:
+    from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern  # noqa: PLC0415 - globs only
+
+    regex = GitIgnoreSpecPattern("/" + pattern).regex
+    assert regex is not None  # a pattern that is not a comment or blank always compiles
+    return regex
+
+
+def blobs(checkout: Checkout, ids: Iterable[str]) -> dict[str, str]:
+    """The text of each of these objects, read by one ``git cat-file --batch``."""
+    wanted = sorted(set(ids))
+    if not wanted:
+        return {}
+    out = _git(checkout.root, "cat-file", "--batch", stdin="\n".join(wanted).encode() + b"\n")
+    texts: dict[str, str] = {}
+    at = 0
+    for object_id in wanted:
+        header_end = out.index(b"\n", at)
+        parts = out[at:header_end].split()
+        at = header_end + 1
+        if len(parts) == 3:
+            size = int(parts[2])
+            texts[object_id] = out[at : at + size].decode("utf-8", "surrogateescape")
+            at += size + 1
+    return texts
+
+
+def digests(
+    paths: dict[str, str], links: Sequence[str], checkout: Checkout | None = None
+) -> list[LinkDigest]:
+    """Each link with the digest of the paths (and their objects) it matches in ``paths``; a symbol
+    link (``path#Name``) with the digest of that definition in the file (read from ``checkout``)."""
+    plain = [link for link in links if split_link(link)[1] is None]
+    matcher = LinkMatcher(plain)
+    matched: dict[str, list[str]] = {link: [] for link in plain}
+    for path in paths:
+        for link in matcher.matches(path):
+            matched[link].append(path)
+    named = [split_link(link) for link in links if split_link(link)[1] is not None]
+    texts = {} if checkout is None else blobs(checkout, [paths[p] for p, _ in named if p in paths])
+    out = []
+    for link in links:
+        path, symbol = split_link(link)
+        if symbol is not None:
+            text = texts.get(paths.get(path, ""))
+            digest = None if text is None else symbols.digest(text, symbol)
+            out.append(LinkDigest(link=link, digest=digest, files=int(digest is not None)))
+            continue
+        found = sorted(matched[link])
+        digest = None
+        if found:
+            body = "".join(f"{paths[p]} {p}\n" for p in found)
+            digest = hashlib.sha256(body.encode("utf-8", "surrogateescape")).hexdigest()
+        out.append(LinkDigest(link=link, digest=digest, files=len(found)))
+    return out
+
+
+@dataclass
+class Drift:
+    """What git says changed under one decision's links since its snapshot."""
+
+    commits: int = 0
+    authors: list[str] = field(default_factory=list)
+    last_at: int | None = None  # a unix time
+    paths: list[str] = field(default_factory=list)
+    renamed: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+    unmatched: list[str] = field(default_factory=list)
+    # The snapshot commit is not in HEAD's history: compared by content instead.
+    rewritten: str | None = None
+    changed_links: list[str] = field(default_factory=list)
+    # Symbol links whose definition is now in another file, as "path#Name -> other/path".
+    moved: list[str] = field(default_factory=list)
+
+
+def _key(snapshot: Snapshot) -> str:
+    return f"{snapshot.decision_id}@{snapshot.taken_at}"
+
+
+def drift(checkout: Checkout, snapshots: Sequence[Snapshot]) -> dict[str, Drift]:
+    """What changed under each snapshot's links since it was taken, keyed by ``decision_id@taken_at``
+    (only snapshots with links); a handful of git processes, whatever the number of decisions."""
+    linked = [s for s in snapshots if s.links]
+    out = {_key(s): Drift() for s in linked}
+    if not linked or checkout.head is None:
+        return out
+    head_tree = tree(checkout)
+    every = sorted({x.link for s in linked for x in s.links})
+    links_now = {d.link: d for d in digests(head_tree, every, checkout)}
+    moved = _moved(checkout, head_tree, [link for link in every if links_now[link].digest is None])
+    for s in linked:
+        found = out[_key(s)]
+        found.unmatched = [
+            x.link for x in s.links if links_now[x.link].digest is None and x.link not in moved
+        ]
+        found.moved = [f"{x.link} -> {moved[x.link]}" for x in s.links if x.link in moved]
+        found.changed_links = [
+            x.link
+            for x in s.links
+            if split_link(x.link)[1] is not None and links_now[x.link].digest not in (None, x.digest)
+        ]
+    commits = sorted({s.git_commit for s in linked if s.git_commit})
+    present = _present(checkout, commits)
+    missing_reason = "shallow clone" if checkout.shallow else "rewritten history"
+    for s in linked:
+        if s.git_commit is None or s.git_commit not in present:
+            why = (
+                "no commit was recorded"
+                if s.git_commit is None
+                else f"{s.git_commit[:12]} is not in this clone ({missing_reason})"
+            )
+            _by_content(out[_key(s)], s, links_now, why)
+    reachable = [c for c in commits if c in present]
+    if not reachable:
+        return out
+    seen = _walk(_log(checkout), linked, out, reachable)
+    for s in linked:
+        if s.git_commit in present and s.git_commit not in seen:
+            _by_content(out[_key(s)], s, links_now, f"{s.git_commit[:12]} is not in HEAD's history")
+    return out
+
+
+def _moved(checkout: Checkout, paths: dict[str, str], lost: Sequence[str]) -> dict[str, str]:
+    """Where each symbol link that its file no longer defines is defined now: one ``git grep``
+    over HEAD for them all, then the candidates' texts checked."""
+    wanted = [(link, *split_link(link)) for link in lost if split_link(link)[1] is not None]
+    if not wanted or checkout.head is None:
+        return {}
+    args = ["grep", "-l", "-E", "--full-name"]
+    for _, _, symbol in wanted:
+        args += ["-e", symbols.grep_pattern(symbol or "")]
+    listed = _git(checkout.root, *args, checkout.head, "--", check=False).decode("utf-8", "surrogateescape")
+    candidates = [line.split(":", 1)[1] for line in listed.splitlines() if ":" in line]
+    texts = blobs(checkout, [paths[p] for p in candidates if p in paths])
+    found: dict[str, str] = {}
+    for link, _, symbol in wanted:
+        for path in candidates:
+            text = texts.get(paths.get(path, ""))
+            if text is not None and symbols.definition(text, symbol or "") is not None:
+                found[link] = path
+                break
+    return found
+
+
+def _log(checkout: Checkout) -> Iterator[str]:
+    """HEAD's history, children before parents, one commit's ``--name-status -z`` text at a time,
+    read as git writes it; closing the iterator stops git."""
+    args = ["log", "--topo-order", "-z", "--format=%x01%H %P%x02%an%x02%ct", "--name-status", "-M"]
+    try:
+        process = subprocess.Popen(
+            ["git", "-C", str(checkout.root), "-c", "core.quotepath=off", *args, checkout.head or "HEAD"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env={**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0"},
+        )
+    except OSError as exc:
+        raise GitUnavailable(f"git could not be run: {exc}") from None
+    assert process.stdout is not None
+    left = ""
+    try:
+        while block := process.stdout.read(1 << 20):
+            commits = (left + block.decode("utf-8", "surrogateescape")).split("\x01")
+            left = commits.pop()
+            yield from (c for c in commits if c)
+        if left:
+            yield left
+    finally:
+        process.kill()
+        process.wait()
+
+
+def _present(checkout: Checkout, commits: Sequence[str]) -> set[str]:
+    if not commits:
+        return set()
+    out = _git(
+        checkout.root,
+        "cat-file",
+        "--batch-check=%(objectname) %(objecttype)",
+        stdin="\n".join(commits).encode() + b"\n",
+    )
+    found = set()
+    for line in out.decode().splitlines():
+        parts = line.split()
+        if len(parts) == 2 and parts[1] == "commit":
+            found.add(parts[0])
+    return found
+
+
+def _by_content(found: Drift, snapshot: Snapshot, now: dict[str, LinkDigest], why: str) -> None:
+    found.rewritten = why
+    found.changed_links = [x.link for x in snapshot.links if now[x.link].digest != x.digest]
+
+
+# What one commit did to one link: (kind, what) pairs, kind M (added or modified), R or D.
+_Changes = tuple[tuple[str, str], ...]
+
+
+def _walk(
+    log: Iterable[str], linked: Sequence[Snapshot], out: dict[str, Drift], reachable: Sequence[str]
+) -> set[str]:
+    """Read the log, newest first, keeping each commit that touches a link; then count, per
+    decision, those not in its snapshot's history. Stops reading once every snapshot commit has
+    been seen and every commit left is in the history of them all. Returns the commits read."""
+    bit = {c: 1 << i for i, c in enumerate(reachable)}
+    everyone = (1 << len(reachable)) - 1
+    matcher = LinkMatcher(x.link for s in linked for x in s.links if split_link(x.link)[1] is None)
+    # Per commit yet to be read: the snapshot commits it is an ancestor of, pushed from children.
+    above: dict[str, int] = {}
+    partial = 0  # how many of those are not in every snapshot's history
+    seen: set[str] = set()
+    found_bits = 0
+    authors: list[str] = []
+    whens: list[int] = []
+    # Per link: (the commit's ancestry bits, its number, what it did to the link), newest first.
+    by_link: dict[str, list[tuple[int, int, _Changes]]] = {}
+    for chunk in log:
+        header, _, rest = chunk.partition("\0")
+        ids, author, when = header.split("\x02")
+        commit, *parents = ids.split()
+        seen.add(commit)
+        held = above.pop(commit, None)
+        if held is not None and held != everyone:
+            partial -= 1
+        own = bit.get(commit, 0)
+        found_bits |= own
+        mask = (held or 0) | own
+        for parent in parents:
+            before = above.get(parent)
+            after = (before or 0) | mask
+            above[parent] = after
+            if before is None and after != everyone:
+                partial += 1
+            elif before is not None and before != everyone and after == everyone:
+                partial -= 1
+        if mask != everyone:
+            touched = _touched(rest.lstrip("\n").split("\0"), matcher)
+            if touched:
+                number = len(authors)
+                authors.append(author)
+                whens.append(int(when))
+                for link, changes in touched.items():
+                    by_link.setdefault(link, []).append((mask, number, tuple(changes)))
+        if found_bits == everyone and partial == 0:
+            break
+    for s in linked:
+        found = out[_key(s)]
+        if found.rewritten is None and s.git_commit is not None:
+            numbers = _count(found, s, bit.get(s.git_commit, 0), by_link)
+            found.authors = sorted({authors[n] for n in numbers})
+            found.last_at = max((whens[n] for n in numbers), default=None)
+    return seen
+
+
+def _count(
+    found: Drift, snapshot: Snapshot, own: int, by_link: dict[str, list[tuple[int, int, _Changes]]]
+) -> set[int]:
+    """Fill ``found`` with the commits touching ``snapshot``'s links that are not in its history
+    (``own``: its commit's bit; a commit that is an ancestor of it carries that bit); returns
+    their numbers. Paths are listed sorted."""
+    numbers: set[int] = set()
+    changes: set[tuple[str, str]] = set()
+    for x in snapshot.links:
+        kept = [row for row in by_link.get(x.link, ()) if not row[0] & own]
+        if kept:
+            found.changed_links.append(x.link)
+            numbers.update([row[1] for row in kept])
+            changes.update(*[row[2] for row in kept])
+    found.commits = len(numbers)
+    found.paths, found.renamed, found.deleted = (sorted(w for k, w in changes if k == kind) for kind in "MRD")
+    return numbers
+
+
+def _touched(tokens: list[str], matcher: LinkMatcher) -> dict[str, list[tuple[str, str]]]:
+    """The links one commit's ``--name-status -z`` entries touch, each with its changes."""
+    touched: dict[str, list[tuple[str, str]]] = {}
+    i = 0
+    while i < len(tokens) and tokens[i]:
+        status = tokens[i][0]
+        if status in "RC":
+            old, new = tokens[i + 1], tokens[i + 2]
+            i += 3
+            for link in matcher.matches(old) | matcher.matches(new):
+                touched.setdefault(link, []).append(("R", f"{old} -> {new}"))
+        else:
+            path = tokens[i + 1]
+            i += 2
+            for link in matcher.matches(path):
+                touched.setdefault(link, []).append(("D" if status == "D" else "M", path))
+    return touched
+
+
+def due(snapshot: Snapshot, today: date) -> str | None:
+    """The review date a snapshot has passed by ``today`` (YYYY-MM-DD), or None."""
+    dates = []
+    if snapshot.review_by:
+        dates.append(date.fromisoformat(snapshot.review_by))
+    if snapshot.review_every:
+        taken = datetime.fromisoformat(snapshot.taken_at.replace("Z", "+00:00")).astimezone(UTC).date()
+        dates.append(taken + timedelta(days=snapshot.review_every))
+    passed = [d for d in dates if d < today]
+    return min(passed).isoformat() if passed else None
+
+
+def fingerprint(head: str | None, snapshots: Sequence[Snapshot]) -> str:
+    """What a cached answer is valid for: HEAD and every snapshot's commit and links."""
+    body = json.dumps(
+        [
+            _CACHE_FORMAT,
+            head,
+            [[_key(s), s.git_commit, [(x.link, x.digest) for x in s.links]] for s in snapshots],
+        ],
+        separators=(",", ":"),
+    )
+    return hashlib.sha256(body.encode()).hexdigest()
+
+
+# What a marker line needs of a Drift; the rest (the paths and authors) is kept in a second file.
+_SUMMARY = ("commits", "last_at", "unmatched", "rewritten", "changed_links", "moved")
+
+
+def cached_drift(
+    checkout: Checkout, snapshots: Sequence[Snapshot], cache: Path | None, *, details: bool = True
+) -> dict[str, Drift]:
+    """:func:`drift`, read from ``cache`` when it holds the answer for this HEAD and these snapshots,
+    and written there when not (a cache that cannot be written is skipped, never an error). Without
+    ``details`` the paths and authors are left empty: the markers do not say them, and reading them
+    would be most of a cold inject's cost."""
+    key = fingerprint(checkout.head, snapshots)
+    if cache is not None:
+        try:
+            held = json.loads(cache.read_text(encoding="utf-8"))
+            if held.get("key") == key:
+                found = {k: Drift(**dict(zip(_SUMMARY, v, strict=True))) for k, v in held["drift"].items()}
+                if details:
+                    more = json.loads(_details(cache).read_text(encoding="utf-8"))
+                    if more.get("key") != key:
+                        raise ValueError("the details are of another pass")
+                    for k, (authors, paths, renamed, deleted) in more["drift"].items():
+                        found[k].authors, found[k].paths = authors, paths
+                        found[k].renamed, found[k].deleted = renamed, deleted
+                return found
+        except (OSError, ValueError, TypeError, KeyError):
+            pass
+    found = drift(checkout, snapshots)
+    if cache is not None:
+        summary = {k: [getattr(v, name) for name in _SUMMARY] for k, v in found.items()}
+        rest = {k: [v.authors, v.paths, v.renamed, v.deleted] for k, v in found.items()}
+        try:
+            cache.parent.mkdir(parents=True, exist_ok=True)
+            for target, body in ((_details(cache), rest), (cache, summary)):
+                scratch = target.with_suffix(f".{os.getpid()}.tmp")
+                scratch.write_text(json.dumps({"key": key, "drift": body}), encoding="utf-8")
+                scratch.replace(target)
+        except OSError:
+            pass
+    return found
+
+
+def _details(cache: Path) -> Path:
+    return cache.with_name(cache.stem + ".details.json")
