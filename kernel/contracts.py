@@ -449,6 +449,12 @@ class AuditCheckpointBody(_Strict):
     hash: Sha256 = Field(description="That row's hash, which covers every row before it.")
     signed_at: Timestamp
     key: AuditKeyOut
+    served_seq: Annotated[int, Field(ge=1)] | None = Field(
+        None, description="The served log's last entry then (absent when it had none)."
+    )
+    served_hash: Sha256 | None = Field(
+        None, description="That entry's hash, which covers every entry before it."
+    )
 
 
 class AuditCheckpointOut(_Strict):
@@ -655,6 +661,7 @@ SCHEMAS: dict[str, type[BaseModel]] = {
     "audit-manifest": AuditManifestOut,
     "audit-export-verify": record_model(reports.ExportReport, "AuditExportVerifyOut"),
     "audit-checkpoint": AuditCheckpointOut,
+    "audit-served": record_model(reports.ServedReport, "AuditServedOut"),
     "recall": RecallOut,
     "inject": InjectOut,
     "reindex": record_model(reports.ReindexReport, "ReindexOut"),

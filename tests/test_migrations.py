@@ -36,6 +36,7 @@ def test_revisions_are_named_and_ordered():
         "m006_vault",
         "m007_adr_fields",
         "m008_handles",
+        "m009_served",
     ]
     assert len(migrate.revisions()) == migrate.HEAD_VERSION
 
@@ -123,6 +124,11 @@ def test_migrated_schema_objects(kernel: Ctx, store_path: Path):
         "audit_linked",
         "audit_no_update",
         "audit_no_delete",
+        "served_linked",
+        "served_no_update",
+        "served_delete_folded",
+        "served_fold_no_update",
+        "served_fold_no_delete",
     }
     assert {"ux_decision_current", "ix_decision_subject", "ix_proposal_status", "ix_supersession_new"} <= (
         _names(conn, "index")
@@ -134,7 +140,7 @@ def test_migrated_schema_objects(kernel: Ctx, store_path: Path):
     assert conn.execute("PRAGMA user_version").fetchone()[0] == migrate.HEAD_VERSION
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
-    assert conn.execute("SELECT version_num FROM alembic_version").fetchone()[0] == "m008_handles"
+    assert conn.execute("SELECT version_num FROM alembic_version").fetchone()[0] == "m009_served"
     # Alembic cannot compare expression indexes on SQLite: the ends of ids are checked here.
     for table in ("evidence", "proposal", "decision"):
         made = conn.execute("SELECT sql FROM sqlite_master WHERE name = ?", (f"ix_{table}_tail",)).fetchone()

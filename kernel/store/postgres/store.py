@@ -404,6 +404,11 @@ class PostgresStore(SharedRows, TeamMixin, PostgresIndex, PostgresCopy):
         """This store: the administrator's connection grants a team's roles."""
         return self
 
+    def served(self) -> Missing:
+        """None yet: a team's server keeps no served log (the grants that keep it append-only for
+        an agent's login are still to be written)."""
+        return Missing("this PostgreSQL store keeps no served log yet: it is kept by SQLite stores")
+
     def vault(self) -> Vault | None:
         """None: a PostgreSQL store is never sealed."""
         return None
