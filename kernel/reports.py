@@ -152,6 +152,9 @@ class ExportReport(Record):
     ] = None
     first_bad_seq: int | None = None
     problems: list[str] = field(default_factory=list)
+    served_entries: Annotated[
+        int | None, Spec(description="Served log entries the export holds (--served), checked; else null.")
+    ] = None
 
     @property
     def ok(self) -> bool:

@@ -382,3 +382,71 @@ def test_fold_needs_the_signing_keys_passphrase(cli, three_entries, monkeypatch)
     monkeypatch.setenv("CTX_KEY_PASSPHRASE", PASSPHRASE)
     result = cli("audit", "fold", "--older-than", "1")
     assert result.code != 0 and result.err.count("\n") == 1
+
+
+# -- the review app ---------------------------------------------------------------------------------
+
+
+async def test_the_review_apps_history_shows_how_often_and_to_whom_a_decision_was_served(
+    tmp_path: Path, monkeypatch
+) -> None:
+    from textual.widgets import Static
+
+    from ctx_kernel.tui.screens.history import HistoryScreen
+    from tests.review_support import VIEWS, review_app, seeded_store, settle
+
+    store = seeded_store(tmp_path / "demo")
+    with Ctx.open(store, embedder=None) as kernel:
+        block = kernel.inject()
+        for session in ("monday", "tuesday"):
+            assert (
+                kernel.served.record(
+                    host="hook",
+                    agent="claude",
+                    session=session,
+                    operation="inject",
+                    arguments={},
+                    result=block,
+                )
+                is None
+            )
+    app, kernel = review_app(store)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press(*VIEWS["history"].keys)
+        await settle(pilot)
+        assert isinstance(app.screen, HistoryScreen)
+        shown = str(app.screen.query_one("#history", Static).render())
+    kernel.close()
+    assert "served 2 times to monday, tuesday" in shown
+
+
+# -- exports -----------------------------------------------------------------------------------------
+
+
+def test_a_signed_export_carries_the_served_log_and_its_verifier_checks_it(
+    cli, store_path, tmp_path, three_entries, signing_key
+):
+    out = tmp_path / "audit.jsonl"
+    exported = cli("audit", "export", "--out", str(out), "--served", "--json")
+    assert exported.code == 0, exported.err
+    manifest = json.loads(exported.out)
+    assert_valid("audit-manifest", manifest)
+    assert manifest["manifest"]["served"]["entries"] == 3
+    entries = (tmp_path / "audit.jsonl.served.jsonl").read_text().splitlines()
+    assert [json.loads(e)["session"] for e in entries] == ["a", "b", "c"]
+    checked = cli("audit", "verify", str(out), "--json", db=False)
+    assert checked.code == 0, checked.err
+    report = json.loads(checked.out)
+    assert_valid("audit-export-verify", report)
+    assert report["served_entries"] == 3
+    # The export is a signed head for the served log too: a shortened served log fails against it.
+    rehash_served(store_path, lambda rows: rows[:-1])
+    line, _ = verify_fails(cli)
+    assert "the served log ends at entry 2" in line
+    # An entry changed in the exported file fails the export's verification.
+    (tmp_path / "audit.jsonl.served.jsonl").write_text(
+        "\n".join([*entries[:1], entries[1].replace('"b"', '"z"'), *entries[2:]]) + "\n"
+    )
+    broken = cli("audit", "verify", str(out), db=False)
+    assert broken.code == 1 and "audit.jsonl.served.jsonl is not the served entries file" in broken.err

@@ -134,7 +134,8 @@ def parse(document: Any, source: str) -> SignedHead:
             AuditManifestOut.model_validate(document, strict=True)
             body = document["manifest"]
             seq, head, at = body["store_head_seq"], body["store_head_hash"], body["exported_at"]
-            served = (None, None)
+            section = body.get("served") or {}
+            served = (section.get("last_seq"), section.get("last_hash") if section.get("last_seq") else None)
     except ValidationError:
         raise RefusedError(f"{source} is not a ctx audit checkpoint or export manifest") from None
     return SignedHead(

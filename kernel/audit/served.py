@@ -195,7 +195,8 @@ class ServedService:
             entry = {
                 "at": clock.now(),
                 "host": host,
-                "agent": agent,
+                # On a server the login is who was served: the database refuses any other name.
+                "agent": self.store.login or agent,
                 "session": session,
                 "operation": operation,
                 "request": request_digest(operation, arguments),

@@ -40,6 +40,12 @@ _INSERT_FOLD = (
 )
 
 
+def _naming(item: str) -> str:
+    """A LIKE pattern (escaped with backslashes) for the ``items`` of entries that name ``item``."""
+    escaped = item.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f'%"{escaped}"%'
+
+
 class SharedServed(SharedRows):
     """The served log's statements, mixed into a store that offers the capability."""
 
@@ -83,8 +89,8 @@ class SharedServed(SharedRows):
             where.append("at <= ?")
             params.append(until)
         if item is not None:
-            where.append("instr(items, ?) > 0")
-            params.append(f'"{item}"')
+            where.append(f"items LIKE ?{self.sql_dialect.like_escape}")
+            params.append(_naming(item))
         clause = f" WHERE {' AND '.join(where)}" if where else ""
         rows = self._select(f"SELECT {', '.join(SERVED_COLUMNS)} FROM served{clause} ORDER BY seq", params)
         return [dict(zip(SERVED_COLUMNS, r, strict=True)) for r in rows]
@@ -103,9 +109,9 @@ class SharedServed(SharedRows):
         """For each id: how many entries name it, and the sessions (or agents) they went to."""
         out: dict[str, tuple[int, list[str]]] = {}
         for item in ids:
+            naming = f"items LIKE ?{self.sql_dialect.like_escape}"
             rows = self._select(
-                "SELECT coalesce(session, agent) FROM served WHERE instr(items, ?) > 0 ORDER BY seq",
-                (f'"{item}"',),
+                f"SELECT coalesce(session, agent) FROM served WHERE {naming} ORDER BY seq", (_naming(item),)
             )
             out[item] = (len(rows), list(dict.fromkeys(str(r[0]) for r in rows)))
         return out

@@ -52,16 +52,28 @@ def _passphrase(confirm: bool) -> str:
     help="JSON Lines, or CSV for a spreadsheet (cells that would run as formulas are escaped).",
 )
 @click.option(
+    "--served",
+    is_flag=True,
+    help="Also export the served log's entries in the range (OUT.served.jsonl), signed by the same manifest.",
+)
+@click.option(
     "--json", "as_json", is_flag=True, help="Print the signed manifest (schemas/audit-manifest.schema.json)."
 )
 @_with_store
-def audit_export(ctx: Ctx, out: str, since: str | None, until: str | None, fmt: str, as_json: bool) -> None:
+def audit_export(
+    ctx: Ctx, out: str, since: str | None, until: str | None, fmt: str, served: bool, as_json: bool
+) -> None:
     """Write a signed, tamper-evident export of the audit log that a reviewer can verify without ctx.
 
     Asks for the signing key's passphrase (or reads CTX_KEY_PASSPHRASE); see `ctx keys init`.
     """
     result = ctx.audit.export(
-        Path(out), passphrase=lambda: _passphrase(confirm=False), since=since, until=until, fmt=fmt
+        Path(out),
+        passphrase=lambda: _passphrase(confirm=False),
+        since=since,
+        until=until,
+        fmt=fmt,
+        served=served,
     )
     if as_json:
         _emit_json(result.to_dict())
@@ -72,6 +84,9 @@ def audit_export(ctx: Ctx, out: str, since: str | None, until: str | None, fmt: 
         f"(seq {manifest['first_seq']}..{manifest['last_seq']}) to {result.records_path}"
     )
     _say(f"manifest {result.manifest_path}, signed with key {manifest['key']['key_id']}")
+    if manifest.get("served") is not None:
+        section = manifest["served"]
+        _say(f"served log: {plural(section['entries'], 'entry', 'entries')} to {section['file']}")
 
 
 @audit.command("verify")
@@ -140,6 +155,8 @@ def audit_verify(
             f"anchored at {found.anchor_hash}, last hash {found.last_hash}"
         )
         _say(f"signed by key {found.trusted_key}, trusted from {found.trusted_key_source}")
+        if found.served_entries is not None:
+            _say(f"served log ok: {plural(found.served_entries, 'entry', 'entries')}")
     if not found.ok:
         raise CtxError(f"export {file} does not verify: {found.problem}")
 
