@@ -450,3 +450,28 @@ def test_a_signed_export_carries_the_served_log_and_its_verifier_checks_it(
     )
     broken = cli("audit", "verify", str(out), db=False)
     assert broken.code == 1 and "audit.jsonl.served.jsonl is not the served entries file" in broken.err
+
+
+def test_a_warm_process_records_a_decision_closed_since_it_first_served_it_as_superseded(
+    cli, kernel, store_path, history
+):
+    before = kernel.timeline("auth.tokens")
+    assert (
+        kernel.served.record(
+            host="mcp", agent="claude", session="w", operation="timeline", arguments={}, result=before
+        )
+        is None
+    )
+    supersede_jwt(store_path)
+    after = kernel.timeline("auth.tokens")
+    assert (
+        kernel.served.record(
+            host="mcp", agent="claude", session="w", operation="timeline", arguments={}, result=after
+        )
+        is None
+    )
+    first, second = served(cli, "--session", "w")["entries"]
+    assert items(first)[history["jwt"]] == "current"
+    assert items(second)[history["jwt"]] == "superseded"
+    digests = [{i["id"]: i["digest"] for i in e["items"]}[history["jwt"]] for e in (first, second)]
+    assert digests[0] == digests[1]

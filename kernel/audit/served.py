@@ -16,15 +16,15 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, fields, is_dataclass
+from dataclasses import dataclass, is_dataclass
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ctx_kernel.kernel import clock
 from ctx_kernel.kernel.chain import GENESIS_HASH, canonical_json, verify_chain
 from ctx_kernel.kernel.errors import RefusedError
 from ctx_kernel.kernel.records import Decision, Evidence, TimelineEntry, to_json
-from ctx_kernel.kernel.reports import LateServing, ServedEntry, ServedItem, ServedReport
+from ctx_kernel.kernel.reports import LateServing, ServedEntry, ServedItem, ServedReport, ServedValidity
 from ctx_kernel.kernel.store.base import Missing, ServedLog, Store
 from ctx_kernel.kernel.store.served import FOLD_COLUMNS, SERVED_FIELDS
 
@@ -69,57 +69,100 @@ class _Found:
 
     records: dict[str, tuple[str, str]]
     bare: dict[str, str | None]
+    decisions: dict[str, Decision]
+
+
+_SCALARS = (str, int, float, bool, type(None))
 
 
 def _walk(value: Any, found: _Found, section: str | None = None) -> None:
+    if isinstance(value, _SCALARS):
+        return
     if isinstance(value, Decision):
-        found.records.setdefault(value.id, (decision_digest(value), _validity(value)))
+        if value.id not in found.records:
+            found.records[value.id] = ("", _validity(value))  # digested once the walk is done
+            found.decisions[value.id] = value
     elif isinstance(value, Evidence):
         found.records.setdefault(value.id, (value.content_hash, "unratified"))
-    elif isinstance(value, TimelineEntry):
-        if value.kind in ("decision", "evidence"):
-            found.bare.setdefault(value.id, None)
-    elif is_dataclass(value) and not isinstance(value, type):
-        items = getattr(value, "items", None)
-        if isinstance(items, dict) and hasattr(value, "markdown"):  # the session-start block
-            for name, entries in items.items():
-                _walk(entries, found, name)
-            return  # its index names decisions by subject only: `show` serves them
-        identifier = getattr(value, "id", None)
-        if isinstance(identifier, str) and identifier.startswith("dc_") and hasattr(value, "current"):
-            found.bare.setdefault(identifier, "current" if value.current else None)
-        for item in fields(value):
-            _walk(getattr(value, item.name), found, section)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            _walk(item, found, section)
     elif isinstance(value, dict):
         for key in ("id", "other_id"):
             identifier = value.get(key)
             if isinstance(identifier, str) and identifier[:3] in ("dc_", "ev_"):
                 found.bare.setdefault(identifier, "current" if section in _IN_FORCE_SECTIONS else None)
-    elif isinstance(value, list):
-        for item in value:
-            _walk(item, found, section)
+    elif isinstance(value, TimelineEntry):
+        if value.kind in ("decision", "evidence"):
+            found.bare.setdefault(value.id, None)
+    elif is_dataclass(value):
+        _walk_record(vars(value), found, section)  # its fields, without dataclasses.fields() per object
 
 
-def served_items(store: Store, result: Any) -> list[ServedItem]:
+def _walk_record(attributes: dict[str, Any], found: _Found, section: str | None) -> None:
+    items = attributes.get("items")
+    if isinstance(items, dict) and "markdown" in attributes:  # the session-start block
+        for name, entries in items.items():
+            _walk(entries, found, name)
+        return  # its index names decisions by subject only: `show` serves them
+    identifier = attributes.get("id")
+    if isinstance(identifier, str) and identifier.startswith("dc_") and "current" in attributes:
+        found.bare.setdefault(identifier, "current" if attributes["current"] else None)
+        return  # a decision named beside a hit (superseded, conflicting): its text, not its record
+    for item in attributes.values():
+        _walk(item, found, section)
+
+
+class _Known:
+    """What never changes about a decision once seen: its content digest, and its closing once closed."""
+
+    def __init__(self) -> None:
+        self.digests: dict[str, str] = {}
+        self.closed: dict[str, str] = {}
+        self.evidence: dict[str, str] = {}
+
+    def learn(self, decision: Decision) -> None:
+        if decision.id not in self.digests:
+            self.digests[decision.id] = decision_digest(decision)
+        if decision.valid_until is not None:
+            self.closed[decision.id] = _validity(decision)
+
+
+def served_items(store: Store, result: Any, known: _Known | None = None) -> list[ServedItem]:
     """The decisions and evidence an answer gives, in the order it gives them, each with its digest
     and the validity the answer gave it (a decision given as in force is ``current``)."""
-    found = _Found({}, {})
+    known = known or _Known()
+    found = _Found({}, {}, {})
     _walk(result, found)
-    missing = [i for i in found.bare if i not in found.records]
-    decisions = store.decisions_by_ids([i for i in missing if i.startswith("dc_")])
-    evidence = store.evidence_by_ids([i for i in missing if i.startswith("ev_")])
+    for identifier, decision in found.decisions.items():
+        known.learn(decision)
+        found.records[identifier] = (known.digests[identifier], found.records[identifier][1])
+    unknown = [
+        i
+        for i, claim in found.bare.items()
+        if i not in found.records
+        and (
+            i not in known.evidence
+            if i.startswith("ev_")
+            else (i not in known.digests if claim else i not in known.closed)
+        )
+    ]
+    for decision in store.decisions_by_ids([i for i in unknown if i.startswith("dc_")]).values():
+        known.learn(decision)
+    for text in store.evidence_by_ids([i for i in unknown if i.startswith("ev_")]).values():
+        known.evidence[text.id] = text.content_hash
     items = []
     for identifier in dict.fromkeys([*found.records, *found.bare]):
         if identifier in found.records:
             digest, validity = found.records[identifier]
-        elif identifier in decisions:
-            decision = decisions[identifier]
-            digest, validity = decision_digest(decision), found.bare[identifier] or _validity(decision)
-        elif identifier in evidence:
-            digest, validity = evidence[identifier].content_hash, "unratified"
+        elif identifier in known.digests:
+            claim = found.bare[identifier]
+            digest, validity = known.digests[identifier], claim or known.closed.get(identifier, "current")
+        elif identifier in known.evidence:
+            digest, validity = known.evidence[identifier], "unratified"
         else:
             continue
-        items.append(ServedItem(identifier, digest, validity))  # type: ignore[arg-type]
+        items.append(ServedItem(identifier, digest, cast("ServedValidity", validity)))
     return items
 
 
@@ -171,6 +214,7 @@ class ServedService:
     def __init__(self, store: Store) -> None:
         self.store = store
         self._missed = 0
+        self._known = _Known()
 
     def _log(self) -> ServedLog:
         log = self.store.served()
@@ -191,7 +235,7 @@ class ServedService:
         if isinstance(log, Missing):
             return None  # a backend without the log has nothing to write, and nothing went missing
         try:
-            items = served_items(self.store, result)
+            items = served_items(self.store, result, self._known)
             entry = {
                 "at": clock.now(),
                 "host": host,
