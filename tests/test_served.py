@@ -475,3 +475,12 @@ def test_a_warm_process_records_a_decision_closed_since_it_first_served_it_as_su
     assert items(second)[history["jwt"]] == "superseded"
     digests = [{i["id"]: i["digest"] for i in e["items"]}[history["jwt"]] for e in (first, second)]
     assert digests[0] == digests[1]
+
+
+def test_a_migrated_store_keeps_its_served_log_and_verifies(cli, tmp_path, three_entries):
+    copy = tmp_path / "copy" / "ctx.db"
+    assert cli("migrate", "--to", str(copy)).code == 0
+    moved = cli("--db", str(copy), "audit", "served", "--json", db=False)
+    assert [e["session"] for e in json.loads(moved.out)["entries"]] == ["a", "b", "c"]
+    verified = cli("--db", str(copy), "audit", "verify", db=False)
+    assert verified.code == 0 and "served log ok: 3 entries" in verified.out

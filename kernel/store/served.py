@@ -13,24 +13,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from ctx_kernel.kernel.chain import GENESIS_HASH, row_hash
+from ctx_kernel.kernel.store.rows import FOLD_COLUMNS, SERVED_COLUMNS, SERVED_FIELDS
 from ctx_kernel.kernel.store.shared import SharedRows
 
-# The fields an entry's hash covers, in the canonical JSON's sorted order.
-SERVED_FIELDS = ("seq", "at", "host", "agent", "session", "operation", "request", "items", "missed")
-SERVED_COLUMNS = (*SERVED_FIELDS, "prev_hash", "hash")
-FOLD_COLUMNS = (
-    "day",
-    "first_seq",
-    "last_seq",
-    "entries",
-    "items",
-    "merkle_root",
-    "prev_hash",
-    "last_hash",
-    "folded_at",
-    "key_id",
-    "signature",
-)
+__all__ = ["FOLD_COLUMNS", "SERVED_COLUMNS", "SERVED_FIELDS", "SharedServed"]
+
 
 _INSERT_SERVED = (
     f"INSERT INTO served ({', '.join(SERVED_COLUMNS)}) VALUES ({', '.join('?' * len(SERVED_COLUMNS))})"
