@@ -4,6 +4,7 @@ never change, delete or fold them."""
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -80,3 +81,26 @@ def test_a_reviewer_deletes_only_what_a_fold_covers(served_by_agent):
             reviewer.execute("UPDATE served SET session = 'x' WHERE seq = 1")
     with pg.connect(autocommit=True) as owner, pytest.raises(errors.IntegrityError, match="append-only"):
         owner.execute("UPDATE served SET session = 'x' WHERE seq = 1")
+
+
+def test_only_a_reviewer_folds_and_the_folded_log_verifies(served_by_agent, monkeypatch):
+    from ctx_kernel.kernel import clock
+    from ctx_kernel.kernel.audit.service import AuditService
+    from ctx_kernel.kernel.errors import CtxError
+
+    pg, _ = served_by_agent
+    AuditService.create_signing_key("a passphrase")
+    later = clock.format_ts(clock.to_datetime(clock.now()) + timedelta(days=10))
+    monkeypatch.setattr(clock, "now", lambda: later)
+    with (
+        Ctx.open(pg.url(roles.AGENT), embedder=None) as agent,
+        pytest.raises(CtxError, match="permission denied"),
+    ):
+        agent.served.fold(older_than_days=1, passphrase="a passphrase")
+    with Ctx.open(pg.url(roles.REVIEWER), embedder=None) as reviewer:
+        (fold,) = reviewer.served.fold(older_than_days=1, passphrase="a passphrase")
+    assert (fold["first_seq"], fold["last_seq"], fold["entries"]) == (1, 2, 2)
+    with Ctx.open(pg.url(), embedder=None) as owner:
+        report = owner.audit.verify(state=True)
+        assert report.ok, report.problem
+        assert owner.served.report().folded == 2
