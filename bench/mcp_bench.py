@@ -156,6 +156,7 @@ async def _one_server(db: Path, asked: list[str], settle: float, sized: bool = F
 def _served_cost(db: Path, asked: list[str]) -> dict[str, float]:
     """A warm recall without and with its served-log entry, the entry alone, and bytes per item."""
     from ctx_kernel.kernel import Ctx
+    from ctx_kernel.kernel.audit.served import served_items
     from ctx_kernel.kernel.hosts.operations import OPERATIONS, Caller
     from ctx_kernel.kernel.inputs import RecallArgs
     from ctx_kernel.kernel.store.sqlite import driver
