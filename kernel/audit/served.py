@@ -72,27 +72,31 @@ class _Found:
     decisions: dict[str, Decision]
 
 
-_SCALARS = (str, int, float, bool, type(None))
+_SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
 def _walk(value: Any, found: _Found, section: str | None = None) -> None:
-    if isinstance(value, _SCALARS):
+    # Dispatch on the exact type: the records are final classes, and an answer holds hundreds of
+    # values, so this walk is most of an entry's cost on a warm recall.
+    kind = type(value)
+    if kind in _SCALARS:
         return
-    if isinstance(value, Decision):
+    if kind is Decision:
         if value.id not in found.records:
             found.records[value.id] = ("", _validity(value))  # digested once the walk is done
             found.decisions[value.id] = value
-    elif isinstance(value, Evidence):
+    elif kind is Evidence:
         found.records.setdefault(value.id, (value.content_hash, "unratified"))
-    elif isinstance(value, list | tuple):
+    elif kind is list or kind is tuple:
         for item in value:
-            _walk(item, found, section)
-    elif isinstance(value, dict):
+            if type(item) not in _SCALARS:
+                _walk(item, found, section)
+    elif kind is dict:
         for key in ("id", "other_id"):
             identifier = value.get(key)
             if isinstance(identifier, str) and identifier[:3] in ("dc_", "ev_"):
                 found.bare.setdefault(identifier, "current" if section in _IN_FORCE_SECTIONS else None)
-    elif isinstance(value, TimelineEntry):
+    elif kind is TimelineEntry:
         if value.kind in ("decision", "evidence"):
             found.bare.setdefault(value.id, None)
     elif is_dataclass(value):
@@ -110,7 +114,8 @@ def _walk_record(attributes: dict[str, Any], found: _Found, section: str | None)
         found.bare.setdefault(identifier, "current" if attributes["current"] else None)
         return  # a decision named beside a hit (superseded, conflicting): its text, not its record
     for item in attributes.values():
-        _walk(item, found, section)
+        if type(item) not in _SCALARS:
+            _walk(item, found, section)
 
 
 class _Known:
