@@ -342,7 +342,9 @@ def test_a_rewritten_served_chain_passes_alone_and_fails_against_a_checkpoint(
 # -- folding ----------------------------------------------------------------------------------------
 
 
-def test_folding_old_days_keeps_the_log_verifiable(cli, store_path, history, signing_key, monkeypatch):
+def test_folding_old_days_keeps_the_log_verifiable(
+    cli, store_path, tmp_path, history, signing_key, monkeypatch
+):
     for day, session in (("2026-01-10", "old-1"), ("2026-01-10", "old-2"), ("2026-01-11", "old-3")):
         monkeypatch.setattr(clock, "now", lambda day=day: f"{day}T10:00:00.000000Z")
         cli("hook", "session-start", stdin=json.dumps({"session_id": session}).encode())
@@ -360,6 +362,13 @@ def test_folding_old_days_keeps_the_log_verifiable(cli, store_path, history, sig
     assert cli("hook", "session-start", stdin=b'{"session_id": "after"}').code == 0
     assert cli("audit", "verify").code == 0
     assert "no served entries older than 90 days" in cli("audit", "fold", "--older-than", "90").out
+    # A teammate with keys of their own trusts the folds once given the signer's public key.
+    public = tmp_path / "signer.pub.pem"
+    public.write_text(cli("keys", "export-public", db=False).out)
+    monkeypatch.setenv("CTX_CONFIG_DIR", str(tmp_path / "teammate"))
+    line, _ = verify_fails(cli)
+    assert "served fold 2026-01-10 is signed by key" in line and "not one you trust" in line
+    assert cli("audit", "verify", "--pubkey", str(public)).code == 0
 
 
 def test_a_fold_forged_without_the_key_fails_verify(cli, store_path, three_entries):

@@ -29,6 +29,8 @@ from ctx_kernel.kernel.store.base import Missing, ServedLog, Store
 from ctx_kernel.kernel.store.served import FOLD_COLUMNS, SERVED_FIELDS
 
 if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
     from ctx_kernel.kernel.audit.checkpoints import SignedHead
     from ctx_kernel.kernel.audit.signing import Passphrase
 
@@ -331,15 +333,18 @@ class ServedService:
 
     # -- checking --------------------------------------------------------------------------
 
-    def check(self, signed: SignedHead | None = None) -> ServedCheck:
-        """The folds (contiguous, signed by a trusted key), the entries' chain after them, and the
-        served head that ``signed`` (the latest trusted checkpoint) vouches for."""
+    def check(
+        self, signed: SignedHead | None = None, trusted: Mapping[str, Ed25519PublicKey] | None = None
+    ) -> ServedCheck:
+        """The folds (contiguous, signed by a key in ``trusted``, by default your own signing keys),
+        the entries' chain after them, and the served head that ``signed`` (the latest trusted
+        checkpoint) vouches for."""
         log = self.store.served()
         if isinstance(log, Missing):
             return ServedCheck([], [], 0, (0, GENESIS_HASH))
         folds = log.served_folds()
         rows = log.served_rows()
-        problems = _fold_problems(folds)
+        problems = _fold_problems(folds, trusted)
         start_seq, start_hash = (
             (folds[-1]["last_seq"], folds[-1]["last_hash"]) if folds else (0, GENESIS_HASH)
         )
@@ -448,12 +453,14 @@ def _against_signed(
     return []
 
 
-def _fold_problems(folds: Sequence[Mapping[str, Any]]) -> list[str]:
+def _fold_problems(
+    folds: Sequence[Mapping[str, Any]], trusted: Mapping[str, Ed25519PublicKey] | None
+) -> list[str]:
     if not folds:
         return []
     from ctx_kernel.kernel.audit import signing  # noqa: PLC0415 - only where there are folds
 
-    trusted = signing.trusted_public_keys()
+    trusted = trusted if trusted is not None else signing.trusted_public_keys()
     problems = []
     prev_seq, prev_hash = 0, GENESIS_HASH
     for fold in folds:

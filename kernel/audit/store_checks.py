@@ -87,7 +87,7 @@ def verify_store(
     problems += [(p.seq, f"the tables differ from the audit log: {p.problem}") for p in ordered]
     # After the rows: a changed row also leaves its keyword index behind, and the row says more.
     problems += [(None, problem) for problem in store.keyword_index_problems()]
-    served = ServedService(store).check(heads.latest)
+    served = ServedService(store).check(heads.latest, _trusted(pubkey) if pubkey is not None else None)
     problems += [(None, problem) for problem in served.problems]
     notes = [*heads.skipped, *state.notes, *served.notes]
     if heads.latest is None:
