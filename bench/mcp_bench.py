@@ -11,6 +11,9 @@ and cached in bench/.cache), then prints:
 - later `recall` calls on one warm server (p50/p95 over `--queries` queries), in the default
   compact text form, then as many `inject_context` calls with a query (other queries);
 - for comparison, the whole-process wall time of `ctx recall --json` in a shell;
+- the served log's cost on the warm path, in process on the same store: a recall's p50 without
+  and with its entry written (what `ctx mcp` does after each read), the entry's own p50/p95 (an
+  upper bound of the time it holds the write lock), and the bytes on disk per served item;
 - the bytes an agent reads from `recall` (k=1 and k=10), `list_pending` and `inject_context`
   in the text form and in the JSON form (`format: "json"`, its structured content).
 
@@ -150,6 +153,71 @@ async def _one_server(db: Path, asked: list[str], settle: float, sized: bool = F
     }
 
 
+def _served_cost(db: Path, asked: list[str]) -> dict[str, float]:
+    """A warm recall without and with its served-log entry, the entry alone, and bytes per item."""
+    from ctx_kernel.kernel import Ctx
+    from ctx_kernel.kernel.audit.served import served_items
+    from ctx_kernel.kernel.hosts.operations import OPERATIONS, Caller
+    from ctx_kernel.kernel.inputs import RecallArgs
+    from ctx_kernel.kernel.store.sqlite import driver
+
+    def disk() -> int:
+        conn = driver.connect(db, load_vec=False)
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        used = (
+            conn.execute("PRAGMA page_count").fetchone()[0]
+            - conn.execute("PRAGMA freelist_count").fetchone()[0]
+        )
+        size = used * conn.execute("PRAGMA page_size").fetchone()[0]
+        conn.close()
+        return int(size)
+
+    operation = OPERATIONS["recall"]
+    caller = Caller("bench", "bench", via="mcp")
+    bare, entry, items = [], [], 0
+    with Ctx.open(db) as kernel:
+        kernel.warm()
+        for query in asked[:5]:  # the recall code and caches warmed as in a server that has answered
+            operation.answer(RecallArgs(query=query), operation.run(kernel, RecallArgs(query=query), caller))
+        before = disk()
+        for query in asked:
+            args = RecallArgs(query=query, k=10)
+            begun = time.perf_counter()
+            result = operation.run(kernel, args, caller)
+            operation.answer(args, result)
+            bare.append((time.perf_counter() - begun) * 1000)
+            begun = time.perf_counter()
+            note = kernel.served.record(
+                host="mcp", agent="bench", session="bench", operation="recall", arguments=args, result=result
+            )
+            entry.append((time.perf_counter() - begun) * 1000)
+            if note is not None:
+                raise SystemExit(note)
+            items += len(served_items(kernel.store, result))
+        after = disk()
+        # The write alone: what holds the store's write lock (readers of a WAL file never wait for it).
+        locked = []
+        row = {"at": "2026-01-01T00:00:00.000000Z", "host": "mcp", "agent": "bench", "session": "bench"}
+        row |= {"operation": "recall", "request": "0" * 64, "items": "[]", "missed": 0}
+        for _ in asked:
+            begun = time.perf_counter()
+            with kernel.store.transaction():
+                kernel.store.served().append_served(row)  # type: ignore[union-attr]
+            locked.append((time.perf_counter() - begun) * 1000)
+    logged = [b + e for b, e in zip(bare, entry, strict=True)]
+    return {
+        "without": pct(bare, 0.5),
+        "with": pct(logged, 0.5),
+        "entry p50": pct(entry, 0.5),
+        "entry p95": pct(entry, 0.95),
+        "entries": len(entry),
+        "lock p50": pct(locked, 0.5),
+        "lock max": max(locked),
+        "items": items,
+        "bytes per item": (after - before) / max(items, 1),
+    }
+
+
 def _shell_recall(db: Path, asked: list[str]) -> list[float]:
     env = {**os.environ, "CTX_DB": str(db)}
     times = []
@@ -185,6 +253,7 @@ def main() -> None:
         ]
         warm = anyio.run(_one_server, db, asked[2 * args.starts :], 0.0, True)
         shell = _shell_recall(db, asked[: args.starts])
+        served = _served_cost(db, asked[2 * args.starts :])
 
     def row(label: str, values: list[float]) -> None:
         print(f"{label:52} {pct(values, 0.5):8.1f} {pct(values, 0.95):8.1f} {max(values):8.1f}")
@@ -198,6 +267,15 @@ def main() -> None:
     row(f"later recalls, one server ({len(warm['later'])} queries)", warm["later"])
     row(f"later inject_context with a query ({len(warm['injected'])})", warm["injected"])
     row(f"for comparison: `ctx recall --json` process ({len(shell)})", shell)
+    print(
+        f"\nThe served log, warm recall in process ({served['entries']:.0f} queries, "
+        f"load {os.getloadavg()[0]:.2f}): "
+        f"p50 {served['without']:.2f} ms without the entry, {served['with']:.2f} ms with it "
+        f"({served['with'] - served['without']:+.2f} ms); the entry alone p50 {served['entry p50']:.2f} ms, "
+        f"p95 {served['entry p95']:.2f} ms; the write transaction alone p50 {served['lock p50']:.2f} ms, "
+        f"max {served['lock max']:.2f} ms; {served['bytes per item']:.0f} bytes on disk per served item "
+        f"({served['items']:.0f} items)"
+    )
     demo = anyio.run(_demo_sizes, DEMO_QUESTION)
     for store, sizes in (
         (f"the {args.decisions}-decision corpus", warm["sizes"]),

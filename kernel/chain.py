@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -20,9 +20,9 @@ def canonical_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
-def row_hash(prev_hash: str, row: Mapping[str, Any]) -> str:
+def row_hash(prev_hash: str, row: Mapping[str, Any], hashed: Sequence[str] = HASHED_FIELDS) -> str:
     """sha256 over the previous hash and the canonical JSON of the row's hashed fields."""
-    body = canonical_json({field: row[field] for field in HASHED_FIELDS})
+    body = canonical_json({field: row[field] for field in hashed})
     return hashlib.sha256((prev_hash + body).encode("utf-8")).hexdigest()
 
 
@@ -52,14 +52,23 @@ class ChainReport(Record):
     notes: Annotated[
         tuple[str, ...], Spec(description="What this store's log cannot prove (rows from an earlier ctx).")
     ] = ()
+    served_entries: Annotated[
+        int,
+        Spec(ge=0, description="Entries of the served log checked (those not folded into daily digests)."),
+    ] = 0
 
 
 def _broken(rows: int, last_hash: str, seq: int, problem: str) -> ChainReport:
     return ChainReport(False, rows, last_hash, seq, problem, (problem,))
 
 
-def verify_chain(rows: Iterable[Mapping[str, Any]], start_hash: str = GENESIS_HASH) -> ChainReport:
-    """Recompute every hash in order and name the first row that does not match."""
+def verify_chain(
+    rows: Iterable[Mapping[str, Any]],
+    start_hash: str = GENESIS_HASH,
+    hashed: Sequence[str] = HASHED_FIELDS,
+    what: str = "row",
+) -> ChainReport:
+    """Recompute every hash in order and name the first row (``what``) that does not match."""
     prev = start_hash
     count = 0
     expected_seq: int | None = None
@@ -67,11 +76,11 @@ def verify_chain(rows: Iterable[Mapping[str, Any]], start_hash: str = GENESIS_HA
         count += 1
         seq = row["seq"]
         if expected_seq is not None and seq != expected_seq:
-            return _broken(count, prev, seq, f"row {seq} follows row {expected_seq - 1}")
+            return _broken(count, prev, seq, f"{what} {seq} follows {what} {expected_seq - 1}")
         if row["prev_hash"] != prev:
-            return _broken(count, prev, seq, f"row {seq} does not link to the row before")
-        if row_hash(prev, row) != row["hash"]:
-            return _broken(count, prev, seq, f"row {seq} was altered (hash mismatch)")
+            return _broken(count, prev, seq, f"{what} {seq} does not link to the {what} before")
+        if row_hash(prev, row, hashed) != row["hash"]:
+            return _broken(count, prev, seq, f"{what} {seq} was altered (hash mismatch)")
         prev = row["hash"]
         expected_seq = seq + 1
     return ChainReport(True, count, prev)

@@ -396,6 +396,20 @@ class AuditKeyOut(_Strict):
     )
 
 
+class AuditServedSectionOut(_Strict):
+    """An export's served log (``ctx audit export --served``): its file and its place in the served chain."""
+
+    file: str = Field(description="The served entries' file (JSON Lines) when it was written.")
+    sha256: Sha256 = Field(description="sha256 of that file's bytes.")
+    entries: Annotated[int, Field(ge=0)]
+    first_seq: Annotated[int, Field(ge=1)] | None
+    last_seq: Annotated[int, Field(ge=1)] | None
+    anchor_hash: Sha256 = Field(
+        description="The hash the first entry links to (of the entry or fold before it)."
+    )
+    last_hash: Sha256
+
+
 class AuditManifestBody(_Strict):
     """What the signature covers: the export's shape, its place in the store's chain, and the key."""
 
@@ -423,6 +437,9 @@ class AuditManifestBody(_Strict):
     store_head_seq: Annotated[int, Field(ge=1)] = Field(description="The store's last audit row then.")
     store_head_hash: Sha256
     key: AuditKeyOut
+    served: AuditServedSectionOut | None = Field(
+        None, description="With --served: the served log's entries, in a file of their own."
+    )
 
 
 class AuditSignatureOut(_Strict):
@@ -449,6 +466,12 @@ class AuditCheckpointBody(_Strict):
     hash: Sha256 = Field(description="That row's hash, which covers every row before it.")
     signed_at: Timestamp
     key: AuditKeyOut
+    served_seq: Annotated[int, Field(ge=1)] | None = Field(
+        None, description="The served log's last entry then (absent when it had none)."
+    )
+    served_hash: Sha256 | None = Field(
+        None, description="That entry's hash, which covers every entry before it."
+    )
 
 
 class AuditCheckpointOut(_Strict):
@@ -671,6 +694,7 @@ SCHEMAS: dict[str, type[BaseModel]] = {
     "audit-manifest": AuditManifestOut,
     "audit-export-verify": record_model(reports.ExportReport, "AuditExportVerifyOut"),
     "audit-checkpoint": AuditCheckpointOut,
+    "audit-served": record_model(reports.ServedReport, "AuditServedOut"),
     "recall": RecallOut,
     "inject": InjectOut,
     "reindex": record_model(reports.ReindexReport, "ReindexOut"),

@@ -86,6 +86,7 @@ __all__ = [
 if TYPE_CHECKING:
     from ctx_kernel.kernel.adr.export import AdrExport
     from ctx_kernel.kernel.adr.importer import ImportReport
+    from ctx_kernel.kernel.audit.served import ServedService
     from ctx_kernel.kernel.audit.service import AuditService
     from ctx_kernel.kernel.decisions.kernel import DecisionService
     from ctx_kernel.kernel.facts.stale import StaleFacts
@@ -139,6 +140,14 @@ class Ctx:
         from ctx_kernel.kernel.audit.service import AuditService  # noqa: PLC0415
 
         return AuditService(self.store)
+
+    @cached_property
+    def served(self) -> ServedService:
+        """What agents were served: ``record`` an answer, ``report`` who was told what, ``check``,
+        ``fold``."""
+        from ctx_kernel.kernel.audit.served import ServedService  # noqa: PLC0415
+
+        return ServedService(self.store)
 
     @cached_property
     def _encryption(self) -> EncryptionService:

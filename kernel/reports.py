@@ -156,6 +156,9 @@ class ExportReport(Record):
     ] = None
     first_bad_seq: int | None = None
     problems: list[str] = field(default_factory=list)
+    served_entries: Annotated[
+        int | None, Spec(description="Served log entries the export holds (--served), checked; else null.")
+    ] = None
 
     @property
     def ok(self) -> bool:
@@ -283,3 +286,65 @@ class StaleReport(Record):
     def to_dict(self) -> dict[str, Any]:
         """The JSON form (see :meth:`StaleDecision.to_dict`)."""
         return {**self.__dict__, "stale": [item.to_dict() for item in self.stale]}
+
+
+ServedValidity = Literal["current", "superseded", "retired", "unratified"]
+
+
+@dataclass(frozen=True)
+class ServedItem(Record):
+    """A decision or evidence text an answer gave an agent: its id, content digest and validity then."""
+
+    id: str
+    digest: Annotated[Sha256, Spec(description="sha256 of the content served (evidence: its content hash).")]
+    validity: Annotated[
+        ServedValidity,
+        Spec(description="What the answer said the decision was then; evidence is unratified."),
+    ]
+
+
+@dataclass(frozen=True)
+class ServedEntry(Record):
+    """One entry of the served log: an answer that gave an agent stored content."""
+
+    seq: Annotated[int, Spec(ge=1)]
+    at: Timestamp
+    host: Annotated[str, Spec(description="Where it was served: hook, shell or mcp.")]
+    agent: str
+    session: str | None
+    operation: Annotated[str, Spec(description="The operation answered (inject, recall, show, ...).")]
+    request: Annotated[Sha256, Spec(description="sha256 of the request's canonical JSON.")]
+    items: list[ServedItem]
+    missed: Annotated[
+        NonNegative,
+        Spec(description="Answers this process served but could not record just before this one."),
+    ]
+    hash: Sha256
+
+
+@dataclass(frozen=True)
+class LateServing(Record):
+    """A decision an answer gave as in force after its successor was ratified."""
+
+    seq: Annotated[int, Spec(ge=1)]
+    at: Timestamp
+    agent: str
+    session: str | None
+    decision_id: str
+    superseded_at: Timestamp
+    superseded_by: list[str]
+
+
+@dataclass(frozen=True)
+class ServedReport(Record):
+    """``ctx audit served``: the entries asked for, in order, and what was served after it was superseded."""
+
+    asked: Annotated[str, Spec(description="The question, in words.")]
+    entries: list[ServedEntry]
+    folded: Annotated[NonNegative, Spec(description="Entries folded into signed daily digests (not listed).")]
+    after_superseded: Annotated[
+        list[LateServing] | None,
+        Spec(
+            description="With --after-superseded: every decision served as in force after it was superseded."
+        ),
+    ] = None

@@ -37,6 +37,7 @@ def test_revisions_are_named_and_ordered():
         "m007_adr_fields",
         "m008_handles",
         "m009_staleness",
+        "m010_served",
     ]
     assert len(migrate.revisions()) == migrate.HEAD_VERSION
 
@@ -128,6 +129,11 @@ def test_migrated_schema_objects(kernel: Ctx, store_path: Path):
         "proposal_link_no_delete",
         "decision_snapshot_no_update",
         "decision_snapshot_no_delete",
+        "served_linked",
+        "served_no_update",
+        "served_delete_folded",
+        "served_fold_no_update",
+        "served_fold_no_delete",
     }
     assert {"ux_decision_current", "ix_decision_subject", "ix_proposal_status", "ix_supersession_new"} <= (
         _names(conn, "index")

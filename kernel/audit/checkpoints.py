@@ -49,6 +49,9 @@ class SignedHead:
     key_id: str
     message: bytes
     signature: str
+    # The served log's head the same signature covers (checkpoints from before it have none).
+    served_seq: int | None = None
+    served_hash: str | None = None
 
 
 @dataclass(frozen=True)
@@ -63,9 +66,17 @@ class HeadCheck:
 
 
 def sign_head(
-    key: Ed25519PrivateKey, key_info: KeyInfo, *, store_id: str, seq: int, head_hash: str, signed_at: str
+    key: Ed25519PrivateKey,
+    key_info: KeyInfo,
+    *,
+    store_id: str,
+    seq: int,
+    head_hash: str,
+    signed_at: str,
+    served: tuple[int, str] | None = None,
 ) -> dict[str, Any]:
-    """A checkpoint document: the head and the key, signed over their canonical JSON."""
+    """A checkpoint document: the head (and the served log's head) and the key, signed over their
+    canonical JSON."""
     from ctx_kernel.kernel.audit import signing  # noqa: PLC0415 - cryptography loads only to sign or verify
 
     body = {
@@ -77,6 +88,8 @@ def sign_head(
         "signed_at": signed_at,
         "key": {"algorithm": "ed25519", "key_id": key_info.key_id, "public_key": key_info.public_raw},
     }
+    if served is not None and served[0] > 0:
+        body["served_seq"], body["served_hash"] = served
     signature = signing.sign(key, canonical_json(body).encode("utf-8"))
     return {"checkpoint": body, "signature": {"algorithm": "ed25519", "value": signature}}
 
@@ -116,10 +129,13 @@ def parse(document: Any, source: str) -> SignedHead:
             AuditCheckpointOut.model_validate(document, strict=True)
             body = document["checkpoint"]
             seq, head, at = body["seq"], body["hash"], body["signed_at"]
+            served = (body.get("served_seq"), body.get("served_hash"))
         else:
             AuditManifestOut.model_validate(document, strict=True)
             body = document["manifest"]
             seq, head, at = body["store_head_seq"], body["store_head_hash"], body["exported_at"]
+            section = body.get("served") or {}
+            served = (section.get("last_seq"), section.get("last_hash") if section.get("last_seq") else None)
     except ValidationError:
         raise RefusedError(f"{source} is not a ctx audit checkpoint or export manifest") from None
     return SignedHead(
@@ -131,6 +147,8 @@ def parse(document: Any, source: str) -> SignedHead:
         key_id=body["key"]["key_id"],
         message=canonical_json(body).encode("utf-8"),
         signature=document["signature"]["value"],
+        served_seq=served[0],
+        served_hash=served[1],
     )
 
 

@@ -27,6 +27,7 @@ from ctx_kernel.kernel.capture.json_input import JSONInputError, read_json
 from ctx_kernel.kernel.chain import HASHED_FIELDS, canonical_json
 from ctx_kernel.kernel.errors import RefusedError, StoreError, UsageError
 from ctx_kernel.kernel.limits import AUDIT_EVENT_TYPES, AUDIT_EVENTS
+from ctx_kernel.kernel.store.served import SERVED_COLUMNS
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -37,6 +38,7 @@ EXPORT_FORMAT = "ctx-audit-export"
 FORMAT_VERSION = 1
 RECORD_FORMATS = ("jsonl", "csv")
 MANIFEST_SUFFIX = ".manifest.json"
+SERVED_SUFFIX = ".served.jsonl"
 
 EVENT_TYPES = AUDIT_EVENT_TYPES
 EVENTS = AUDIT_EVENTS
@@ -281,6 +283,33 @@ def manifest_path_for(records_path: Path) -> Path:
     return records_path.with_name(records_path.name + MANIFEST_SUFFIX)
 
 
+def served_path_for(records_path: Path) -> Path:
+    """Where an export's served entries sit: next to the records file, named after it."""
+    return records_path.with_name(records_path.name + SERVED_SUFFIX)
+
+
+def render_served(entries: Sequence[Mapping[str, Any]]) -> bytes:
+    """The served entries as JSON Lines, each with exactly its stored columns."""
+    return "".join(
+        json.dumps({c: e[c] for c in SERVED_COLUMNS}, ensure_ascii=False) + "\n" for e in entries
+    ).encode("utf-8")
+
+
+def served_section(
+    entries: Sequence[Mapping[str, Any]], anchor: str, name: str, data: bytes
+) -> dict[str, Any]:
+    """The manifest's ``served`` section for these entries."""
+    return {
+        "file": name,
+        "sha256": sha256_hex(data),
+        "entries": len(entries),
+        "first_seq": entries[0]["seq"] if entries else None,
+        "last_seq": entries[-1]["seq"] if entries else None,
+        "anchor_hash": anchor,
+        "last_hash": entries[-1]["hash"] if entries else anchor,
+    }
+
+
 def sha256_hex(data: bytes) -> str:
     """The sha256 of ``data`` in hex."""
     return hashlib.sha256(data).hexdigest()
@@ -353,8 +382,12 @@ def write_export(
     key: Ed25519PrivateKey,
     key_info: KeyInfo,
     before_writing: Callable[[dict[str, Any]], object] | None = None,
+    served: tuple[Sequence[Mapping[str, Any]], str] | None = None,
 ) -> ExportResult:
     """Write the records of ``rows`` (a verified, contiguous run of the chain) and the signed manifest.
+
+    ``served`` (entries of the served log, verified and contiguous, and the hash the first links to)
+    go to ``OUT.served.jsonl``, which the manifest signs too.
 
     ``before_writing`` gets the signed document before any file is written: where it refuses
     (a login that may not keep the signed head in its store), nothing is written.
@@ -382,6 +415,11 @@ def write_export(
         store=store,
         key=key_info,
     )
+    served_data = None
+    if served is not None:
+        entries, anchor = served
+        served_data = render_served(entries)
+        manifest["served"] = served_section(entries, anchor, served_path_for(out).name, served_data)
     document = {
         "manifest": manifest,
         "signature": {"algorithm": "ed25519", "value": signing.sign(key, signed_message(manifest))},
@@ -389,6 +427,8 @@ def write_export(
     manifest_path = manifest_path_for(out)
     if before_writing is not None:
         before_writing(document)
+    if served_data is not None:
+        _write_atomic(served_path_for(out), served_data)
     _write_atomic(out, data)
     _write_atomic(manifest_path, (json.dumps(document, indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
     return ExportResult(out, manifest_path, document)

@@ -79,8 +79,10 @@ class AuditService:
         since: str | None = None,
         until: str | None = None,
         fmt: str = "jsonl",
+        served: bool = False,
     ) -> ExportResult:
-        """Write a signed export of the audit log (``out`` and ``out.manifest.json``), or of a time range.
+        """Write a signed export of the audit log (``out`` and ``out.manifest.json``), or of a time range;
+        with ``served``, the served log's entries in that range too (``out.served.jsonl``).
 
         ``passphrase`` unlocks the signing key: the text, or a function that asks for it (called only
         once the key is found). Refuses when the store's chain is broken or its tables disagree with
@@ -112,6 +114,8 @@ class AuditService:
         )
         from ctx_kernel.kernel.audit.store_checks import keep_signed_head  # noqa: PLC0415
 
+        entries = self._served_range(start, end) if served else None
+
         # A signed export is a checkpoint too: its head is kept in the store first, in the
         # transaction the files are written in, so a login that may not keep it writes no file.
         with self.store.transaction():
@@ -126,7 +130,19 @@ class AuditService:
                 key=key,
                 key_info=key_info,
                 before_writing=lambda document: keep_signed_head(self.store, document),
+                served=entries,
             )
+
+    def _served_range(self, start: str | None, end: str | None) -> tuple[list[dict[str, Any]], str]:
+        """The served log's entries in the range (verified: verify already passed) and the hash the
+        first one links to."""
+        from ctx_kernel.kernel.audit import export as audit_export  # noqa: PLC0415
+        from ctx_kernel.kernel.store.base import offered  # noqa: PLC0415
+
+        log = offered(self.store.served())
+        rows = audit_export.select_range(log.served_rows(), start, end)
+        anchor = rows[0]["prev_hash"] if rows else log.served_head()[1]
+        return [dict(r) for r in rows], anchor
 
     @staticmethod
     def verify_export(

@@ -17,6 +17,7 @@ from ctx_kernel.kernel import paths
 from ctx_kernel.kernel.audit import checkpoints as audit_checkpoint
 from ctx_kernel.kernel.audit.replay import replay_state
 from ctx_kernel.kernel.audit.schema import schema_problems
+from ctx_kernel.kernel.audit.served import ServedService
 from ctx_kernel.kernel.chain import ChainReport
 from ctx_kernel.kernel.errors import RefusedError
 from ctx_kernel.kernel.store.base import Store
@@ -86,7 +87,9 @@ def verify_store(
     problems += [(p.seq, f"the tables differ from the audit log: {p.problem}") for p in ordered]
     # After the rows: a changed row also leaves its keyword index behind, and the row says more.
     problems += [(None, problem) for problem in store.keyword_index_problems()]
-    notes = [*heads.skipped, *state.notes]
+    served = ServedService(store).check(heads.latest, _trusted(pubkey) if pubkey is not None else None)
+    problems += [(None, problem) for problem in served.problems]
+    notes = [*heads.skipped, *state.notes, *served.notes]
     if heads.latest is None:
         notes.insert(0, NO_CHECKPOINT)
     return replace(
@@ -98,6 +101,7 @@ def verify_store(
         checkpoints=heads.checked,
         checkpoint_seq=heads.latest.seq if heads.latest else None,
         notes=tuple(notes),
+        served_entries=served.entries,
     )
 
 
@@ -120,6 +124,7 @@ def sign_checkpoint(
         seq=rows[-1]["seq"],
         head_hash=rows[-1]["hash"],
         signed_at=signed_at,
+        served=ServedService(store).head(),
     )
     return CheckpointResult(document, keep_signed_head(store, document, out))
 

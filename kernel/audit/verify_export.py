@@ -24,9 +24,10 @@ from ctx_kernel.kernel.audit.export import (
     signed_message,
 )
 from ctx_kernel.kernel.capture.json_input import JSONInputError, read_json
-from ctx_kernel.kernel.chain import row_hash
+from ctx_kernel.kernel.chain import row_hash, verify_chain
 from ctx_kernel.kernel.errors import RefusedError, StoreError
 from ctx_kernel.kernel.reports import ExportReport
+from ctx_kernel.kernel.store.served import SERVED_COLUMNS, SERVED_FIELDS
 from ctx_kernel.kernel.text import plural
 
 if TYPE_CHECKING:
@@ -201,4 +202,30 @@ def verify_export(
             "(the manifest was edited or signed by another key)"
         )
     _check_manifest(parsed, data, manifest, report)
+    if manifest.get("served") is not None:
+        report.served_entries = manifest["served"]["entries"]
+        report.problems.extend(_served_problems(records_path, manifest["served"]))
     return report
+
+
+def _served_problems(records_path: Path, section: Mapping[str, Any]) -> list[str]:
+    """The served entries' file against the manifest: its sha256, its chain from the anchor, its ends."""
+    path = records_path.with_name(section["file"])
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        return [f"cannot read the served entries {path}: {exc.strerror or exc}"]
+    if sha256_hex(data) != section["sha256"]:
+        return [f"{path.name} is not the served entries file the manifest signs (its sha256 differs)"]
+    try:
+        rows = [read_json(line) for line in data.decode("utf-8").splitlines()]
+    except (UnicodeDecodeError, JSONInputError):
+        return [f"{path.name} is not JSON Lines"]
+    if any(not isinstance(r, dict) or set(r) != set(SERVED_COLUMNS) for r in rows):
+        return [f"{path.name}: an entry lacks the served log's columns"]
+    chain = verify_chain(rows, section["anchor_hash"], SERVED_FIELDS, "served entry")
+    if not chain.ok:
+        return [f"{path.name}: {chain.problem}"]
+    if len(rows) != section["entries"] or chain.last_hash != section["last_hash"]:
+        return [f"{path.name} holds other entries than the manifest counts (entries were added or removed)"]
+    return []

@@ -98,8 +98,26 @@ class Host:
 
     def call(self, operation: Operation, arguments: BaseModel, caller: Caller) -> dict[str, Any]:
         """Run a tool on this store: its JSON answer, valid against the operation's result schema."""
+        return self.serve(operation, arguments, caller)[0]
+
+    def serve(
+        self, operation: Operation, arguments: BaseModel, caller: Caller
+    ) -> tuple[dict[str, Any], str | None]:
+        """Run a tool and, for a tool that reads, record what it served (``ctx audit served``):
+        its JSON answer, and the line it carries when the record could not be written."""
         args = operation.arguments(**arguments.model_dump(exclude={"format"}))
-        return operation.answer(args, operation.run(self.ctx, args, caller))
+        result = operation.run(self.ctx, args, caller)
+        note = None
+        if operation.tool is not None and not operation.tool.writes:
+            note = self.ctx.served.record(
+                host=caller.via,
+                agent=caller.name,
+                session=caller.session,
+                operation=operation.name,
+                arguments=args,
+                result=result,
+            )
+        return operation.answer(args, result), note
 
 
 UNKNOWN_TOOL_HINT = (
@@ -287,10 +305,13 @@ def make_server(
             if serving is None:
                 return tool_error(stores.missing)
             caller = serving.caller(_client_name(context))
-            data = await anyio.to_thread.run_sync(
-                partial(serving.call, operation, arguments, caller), limiter=limiter
+            data, note = await anyio.to_thread.run_sync(
+                partial(serving.serve, operation, arguments, caller), limiter=limiter
             )
-            return result_for(operation, data, getattr(arguments, "format", "text"))
+            result = result_for(operation, data, getattr(arguments, "format", "text"))
+            if note is not None:
+                result.content.append(types.TextContent(type="text", text=f"ctx: note: {note}"))
+            return result
         except ToolArgumentError as exc:
             return tool_error(str(exc))
         except CtxError as exc:

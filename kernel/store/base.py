@@ -161,6 +161,35 @@ class Roles(Protocol):
         has no roles (SQLite: the file's permissions decide who writes)."""
 
 
+class ServedLog(Protocol):
+    """The served log: what each agent was told, hash-chained, append-only but for signed folds."""
+
+    def served_head(self) -> tuple[int, str]:
+        """``(seq, hash)`` of the last entry (or fold); ``(0, genesis)`` when there is none."""
+
+    def append_served(self, entry: dict[str, Any]) -> dict[str, Any]:
+        """Append an entry after the last one, inside :meth:`Connection.transaction`; the row written."""
+
+    def served_rows(
+        self,
+        *,
+        session: str | None = None,
+        agent: str | None = None,
+        until: str | None = None,
+        item: str | None = None,
+    ) -> list[dict[str, Any]]:
+        """Entries in order: of ``session``, of ``agent``, written up to ``until``, naming id ``item``."""
+
+    def served_folds(self) -> list[dict[str, Any]]:
+        """Every signed daily fold, oldest first."""
+
+    def fold_served(self, fold: dict[str, Any]) -> None:
+        """Keep a signed fold and delete the entries it covers (the one deletion the log allows)."""
+
+    def served_counts(self, ids: Sequence[str]) -> dict[str, tuple[int, list[str]]]:
+        """For each id: how many entries name it, and the sessions (or agents) they went to."""
+
+
 class Connection(Protocol):
     """The store as a connection: where it is, its transactions, metadata and health, and the
     capabilities it offers beyond the ports every backend has."""
@@ -259,6 +288,9 @@ class Connection(Protocol):
     def roles(self) -> Roles | Missing:
         """The operations that grant a team's database roles (`ctx admin grant-*`), or why this
         backend offers none."""
+
+    def served(self) -> ServedLog | Missing:
+        """The log of what agents were served (``ctx audit served``), or why this backend keeps none."""
 
     def vault(self) -> Vault | None:
         """The keys of a sealed (encrypted) vault, unlocked on first use; None for a plain one."""

@@ -269,6 +269,44 @@ class Audit(SQLModel, table=True):
     hash: str = Field(sa_column=_text(nullable=False, unique=True))
 
 
+class Served(SQLModel, table=True):
+    """One entry of the served log: an answer that gave an agent stored content (hash-chained)."""
+
+    __tablename__ = "served"
+    __table_args__ = (
+        Index("ix_served_session", "session", "seq"),
+        Index("ix_served_agent", "agent", "at"),
+    )
+    seq: int = Field(sa_column=Column(Integer, primary_key=True, autoincrement=False))
+    at: str = Field(sa_column=_text(nullable=False))
+    host: str = Field(sa_column=_text(nullable=False))
+    agent: str = Field(sa_column=_text(nullable=False))
+    session: str | None = Field(default=None, sa_column=_text())
+    operation: str = Field(sa_column=_text(nullable=False))
+    request: str = Field(sa_column=_text(nullable=False))
+    items: str = Field(sa_column=_text(nullable=False))
+    missed: int = Field(default=0, sa_column=Column(Integer, nullable=False, server_default=sql("0")))
+    prev_hash: str = Field(sa_column=_text(nullable=False))
+    hash: str = Field(sa_column=_text(nullable=False, unique=True))
+
+
+class ServedFold(SQLModel, table=True):
+    """A signed daily digest of served entries past the retention period (count and Merkle root)."""
+
+    __tablename__ = "served_fold"
+    day: str = Field(sa_column=_text(primary_key=True))
+    first_seq: int = Field(sa_column=Column(Integer, nullable=False))
+    last_seq: int = Field(sa_column=Column(Integer, nullable=False))
+    entries: int = Field(sa_column=Column(Integer, nullable=False))
+    items: int = Field(sa_column=Column(Integer, nullable=False))
+    merkle_root: str = Field(sa_column=_text(nullable=False))
+    prev_hash: str = Field(sa_column=_text(nullable=False))
+    last_hash: str = Field(sa_column=_text(nullable=False))
+    folded_at: str = Field(sa_column=_text(nullable=False))
+    key_id: str = Field(sa_column=_text(nullable=False))
+    signature: str = Field(sa_column=_text(nullable=False))
+
+
 class Entity(SQLModel, table=True):
     """A distinct name mentioned by decisions or evidence (derived, for the entity ranker)."""
 

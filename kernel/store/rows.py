@@ -143,6 +143,24 @@ class CopiedTable:
 
 _ROW_MAPS = {m.table: m for m in (EVIDENCE, PROPOSAL, DECISION, AUDIT)}
 
+# The fields an entry's hash covers, in the canonical JSON's sorted order.
+SERVED_FIELDS = ("seq", "at", "host", "agent", "session", "operation", "request", "items", "missed")
+SERVED_COLUMNS = (*SERVED_FIELDS, "prev_hash", "hash")
+FOLD_COLUMNS = (
+    "day",
+    "first_seq",
+    "last_seq",
+    "entries",
+    "items",
+    "merkle_root",
+    "prev_hash",
+    "last_hash",
+    "folded_at",
+    "key_id",
+    "signature",
+)
+
+
 # In the order a copy writes them: each after the tables its rows refer to. Proposals come in
 # (created_at, id) order, as the queue shows them: a near-duplicate names an older proposal.
 COPIED_TABLES: tuple[CopiedTable, ...] = (
@@ -174,5 +192,8 @@ COPIED_TABLES: tuple[CopiedTable, ...] = (
         ("decision_id", "taken_at"),
     ),
     CopiedTable("audit", AUDIT.columns, ("seq",), ("seq",)),
+    # The served log after its folds: an entry links to the last fold when it follows one.
+    CopiedTable("served_fold", FOLD_COLUMNS, ("day",), ("first_seq",)),
+    CopiedTable("served", SERVED_COLUMNS, ("seq",), ("seq",)),
 )
 COPIED = {t.name: t for t in COPIED_TABLES}

@@ -13,9 +13,15 @@ from ctx_kernel.tui.format import state, window
 from ctx_kernel.tui.screens.base import KernelScreen
 from ctx_kernel.tui.widgets.keys import KeyBar
 
+# Sessions named after how often a decision was served; the rest are counted.
+SHOWN_SESSIONS = 3
 
-def timeline(chain: list[Decision], names: dict[str, str]) -> Text:
-    """The chain oldest first: window, state, handle, who ratified it, the text, what replaced it."""
+
+def timeline(
+    chain: list[Decision], names: dict[str, str], served: dict[str, tuple[int, list[str]]] | None = None
+) -> Text:
+    """The chain oldest first: window, state, handle, who ratified it, the text, what replaced it, and
+    how often and to whom it was served (``ctx audit served``)."""
     out = Text()
     for decision in chain:
         out.append("● " if decision.current else "○ ", style="green" if decision.current else "dim")
@@ -31,7 +37,13 @@ def timeline(chain: list[Decision], names: dict[str, str]) -> Text:
             extra += f"; superseded by {', '.join(names.get(i, i) for i in decision.superseded_by)}"
         if decision.close_reason and not decision.superseded_by:
             extra += f"; {visible(decision.close_reason)}"
-        out.append(f"  {extra}\n\n", style="dim")
+        out.append(f"  {extra}\n", style="dim")
+        times, sessions = (served or {}).get(decision.id, (0, []))
+        if times:
+            shown = ", ".join(visible(s) for s in sessions[:SHOWN_SESSIONS])
+            more = f" and {len(sessions) - SHOWN_SESSIONS} more" if len(sessions) > SHOWN_SESSIONS else ""
+            out.append(f"  served {times} time{'s' if times != 1 else ''} to {shown}{more}\n", style="dim")
+        out.append("\n")
     return out
 
 
@@ -64,6 +76,7 @@ class HistoryScreen(KernelScreen):
 
         def load(ctx: Ctx) -> Text:
             chain = ctx.history(subject)
-            return timeline(chain, ctx.handles(i for d in chain for i in (d.id, *d.superseded_by)))
+            names = ctx.handles(i for d in chain for i in (d.id, *d.superseded_by))
+            return timeline(chain, names, ctx.served.counts([d.id for d in chain]))
 
         self.fetch(load, self.query_one("#history", Static).update)

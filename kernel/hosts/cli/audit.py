@@ -52,16 +52,28 @@ def _passphrase(confirm: bool) -> str:
     help="JSON Lines, or CSV for a spreadsheet (cells that would run as formulas are escaped).",
 )
 @click.option(
+    "--served",
+    is_flag=True,
+    help="Also export the served log's entries in the range (OUT.served.jsonl), signed by the same manifest.",
+)
+@click.option(
     "--json", "as_json", is_flag=True, help="Print the signed manifest (schemas/audit-manifest.schema.json)."
 )
 @_with_store
-def audit_export(ctx: Ctx, out: str, since: str | None, until: str | None, fmt: str, as_json: bool) -> None:
+def audit_export(
+    ctx: Ctx, out: str, since: str | None, until: str | None, fmt: str, served: bool, as_json: bool
+) -> None:
     """Write a signed, tamper-evident export of the audit log that a reviewer can verify without ctx.
 
     Asks for the signing key's passphrase (or reads CTX_KEY_PASSPHRASE); see `ctx keys init`.
     """
     result = ctx.audit.export(
-        Path(out), passphrase=lambda: _passphrase(confirm=False), since=since, until=until, fmt=fmt
+        Path(out),
+        passphrase=lambda: _passphrase(confirm=False),
+        since=since,
+        until=until,
+        fmt=fmt,
+        served=served,
     )
     if as_json:
         _emit_json(result.to_dict())
@@ -72,6 +84,9 @@ def audit_export(ctx: Ctx, out: str, since: str | None, until: str | None, fmt: 
         f"(seq {manifest['first_seq']}..{manifest['last_seq']}) to {result.records_path}"
     )
     _say(f"manifest {result.manifest_path}, signed with key {manifest['key']['key_id']}")
+    if manifest.get("served") is not None:
+        section = manifest["served"]
+        _say(f"served log: {plural(section['entries'], 'entry', 'entries')} to {section['file']}")
 
 
 @audit.command("verify")
@@ -140,6 +155,8 @@ def audit_verify(
             f"anchored at {found.anchor_hash}, last hash {found.last_hash}"
         )
         _say(f"signed by key {found.trusted_key}, trusted from {found.trusted_key_source}")
+        if found.served_entries is not None:
+            _say(f"served log ok: {plural(found.served_entries, 'entry', 'entries')}")
     if not found.ok:
         raise CtxError(f"export {file} does not verify: {found.problem}")
 
@@ -162,6 +179,7 @@ def _verify_store(
         _emit_json(report.to_dict())
     elif report.ok:
         _say(f"audit chain ok: {plural(report.rows, 'row')}, last hash {report.last_hash}")
+        _say(f"served log ok: {plural(report.served_entries, 'entry', 'entries')}")
         if report.checkpoint_seq is not None:
             _say(f"matches {report.checkpoints} signed checkpoints (latest at row {report.checkpoint_seq})")
         for note in report.notes:
@@ -196,6 +214,97 @@ def audit_checkpoint(ctx: Ctx, out: str | None, as_json: bool) -> None:
     _say(f"signed audit row {head['seq']} (hash {head['hash']}) with key {head['key']['key_id']}")
     for path in result.paths:
         _say(f"wrote {path}")
+
+
+@audit.command("served")
+@click.option("--session", metavar="SESSION", help="Everything this session was told, in order.")
+@click.option(
+    "--decision", metavar="ID", help="Every answer that served this decision (or evidence id), and when."
+)
+@click.option(
+    "--at",
+    metavar="TIME",
+    help="Only what was served up to this moment (with --agent: what it had been told).",
+)
+@click.option("--agent", metavar="NAME", help="Only what this agent was served.")
+@click.option(
+    "--after-superseded",
+    is_flag=True,
+    help="Decisions served as in force after their successor was ratified (should be none; exit 1 if any).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON (schemas/audit-served.schema.json).")
+@_with_store
+def audit_served(
+    ctx: Ctx,
+    session: str | None,
+    decision: str | None,
+    at: str | None,
+    agent: str | None,
+    after_superseded: bool,
+    as_json: bool,
+) -> None:
+    """What agents were served: every decision and evidence text an answer gave them, and when.
+
+    Entries are written by the session-start hook, `ctx inject` run by an agent (or with --record)
+    and the MCP tools that read; each names the host, agent, session, a digest of the request and
+    the ids, content digests and validity of what it returned.
+    """
+    if decision is not None:
+        decision = ctx.resolve_id(decision)
+    report = ctx.served.report(
+        session=session, decision=decision, at=at, agent=agent, after_superseded=after_superseded
+    )
+    if as_json:
+        _emit_json(report.to_dict())
+    else:
+        _say(f"{report.asked}: {plural(len(report.entries), 'answer')}")
+        for entry in report.entries:
+            where = f"{entry.host} {entry.agent}" + (f" session {entry.session}" if entry.session else "")
+            _say(f"  {entry.seq:>5} {entry.at[:19].replace('T', ' ')}  {where}  {entry.operation}")
+            for item in entry.items:
+                _say(f"        {item.id} {item.validity} {item.digest[:12]}")
+        if report.folded:
+            _say(
+                f"({plural(report.folded, 'older entry', 'older entries')} folded into signed daily digests)"
+            )
+        if report.after_superseded is not None:
+            for late in report.after_superseded:
+                _say(
+                    f"LATE: entry {late.seq} at {late.at} gave {late.decision_id} as in force to "
+                    f"{late.session or late.agent}, superseded at {late.superseded_at}"
+                )
+            if not report.after_superseded:
+                _say("no decision was served as in force after it was superseded")
+    if report.after_superseded:
+        raise CtxError(
+            f"{plural(len(report.after_superseded), 'decision')} served as in force after being superseded"
+        )
+
+
+@audit.command("fold")
+@click.option(
+    "--older-than",
+    "older_than",
+    required=True,
+    type=click.IntRange(1, 100_000),
+    metavar="DAYS",
+    help="Fold whole days of served entries older than this many days.",
+)
+@_with_store
+def audit_fold(ctx: Ctx, older_than: int) -> None:
+    """Fold old served entries into signed daily digests (a count and a Merkle root per day).
+
+    Keeps the served log small while `ctx audit verify` still checks it. Signed with your audit key:
+    asks for its passphrase (or reads CTX_KEY_PASSPHRASE).
+    """
+    folds = ctx.served.fold(older_than_days=older_than, passphrase=lambda: _passphrase(confirm=False))
+    for fold in folds:
+        _say(
+            f"folded {fold['day']}: {plural(fold['entries'], 'entry', 'entries')} "
+            f"(seq {fold['first_seq']}..{fold['last_seq']}), Merkle root {fold['merkle_root']}"
+        )
+    if not folds:
+        _say(f"no served entries older than {plural(older_than, 'day')}")
 
 
 @cli.group()

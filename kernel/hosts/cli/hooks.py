@@ -14,6 +14,7 @@ from ctx_kernel.kernel.capture.json_input import JSONInputError, read_json
 from ctx_kernel.kernel.errors import CtxError, UsageError
 from ctx_kernel.kernel.hosts.cli.base import _db_option, _locate, _open, _say, cli
 from ctx_kernel.kernel.hosts.cli.evidence import _ingest
+from ctx_kernel.kernel.inputs import InjectArgs
 from ctx_kernel.kernel.limits import (
     DEFAULT_BUDGET,
     MAX_BUDGET,
@@ -111,7 +112,19 @@ def _session_start(context: click.Context, budget: int, db_here: str | None) -> 
         _say(f"ctx: {exc.message}; no decisions injected", err=True)
         return
     with ctx:
-        _say(ctx.inject(budget=budget).markdown, nl=False)
+        block = ctx.inject(budget=budget)
+        _say(block.markdown, nl=False)
+        session = payload.get("session_id")
+        note = ctx.served.record(
+            host="hook",
+            agent=os.environ.get("CTX_AGENT") or "agent",
+            session=session if isinstance(session, str) and session else os.environ.get("CTX_SESSION"),
+            operation="inject",
+            arguments=InjectArgs(budget=budget),
+            result=block,
+        )
+        if note is not None:
+            _say(f"ctx: note: {note}", err=True)
 
 
 def _hook_payload() -> dict[str, Any]:

@@ -103,6 +103,7 @@ def operation_command(
     *,
     extra: Sequence[Decorator] = (),
     note: Callable[[Any], str | None] | None = None,
+    served: Callable[..., str | None] | None = None,
 ) -> click.Command:
     """Add the operation ``name`` to the CLI, made from its declaration.
 
@@ -119,9 +120,11 @@ def operation_command(
     def run(ctx: Ctx, *, as_json: bool, **values: Any) -> None:
         args = record(**{key: _checked(key, values.pop(key)) for key in list(values) if key in field_names})
         result = operation.run(ctx, args, TERMINAL)
-        line = note(result) if note is not None else None
-        if line:
-            _say(f"ctx: note: {line}", err=True)
+        lines = [note(result) if note is not None else None]
+        lines.append(served(ctx, args, result, **values) if served is not None else None)
+        for line in lines:
+            if line:
+                _say(f"ctx: note: {line}", err=True)
         if as_json:
             _emit_json(operation.answer(args, result))
         else:

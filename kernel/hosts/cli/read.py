@@ -275,7 +275,26 @@ operation_command(
 )
 
 
-def _inject(_ctx: Ctx, _args: InjectArgs, block: Injection, *, fmt: str) -> None:
+def _inject_served(
+    ctx: Ctx,
+    args: InjectArgs,
+    block: Injection,
+    *,
+    record: bool,
+    agent: str | None,
+    session: str | None,
+    **_: Any,
+) -> str | None:
+    """Record the block when an agent runs the command or it is asked for; a person's is not logged."""
+    if not (record or agent or session):
+        return None
+    who = agent or "cli"
+    return ctx.served.record(
+        host="shell", agent=who, session=session, operation="inject", arguments=args, result=block
+    )
+
+
+def _inject(_ctx: Ctx, _args: InjectArgs, block: Injection, *, fmt: str, **_served: Any) -> None:
     if fmt == "json":
         _emit_json(block.to_dict())
     else:
@@ -293,8 +312,19 @@ operation_command(
             default="markdown",
             show_default=True,
             help="Markdown for an agent's context, or JSON (schemas/inject.schema.json).",
-        )
+        ),
+        click.option(
+            "--record",
+            is_flag=True,
+            help="Record the block in the served log (ctx audit served); done anyway when an agent "
+            "runs it (CTX_AGENT or CTX_SESSION set).",
+        ),
+        click.option("--agent", envvar="CTX_AGENT", help="The agent it is served to (default: CTX_AGENT)."),
+        click.option(
+            "--session", envvar="CTX_SESSION", help="The session it is served to (default: CTX_SESSION)."
+        ),
     ],
+    served=_inject_served,
 )
 
 

@@ -908,3 +908,86 @@ P008_STATEMENTS = [
     "GRANT INSERT ON decision_snapshot TO ctx_reviewer",
     PIN_SEARCH_PATH,
 ]
+
+
+# Tables whose writes bump no change counter: the served log grows with every answer an agent
+# reads, and a live reader (the review app) must not redraw for each one.
+UNSIGNALLED_TABLES = ("served", "served_fold")
+
+# Revision p009: the served log (what each agent was told) and its signed daily folds, as SQLite's
+# m010_served, with what only a server can hold: an entry's agent is the login that writes it (for
+# every login but the owner), an agent's login may append entries and never change or delete one,
+# and only a reviewer (or the owner) writes a fold and deletes the entries a fold covers.
+P009_STATEMENTS = [
+    """CREATE TABLE served (
+        seq integer PRIMARY KEY,
+        at text NOT NULL,
+        host text NOT NULL,
+        agent text NOT NULL,
+        session text,
+        operation text NOT NULL,
+        request text NOT NULL,
+        items text NOT NULL,
+        missed integer NOT NULL DEFAULT 0,
+        prev_hash text NOT NULL,
+        hash text NOT NULL UNIQUE
+    )""",
+    "CREATE INDEX ix_served_session ON served (session, seq)",
+    "CREATE INDEX ix_served_agent ON served (agent, at)",
+    """CREATE TABLE served_fold (
+        day text PRIMARY KEY,
+        first_seq integer NOT NULL,
+        last_seq integer NOT NULL,
+        entries integer NOT NULL,
+        items integer NOT NULL,
+        merkle_root text NOT NULL,
+        prev_hash text NOT NULL,
+        last_hash text NOT NULL,
+        folded_at text NOT NULL,
+        key_id text NOT NULL,
+        signature text NOT NULL
+    )""",
+    f"""CREATE FUNCTION ctx_served_linked() RETURNS trigger LANGUAGE plpgsql AS $$
+       DECLARE
+         last_seq integer;
+         last_hash text;
+       BEGIN
+         PERFORM pg_advisory_xact_lock('served'::regclass::oid::bigint);
+         PERFORM ctx_acts_as(NEW.agent, 'agent');
+         SELECT s.seq, s.hash INTO last_seq, last_hash FROM served s ORDER BY s.seq DESC LIMIT 1;
+         IF last_seq IS NULL THEN
+           SELECT f.last_seq, f.last_hash INTO last_seq, last_hash
+             FROM served_fold f ORDER BY f.last_seq DESC LIMIT 1;
+         END IF;
+         IF NEW.seq IS DISTINCT FROM coalesce(last_seq, 0) + 1
+            OR NEW.prev_hash IS DISTINCT FROM coalesce(last_hash, '{GENESIS_HASH}') THEN
+           RAISE EXCEPTION 'served entry does not link to the previous entry' {_REFUSED};
+         END IF;
+         RETURN NEW;
+       END $$""",
+    """CREATE TRIGGER served_linked BEFORE INSERT ON served
+       FOR EACH ROW EXECUTE FUNCTION ctx_served_linked()""",
+    f"""CREATE FUNCTION ctx_served_kept() RETURNS trigger LANGUAGE plpgsql AS $$
+       BEGIN
+         IF TG_OP = 'UPDATE' THEN
+           RAISE EXCEPTION 'the served log is append-only' {_REFUSED};
+         END IF;
+         IF NOT EXISTS (SELECT 1 FROM served_fold f WHERE OLD.seq BETWEEN f.first_seq AND f.last_seq) THEN
+           RAISE EXCEPTION 'a served entry is deleted only once a signed fold covers it' {_REFUSED};
+         END IF;
+         RETURN OLD;
+       END $$""",
+    """CREATE TRIGGER served_kept BEFORE UPDATE OR DELETE ON served
+       FOR EACH ROW EXECUTE FUNCTION ctx_served_kept()""",
+    f"""CREATE FUNCTION ctx_served_fold_kept() RETURNS trigger LANGUAGE plpgsql AS $$
+       BEGIN
+         RAISE EXCEPTION 'served folds are append-only' {_REFUSED};
+       END $$""",
+    """CREATE TRIGGER served_fold_kept BEFORE UPDATE OR DELETE ON served_fold
+       FOR EACH ROW EXECUTE FUNCTION ctx_served_fold_kept()""",
+    "GRANT SELECT ON served, served_fold TO ctx_agent, ctx_reviewer, ctx_auditor",
+    "GRANT INSERT ON served TO ctx_agent, ctx_reviewer",
+    "GRANT INSERT ON served_fold TO ctx_reviewer",
+    "GRANT DELETE ON served TO ctx_reviewer",
+    PIN_SEARCH_PATH,
+]

@@ -58,12 +58,13 @@ from ctx_kernel.kernel import clock
 from ctx_kernel.kernel.errors import RefusedError, StoreError
 from ctx_kernel.kernel.records import AuditEvent, Decision, Evidence, Proposal
 from ctx_kernel.kernel.sealing import Vault
-from ctx_kernel.kernel.store.base import BackendCheck, Missing, Roles
+from ctx_kernel.kernel.store.base import BackendCheck, Missing, Roles, ServedLog
 from ctx_kernel.kernel.store.postgres import connection, roles, schema
 from ctx_kernel.kernel.store.postgres.copy import PostgresCopy
 from ctx_kernel.kernel.store.postgres.index import PostgresIndex
 from ctx_kernel.kernel.store.postgres.team import TeamMixin
 from ctx_kernel.kernel.store.rows import AUDIT, DECISION, EVIDENCE, PROPOSAL
+from ctx_kernel.kernel.store.served import SharedServed
 from ctx_kernel.kernel.store.shared import Dialect, SharedRows, like_prefix
 
 # pg_advisory_xact_lock(int, int) keys: "ctxK" (the SQLite store's application_id), then 1 for
@@ -111,7 +112,7 @@ class _JsonText(Loader):
 _WRITES = ("INSERT", "UPDATE", "DELETE", "MERGE")
 
 
-class PostgresStore(SharedRows, TeamMixin, PostgresIndex, PostgresCopy):
+class PostgresStore(SharedServed, SharedRows, TeamMixin, PostgresIndex, PostgresCopy):
     """A ctx store in one PostgreSQL database."""
 
     dialect = "postgresql"
@@ -402,6 +403,10 @@ class PostgresStore(SharedRows, TeamMixin, PostgresIndex, PostgresCopy):
 
     def roles(self) -> Roles:
         """This store: the administrator's connection grants a team's roles."""
+        return self
+
+    def served(self) -> ServedLog:
+        """This store: its ``served`` table, which an agent's login only appends to (p008)."""
         return self
 
     def vault(self) -> Vault | None:

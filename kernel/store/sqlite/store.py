@@ -19,8 +19,9 @@ from ctx_kernel.kernel.records import AuditEvent, Decision, Evidence, Proposal
 from ctx_kernel.kernel.sealing import SCRUB_PENDING, Vault, VaultError, is_sealed
 from ctx_kernel.kernel.sealing import snippet as vault_snippet
 from ctx_kernel.kernel.store import lists
-from ctx_kernel.kernel.store.base import BackendCheck, Missing, Sealing
+from ctx_kernel.kernel.store.base import BackendCheck, Missing, Sealing, ServedLog
 from ctx_kernel.kernel.store.rows import AUDIT, DECISION, EVIDENCE, PROPOSAL
+from ctx_kernel.kernel.store.served import SharedServed
 from ctx_kernel.kernel.store.shared import Dialect, SharedRows, like_prefix
 from ctx_kernel.kernel.store.sqlite import driver, migrate
 from ctx_kernel.kernel.store.sqlite.copy import SQLiteCopy
@@ -45,7 +46,7 @@ SQLITE = Dialect(
 )
 
 
-class SQLiteStore(SharedRows, IndexQueries, SQLiteCopy):
+class SQLiteStore(SharedServed, SharedRows, IndexQueries, SQLiteCopy):
     """A ctx store in one SQLite file."""
 
     dialect = "sqlite"
@@ -250,6 +251,10 @@ class SQLiteStore(SharedRows, IndexQueries, SQLiteCopy):
     def roles(self) -> Missing:
         """None: a SQLite store has no roles."""
         return Missing(SQLITE_HAS_NO_ROLES)
+
+    def served(self) -> ServedLog:
+        """This store: its ``served`` table keeps what agents were told."""
+        return self
 
     def vault(self) -> Vault | None:
         """The keys of a sealed (encrypted) vault, unlocked on first use; None for a plain one."""
