@@ -10,7 +10,6 @@ path, never make.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Unpack
@@ -98,7 +97,6 @@ if TYPE_CHECKING:
         MigrateReport,
         ReindexReport,
         Related,
-        StaleReport,
         StoreStatus,
         VectorStatus,
     )
@@ -229,10 +227,7 @@ class Ctx:
         """The store at a glance: counts, the queue, vectors, encryption, the last full verify."""
         from ctx_kernel.kernel.status import store_status  # noqa: PLC0415
 
-        found = store_status(self.store)
-        if not self.store.current_snapshots():
-            return found
-        return replace(found, stale_decisions=len(self.staleness.report().stale))
+        return self.staleness.counted(store_status(self.store))
 
     @property
     def login(self) -> str | None:
@@ -390,11 +385,6 @@ class Ctx:
         return self._decisions.ratify_all(plans, reviewer=reviewer)
 
     # -- decisions ------------------------------------------------------------------------
-    def stale(self) -> StaleReport:
-        """The current decisions whose linked code changed since a person confirmed them, whose links
-        match nothing any more, or whose review date has passed."""
-        return self.staleness.report()
-
     def plan_reconfirmation(
         self, decision_id: str, *, review_by: str | None = None, review_every: str | int | None = None
     ) -> ReconfirmationPlan:
@@ -472,14 +462,7 @@ class Ctx:
         """Decisions that hold (with what contradicts them) and unratified evidence matching ``query``."""
         self.facts.keep_current()
         found = self._recall.recall(query, k=k, as_of=as_of, mode=mode, rrf_k=rrf_k, min_scores=min_scores)
-        markers = self.staleness.markers() if found.decisions else {}
-        if not markers:
-            return found
-        hits = [
-            replace(h, stale=markers.get(h.decision.id) if h.decision.current else None)
-            for h in found.decisions
-        ]
-        return replace(found, decisions=hits)
+        return self.staleness.marked(found)
 
     def inject(
         self,

@@ -356,7 +356,7 @@ def test_the_cache_answers_again_without_git_log(cli, repo, kernel, monkeypatch)
     monkeypatch.setattr(staleness, "drift", no_log)
     assert _stale(cli) == first
     with Ctx.open(kernel.store.location) as again:
-        assert again.stale().stale[0].commits == 1
+        assert again.staleness.report().stale[0].commits == 1
 
 
 def test_over_mcp_an_agent_proposes_links_sees_markers_and_cannot_reconfirm(

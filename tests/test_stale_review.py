@@ -66,7 +66,7 @@ async def test_the_stale_view_lists_reconfirms_and_retires(linked) -> None:
         assert [s.act for s in again.store.snapshots_of(made["store.layout"])] == ["ratified", "reconfirmed"]
         assert again.store.snapshots_of(made["store.layout"])[-1].taken_by == "alice"
         assert again.decision(made["cli.entry"]).closed_by == "retired"
-        assert again.stale().stale == []
+        assert again.staleness.report().stale == []
     kernel.close()
 
 

@@ -17,8 +17,9 @@ from pathlib import Path
 from ctx_kernel.kernel import paths
 from ctx_kernel.kernel.facts import staleness
 from ctx_kernel.kernel.facts.staleness import Checkout, Drift, GitUnavailable
+from ctx_kernel.kernel.recall.results import Recall
 from ctx_kernel.kernel.records import Decision, LinkDigest, Snapshot, SnapshotAct
-from ctx_kernel.kernel.reports import StaleDecision, StaleReport
+from ctx_kernel.kernel.reports import StaleDecision, StaleReport, StoreStatus
 from ctx_kernel.kernel.store.base import Store
 
 
@@ -198,6 +199,24 @@ class StaleFacts:
                     found[snapshot.decision_id] = marker_line(reasons, shift or Drift(), due, now)
         self._marked = (key, found)
         return found
+
+    def marked(self, found: Recall) -> Recall:
+        """A recall's answer with the marker line under each current decision that may be stale."""
+        markers = self.markers() if found.decisions else {}
+        if not markers:
+            return found
+        hits = [
+            replace(h, stale=markers.get(h.decision.id) if h.decision.current else None)
+            for h in found.decisions
+        ]
+        return replace(found, decisions=hits)
+
+    def counted(self, status: StoreStatus) -> StoreStatus:
+        """``ctx status`` with the number of current decisions that may be stale (git is asked only
+        when a current decision has a snapshot)."""
+        if not self.store.current_snapshots():
+            return status
+        return replace(status, stale_decisions=len(self.report().stale))
 
     def _cache(self, checkout: Checkout) -> Path:
         root = hashlib.sha256(str(checkout.root).encode("utf-8", "surrogateescape")).hexdigest()[:16]

@@ -70,7 +70,7 @@ class StaleScreen(ReviewActions):
         """Work out which decisions may be stale, off the UI thread."""
 
         def load(ctx: Ctx) -> tuple[StaleReport, dict[str, str]]:
-            report = ctx.stale()
+            report = ctx.staleness.report()
             return report, ctx.handles([s.decision_id for s in report.stale])
 
         self.fetch(load, self._loaded, group="stale")

@@ -24,7 +24,7 @@ def stale(ctx: Ctx, as_json: bool) -> None:
     Worked out from the git checkout of the working folder (committed changes, HEAD), in one pass
     over its history since the decisions' snapshots, cached by HEAD.
     """
-    report = ctx.stale()
+    report = ctx.staleness.report()
     if as_json:
         _emit_json(report.to_dict())
         return
