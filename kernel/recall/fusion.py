@@ -13,7 +13,11 @@ the labelled developer notes, where sentence similarity is the stronger ranker: 
 keyword hits up, which suits one kind of text only.)
 
 Conversations answer a question over several turns, so a strong hit lends a share of its
-score to the turns logged just before and after it in the same session.
+score to the turns logged just before and after it in the same session. Decisions have
+neighbours too: those on subjects one word apart (``api.rate-limits`` and
+``api.rate-limits.internal``, ``api.errors.format`` and ``api.errors.codes``, ``ci.runners``
+and ``security.ci-runners``) answer the same question from two sides, and a strong hit lends
+them the same share.
 
 A question that asks when something happened is answered by a text that states a time
 ("last Friday", "two weeks ago", "in May"), which its words rarely share with the question.
@@ -28,7 +32,7 @@ the reply it lent to can pass it.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import overload
 
 from ctx_kernel.kernel.reports import RankerScore
@@ -61,6 +65,7 @@ _MONTHS = frozenset(
     "January February March April May June July August September October November December".split()
 )
 _WORD = re.compile(r"\w+")
+_SUBJECT_WORD = re.compile(r"[^\W_]+")
 
 
 Hit = tuple[str, float, dict[str, RankerScore | None]]
@@ -195,21 +200,29 @@ def with_neighbours(
     neighbours: Callable[[list[str]], dict[str, list[str]]],
     share: float = NEIGHBOUR_SHARE,
     sources: int = NEIGHBOUR_SOURCES,
+    *,
+    from_each: bool = True,
 ) -> Fused:
-    """Add ``share`` of each of the first ``sources`` hits' fused score to the turns next to it.
+    """Add ``share`` of each of the first ``sources`` hits' fused score to the items next to it.
 
-    ``neighbours`` maps hit ids to the ids logged just before and after them in the same
-    session. A turn between two strong hits, or a hit next to another, gains from both:
-    the answer to a question often spans a question turn and its reply.
+    ``neighbours`` maps hit ids to their neighbours' ids (for evidence, the turns logged just
+    before and after them in the same session). With ``from_each``, a turn between two strong
+    hits, or a hit next to another, gains from both: the answer to a question often spans a
+    question turn and its reply. Without it, an item gains from its strongest neighbour only
+    (a decision related to several hits is no likelier to answer than one related to one).
     """
     if not fused:
         return fused
     total = fused.totals()
     strong = [(item, total[item]) for item in fused.ids()[:sources]]
     adjacent = neighbours([item for item, _ in strong])
+    gains: dict[str, float] = {}
     for item, score in strong:
         for other in adjacent.get(item, []):
-            total[other] = total.get(other, 0.0) + share * score
+            gain = share * score
+            gains[other] = gains.get(other, 0.0) + gain if from_each else max(gains.get(other, 0.0), gain)
+    for other, gain in gains.items():
+        total[other] = total.get(other, 0.0) + gain
     return fused.with_totals(total)
 
 
@@ -243,3 +256,35 @@ def settle_questions(
             break
         window *= 2
     return fused.with_totals(totals)
+
+
+def subject_words(subject: str) -> frozenset[str]:
+    """The words of a subject, lower-cased (``api.rate-limits`` is api, rate, limits)."""
+    return frozenset(_SUBJECT_WORD.findall(subject.lower()))
+
+
+def _family_keys(words: frozenset[str]) -> list[frozenset[str]]:
+    """The word sets a subject shares with a subject one word apart: its own, and (with three
+    words or more) each of its sets with one word left out. A key keeps two words at least, so
+    ``ci.runners`` and ``ci.caching`` are not related through ``ci`` alone."""
+    keys = [words] if len(words) >= 2 else []
+    if len(words) >= 3:
+        keys += [words - {word} for word in words]
+    return keys
+
+
+class SubjectFamilies:
+    """Subjects one word apart from each other: one adds a word to the other, or each has one
+    word the other lacks (siblings under a parent of two words or more)."""
+
+    def __init__(self, subjects: Iterable[str]) -> None:
+        self._by_key: dict[frozenset[str], list[str]] = {}
+        for subject in subjects:
+            for key in _family_keys(subject_words(subject)):
+                self._by_key.setdefault(key, []).append(subject)
+
+    def relatives(self, subject: str) -> set[str]:
+        """The subjects one word apart from ``subject`` (never itself)."""
+        found = {other for key in _family_keys(subject_words(subject)) for other in self._by_key.get(key, ())}
+        found.discard(subject)
+        return found
