@@ -529,8 +529,15 @@ class Recaller:
                     read.update(store.evidence_by_ids(missing))
                 return {i: read[i].text for i in ids if i in read}
 
+            def moments(ids: list[str]) -> dict[str, str]:
+                texts(ids)
+                return {i: read[i].occurred_at or read[i].created_at for i in ids if i in read}
+
             timed = fusion.timed_candidates(query, lists, texts)
-            summed = fusion.with_neighbours(fusion.combsum(lists, timed), store.evidence_neighbours)
+            dated = fusion.dated_candidates(query, lists, moments)
+            summed = fusion.with_neighbours(
+                fusion.combsum(lists, timed, dated), store.evidence_neighbours, hops=2
+            )
             fused = fusion.settle_questions(summed, texts, k)[:k]
             texts([item for item, _, _ in fused])
             records = read
