@@ -1,7 +1,8 @@
-"""Hybrid evidence recall: a question that names a day, and the turns two away from a strong hit.
+"""Hybrid evidence recall: a question that names a day or a month, and the turns two away from a hit.
 
 A question that names a day ("on 3 August, 2023", "August 3, 2023", "2023-08-03") prefers what
-happened within a week of it (the evidence's own time, else when it was logged). A strong hit
+happened within a week of it (the evidence's own time, else when it was logged); one that names
+a month ("in August 2023") what happened in that month. A strong hit
 lends half its score to the turns next to it in its session and a quarter to those two away.
 The store here has no vectors, so the keyword ranker alone decides what matches.
 """
@@ -60,6 +61,12 @@ def test_a_day_further_than_a_week_gives_no_vote(kernel, bakes):
     assert first(kernel, "What did Maya bake for the shelter on 12 March, 2023?") == bakes["march"]
 
 
+@pytest.mark.parametrize("month", ["in August 2023", "in August, 2023"])
+def test_a_question_naming_a_month_prefers_what_happened_in_it(kernel, bakes, month):
+    assert first(kernel, f"What did Maya bake for the shelter {month}?") == bakes["august"]
+    assert first(kernel, "What did Maya bake for the shelter in September 2023?") == bakes["march"]
+
+
 def test_a_day_that_does_not_exist_is_plain_words(kernel, bakes):
     assert first(kernel, "What did Maya bake for the shelter on 31 February, 2023?") == bakes["march"]
 
@@ -84,7 +91,7 @@ def test_explain_names_the_day_vote(kernel, bakes, tmp_path, capsys):
         main(["--db", str(tmp_path / "ctx.db"), "recall", "Maya bake shelter on 3 August, 2023", "--explain"])
     assert exit_info.value.code == 0
     out = capsys.readouterr().out
-    assert out.count("+1: the question names a day and this text happened within a week of it") == 1
+    assert out.count("+1: the question names a day or a month and this text happened then") == 1
 
 
 def conversation(kernel: Ctx) -> dict[str, str]:

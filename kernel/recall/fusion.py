@@ -27,9 +27,10 @@ A question that asks when something happened is answered by a text that states a
 For such a question, stating a time counts as one more ranker's vote: a candidate that
 states one gains what a ranker's best hit brings, 1, like any other list in the sum.
 
-A question that names a day ("on 31 July, 2023", "August 3, 2023", "2023-08-03") is
-answered by what was said around then: a candidate that happened (or was logged) within a
-week of a day it names gains what a ranker's best hit brings, 1, as for stating a time.
+A question that names a day ("on 31 July, 2023", "August 3, 2023", "2023-08-03") or a
+month ("in May 2023") is answered by what was said then: a candidate that happened (or was
+logged) within a week of a day it names, or in a month it names, gains what a ranker's best
+hit brings, 1, as for stating a time.
 
 A text that ends in a question asks rather than answers: the answer is usually in the turn
 after it. Once its neighbours have taken their share of its score, it keeps half of it, so
@@ -73,12 +74,13 @@ _MONTHS = frozenset(
     "January February March April May June July August September October November December".split()
 )
 _WORD = re.compile(r"\w+")
-# A day a question names: "31 July, 2023", "July 31, 2023", "2023-07-31".
+# A day a question names ("31 July, 2023", "July 31, 2023", "2023-07-31"), else a month ("May 2023").
 _MONTH_NAMES = "|".join(sorted(_MONTHS))
 _DAY_NAMED = re.compile(
     rf"\b(?:(?P<d1>\d{{1,2}})(?:st|nd|rd|th)?\s+(?P<m1>{_MONTH_NAMES}),?\s+(?P<y1>\d{{4}})"
     rf"|(?P<m2>{_MONTH_NAMES})\s+(?P<d2>\d{{1,2}})(?:st|nd|rd|th)?,?\s+(?P<y2>\d{{4}})"
-    rf"|(?P<y3>\d{{4}})-(?P<m3>\d\d)-(?P<d3>\d\d))\b"
+    rf"|(?P<y3>\d{{4}})-(?P<m3>\d\d)-(?P<d3>\d\d)"
+    rf"|(?P<m4>{_MONTH_NAMES}),?\s+(?P<y4>\d{{4}}))\b"
 )
 _MONTH_NUMBERS = {
     name: number
@@ -196,41 +198,48 @@ def timed_candidates(
     return {item for item, text in texts(candidates).items() if states_time(text)}
 
 
-def days_named(query: str) -> list[datetime.date]:
-    """The days ``query`` names ("on 31 July, 2023", "August 3, 2023", "2023-08-03")."""
-    days = []
+def periods_named(query: str) -> list[tuple[datetime.date, datetime.date]]:
+    """The periods ``query`` names, first and last day: a week either side of a day it names
+    ("on 31 July, 2023", "August 3, 2023", "2023-08-03"), a month it names ("in May 2023")."""
+    periods = []
     for found in _DAY_NAMED.finditer(query):
         parts = found.groupdict()
-        year = parts["y1"] or parts["y2"] or parts["y3"]
-        month = parts["m1"] or parts["m2"]
-        day = parts["d1"] or parts["d2"] or parts["d3"]
         try:
-            number = _MONTH_NUMBERS[month] if month else int(parts["m3"])
-            days.append(datetime.date(int(year), number, int(day)))
+            if parts["m4"]:
+                year, month = int(parts["y4"]), _MONTH_NUMBERS[parts["m4"]]
+                start = datetime.date(year, month, 1)
+                following = datetime.date(year + month // 12, month % 12 + 1, 1)
+                periods.append((start, following - datetime.timedelta(days=1)))
+                continue
+            year = int(parts["y1"] or parts["y2"] or parts["y3"])
+            month_name = parts["m1"] or parts["m2"]
+            month = _MONTH_NUMBERS[month_name] if month_name else int(parts["m3"])
+            day = datetime.date(year, month, int(parts["d1"] or parts["d2"] or parts["d3"]))
         except ValueError:  # 31 February: no day
             continue
-    return days
+        periods.append((day - DAY_WINDOW, day + DAY_WINDOW))
+    return periods
 
 
 def dated_candidates(
     query: str, lists: dict[str, Ranked], moments: Callable[[list[str]], dict[str, str]]
 ) -> set[str]:
-    """The candidates of ``lists`` that happened within ``DAY_WINDOW`` of a day ``query`` names.
+    """The candidates of ``lists`` that happened in a period ``query`` names (:func:`periods_named`).
 
     ``moments`` maps ids to when each happened (a UTC timestamp); it is only called for a
-    query that names a day.
+    query that names a period.
     """
-    days = days_named(query)
-    if not days:
+    periods = periods_named(query)
+    if not periods:
         return set()
     candidates = list(dict.fromkeys(item for ranked in lists.values() for item, _, _ in ranked))
-    return {item for item, moment in moments(candidates).items() if near_a_day(moment, days)}
+    return {item for item, moment in moments(candidates).items() if within(moment, periods)}
 
 
-def near_a_day(moment: str, days: Sequence[datetime.date]) -> bool:
-    """True when ``moment`` (a UTC timestamp) falls within ``DAY_WINDOW`` of one of ``days``."""
+def within(moment: str, periods: Sequence[tuple[datetime.date, datetime.date]]) -> bool:
+    """True when ``moment`` (a UTC timestamp) falls on a day of one of ``periods``."""
     when = datetime.date.fromisoformat(moment[:10])
-    return any(abs(when - day) <= DAY_WINDOW for day in days)
+    return any(start <= when <= end for start, end in periods)
 
 
 def combsum(lists: dict[str, Ranked], timed: Collection[str] = (), dated: Collection[str] = ()) -> Fused:

@@ -180,7 +180,7 @@ def _explain(
         if timed:
             parts.append("+1: the question asks when and this text states a time")
         if dated:
-            parts.append("+1: the question names a day and this text happened within a week of it")
+            parts.append("+1: the question names a day or a month and this text happened then")
         if asking:
             parts.append("halved: this text ends in a question, so it asks rather than answers")
         if not any(score is not None for score in scores.values()):
@@ -227,7 +227,7 @@ def _recall(ctx: Ctx, args: RecallArgs, found: Recall, *, explain: bool) -> None
             _say(f"     why: {closed.why}")
     _say("Evidence (unratified, not decisions):")
     asks_when = found.mode == "hybrid" and fusion.asks_when(args.query)
-    days = fusion.days_named(args.query) if found.mode == "hybrid" else []
+    periods = fusion.periods_named(args.query) if found.mode == "hybrid" else []
     for ev in found.evidence:
         _say(
             f"  {ev.rank}. {name(ev.evidence.id, ev.evidence.id)}  {ev.evidence.kind}  "
@@ -237,7 +237,8 @@ def _recall(ctx: Ctx, args: RecallArgs, found: Recall, *, explain: bool) -> None
             hybrid = found.mode == "hybrid"
             timed = asks_when and fusion.states_time(ev.evidence.text)
             asking = hybrid and fusion.asks(ev.evidence.text)
-            dated = bool(days) and fusion.near_a_day(ev.evidence.occurred_at or ev.evidence.created_at, days)
+            happened = ev.evidence.occurred_at or ev.evidence.created_at
+            dated = bool(periods) and fusion.within(happened, periods)
             explained = _explain(ev.scores, ev.rrf, combsum=hybrid, timed=timed, asking=asking, dated=dated)
             _say(f"     explain: {explained}")
     if not found.evidence:
