@@ -65,8 +65,11 @@ INDEX_SUBJECT_CHARS = 40
 CLOSED_WHY_CHARS = 48
 RELATED_HANDLES = 2  # per relation, the handles listed after its count (format json lists all)
 INDEX_HINT = "Next: timeline <handle> for before and after, show <handle> for the whole record."
-TAGS_HINT = "Tags: supersedes = replaced, do not apply; conflict = ask a person; pending = not ratified."
-_RELATION_TAGS = {"superseded": "supersedes", "later": "later", "conflict": "conflict", "pending": "pending"}
+TAGS_HINT = (
+    "Tags: supersedes = replaced, do not apply; conflict = ask a person; pending = not ratified; "
+    "replaced later = after the moment asked about."
+)
+_RELATION_TAGS = {"superseded": "supersedes", "later": "replaced later"}
 
 
 def index_ids(data: dict[str, Any]) -> list[str]:
