@@ -201,3 +201,29 @@ def table(tallies: dict[str, dict[str, Tally]]) -> str:
             r5, r10, mrr, first = tally.row()
             lines.append(f"{system:10} {key:12} {tally.n:4d} {r5:6.3f} {r10:6.3f} {mrr:7.3f} {first:6.3f}")
     return "\n".join(lines)
+
+
+# What hybrid recall should reach against keyword alone (R@5 and MRR@10 gains overall, R@10 overall).
+GOALS = {"mrr_gain": 0.06, "r5_gain": 0.08, "r10": 0.83}
+
+
+def goals(tallies: dict[str, dict[str, Tally]]) -> str:
+    """Hybrid against keyword: the overall gains and R@10 beside their goals, and whether every
+    category's R@5 and MRR@10 is at least keyword's."""
+    hybrid, keyword = tallies["hybrid"], tallies["keyword"]
+    h5, h10, hmrr, _ = hybrid["overall"].row()
+    k5, _, kmrr, _ = keyword["overall"].row()
+    behind = [
+        name
+        for name in CATEGORIES.values()
+        if name in hybrid
+        and (hybrid[name].row()[0] < keyword[name].row()[0] or hybrid[name].row()[2] < keyword[name].row()[2])
+    ]
+    return "\n".join(
+        [
+            f"hybrid MRR@10 - keyword's: {hmrr - kmrr:+.3f} (goal +{GOALS['mrr_gain']:.2f})",
+            f"hybrid R@5 - keyword's:    {h5 - k5:+.3f} (goal +{GOALS['r5_gain']:.2f})",
+            f"hybrid R@10:               {h10:.3f} (goal {GOALS['r10']:.2f})",
+            "categories where hybrid's R@5 or MRR@10 is below keyword's: " + (", ".join(behind) or "none"),
+        ]
+    )
