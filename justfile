@@ -78,7 +78,8 @@ bench-stale *args:
 bench-inject *args:
     {{venv}}python bench/inject_bench.py {{args}}
 
-# Recall through `ctx mcp` with the SDK client: server start, first and later recall latency.
+# Recall through `ctx mcp` with the SDK client: server start, first and later recall latency, and the
+# bytes and tokens of each disclosure step (index, timeline, record) for k = 1, 10 and 50.
 bench-mcp queries="100":
     {{venv}}python bench/mcp_bench.py --queries {{queries}}
 

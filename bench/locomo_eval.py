@@ -50,12 +50,13 @@ class Conversation:
 
 @dataclass
 class Tally:
-    """Recall@5, recall@10 and MRR@10 summed over questions."""
+    """Recall@5, recall@10, MRR@10 and first place (a gold turn ranked first) summed over questions."""
 
     n: int = 0
     r5: float = 0.0
     r10: float = 0.0
     mrr: float = 0.0
+    first: float = 0.0
 
     def add(self, found: Sequence[str], gold: frozenset[str]) -> None:
         """Score one ranked answer: a hit when any gold turn is within the depth."""
@@ -64,11 +65,12 @@ class Tally:
         self.r5 += first is not None and first <= 5
         self.r10 += first is not None
         self.mrr += 1.0 / first if first else 0.0
+        self.first += first == 1
 
-    def row(self) -> tuple[float, float, float]:
-        """(R@5, R@10, MRR@10)."""
+    def row(self) -> tuple[float, float, float, float]:
+        """(R@5, R@10, MRR@10, first place)."""
         n = max(self.n, 1)
-        return self.r5 / n, self.r10 / n, self.mrr / n
+        return self.r5 / n, self.r10 / n, self.mrr / n, self.first / n
 
 
 def session_time(raw: str | None) -> str | None:
@@ -188,14 +190,40 @@ def evaluate(
 
 
 def table(tallies: dict[str, dict[str, Tally]]) -> str:
-    """Per-category R@5 / R@10 / MRR@10 of every system, as plain text."""
+    """Per-category R@5 / R@10 / MRR@10 / first place of every system, as plain text."""
     keys = [*CATEGORIES.values(), "overall"]
-    lines = [f"{'system':10} {'category':12} {'n':>4} {'R@5':>6} {'R@10':>6} {'MRR@10':>7}"]
+    lines = [f"{'system':10} {'category':12} {'n':>4} {'R@5':>6} {'R@10':>6} {'MRR@10':>7} {'first':>6}"]
     for system, by_key in tallies.items():
         for key in keys:
             tally = by_key.get(key)
             if tally is None:
                 continue
-            r5, r10, mrr = tally.row()
-            lines.append(f"{system:10} {key:12} {tally.n:4d} {r5:6.3f} {r10:6.3f} {mrr:7.3f}")
+            r5, r10, mrr, first = tally.row()
+            lines.append(f"{system:10} {key:12} {tally.n:4d} {r5:6.3f} {r10:6.3f} {mrr:7.3f} {first:6.3f}")
     return "\n".join(lines)
+
+
+# What hybrid recall should reach against keyword alone (R@5 and MRR@10 gains overall, R@10 overall).
+GOALS = {"mrr_gain": 0.06, "r5_gain": 0.08, "r10": 0.83}
+
+
+def goals(tallies: dict[str, dict[str, Tally]]) -> str:
+    """Hybrid against keyword: the overall gains and R@10 beside their goals, and whether every
+    category's R@5 and MRR@10 is at least keyword's."""
+    hybrid, keyword = tallies["hybrid"], tallies["keyword"]
+    h5, h10, hmrr, _ = hybrid["overall"].row()
+    k5, _, kmrr, _ = keyword["overall"].row()
+    behind = [
+        name
+        for name in CATEGORIES.values()
+        if name in hybrid
+        and (hybrid[name].row()[0] < keyword[name].row()[0] or hybrid[name].row()[2] < keyword[name].row()[2])
+    ]
+    return "\n".join(
+        [
+            f"hybrid MRR@10 - keyword's: {hmrr - kmrr:+.3f} (goal +{GOALS['mrr_gain']:.2f})",
+            f"hybrid R@5 - keyword's:    {h5 - k5:+.3f} (goal +{GOALS['r5_gain']:.2f})",
+            f"hybrid R@10:               {h10:.3f} (goal {GOALS['r10']:.2f})",
+            "categories where hybrid's R@5 or MRR@10 is below keyword's: " + (", ".join(behind) or "none"),
+        ]
+    )

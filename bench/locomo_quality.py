@@ -59,6 +59,8 @@ def main() -> None:
         )
     print(f"LoCoMo evidence recall, {data.name}, categories 1-4 ({time.perf_counter() - started:.0f} s)\n")
     print(conversation_eval.table(tallies))
+    if {"hybrid", "keyword"} <= tallies.keys():
+        print(f"\n{conversation_eval.goals(tallies)}")
     print(f"\nload: {Path('/proc/loadavg').read_text().strip() if Path('/proc/loadavg').exists() else 'n/a'}")
 
 

@@ -14,8 +14,10 @@ and cached in bench/.cache), then prints:
 - the served log's cost on the warm path, in process on the same store: a recall's p50 without
   and with its entry written (what `ctx mcp` does after each read), the entry's own p50/p95 (an
   upper bound of the time it holds the write lock), and the bytes on disk per served item;
-- the bytes an agent reads from `recall` (k=1 and k=10), `list_pending` and `inject_context`
-  in the text form and in the JSON form (`format: "json"`, its structured content).
+- progressive disclosure for k = 1, 10 and 50: the bytes and ~tokens of the `recall` index
+  (step 1), the `timeline` around its first hit (step 2) and that hit's `show` (step 3), beside
+  the whole record of every hit; then `list_pending` and `inject_context`; each in the text form
+  and in the JSON form (`format: "json"`, its structured content).
 
     python bench/mcp_bench.py [--decisions N] [--evidence N] [--queries N] [--starts N]
 """
@@ -46,59 +48,73 @@ def _params(db: Path) -> StdioServerParameters:
 
 
 DEMO_QUESTION = "how do we keep users signed in?"
-SIZED: list[tuple[str, str, dict[str, object]]] = [
-    ("recall k=1", "recall", {"k": 1}),
-    ("recall k=10", "recall", {"k": 10}),
-    ("recall k=50", "recall", {"k": 50}),
+DISCLOSURE_K = (1, 10, 50)
+OTHER_SIZED: list[tuple[str, str, dict[str, object]]] = [
     ("list_pending", "list_pending", {}),
     ("inject_context (default budget)", "inject_context", {}),
 ]
+Size = tuple[str, int, int, int, int]  # label, hits, text bytes, JSON bytes, JSON + its text bytes
 
 
-async def _sizes(session: ClientSession, query: str) -> list[tuple[str, int, int, int]]:
-    """Bytes of each sized call's answer: the text form; the JSON form's structured content, and
-    all the JSON form sends (its text content too)."""
+async def _sized(
+    session: ClientSession, label: str, tool: str, arguments: dict[str, object]
+) -> tuple[Size, dict]:
+    """One call's sizes in both forms, and its JSON."""
+    text = await session.call_tool(tool, arguments)
+    full = await session.call_tool(tool, {**arguments, "format": "json"})
+    if text.is_error or full.is_error:
+        raise SystemExit(f"{tool} failed: {(text if text.is_error else full).content[0].text}")
+    assert text.structured_content is None
+    data = full.structured_content or {}
+    hits = sum(len(data.get(section) or ()) for section in ("decisions", "closed", "evidence"))
+    hits = hits if tool == "recall" else 0
+    json_bytes = len(json.dumps(data, ensure_ascii=False).encode())
+    text_bytes = len(text.content[0].text.encode())
+    return (label, hits, text_bytes, json_bytes, json_bytes + len(full.content[0].text.encode())), data
+
+
+async def _sizes(session: ClientSession, query: str) -> list[Size]:
+    """Progressive disclosure per k: the index of k hits (step 1), the timeline around its first hit
+    (step 2), that hit's whole record (step 3), and every hit's whole record for comparison; then
+    the other sized answers."""
     out = []
-    first: str | None = None
-    for label, tool, given in SIZED:
-        arguments = {**given, "query": query} if tool == "recall" else given
-        text = await session.call_tool(tool, arguments)
-        full = await session.call_tool(tool, {**arguments, "format": "json"})
-        if text.is_error or full.is_error:
-            raise SystemExit(f"{tool} failed: {(text if text.is_error else full).content[0].text}")
-        assert text.structured_content is None
-        text_bytes = len(text.content[0].text.encode())
-        json_bytes = len(json.dumps(full.structured_content, ensure_ascii=False).encode())
-        out.append((label, text_bytes, json_bytes, json_bytes + len(full.content[0].text.encode())))
-        if label == "recall k=1":
-            first = _first_hit(full.structured_content or {})
-    # Progressive disclosure: the compact hits above (step 1), then what came before and after the
-    # first hit (step 2), then its whole record (step 3).
-    if first is not None:
+    for k in DISCLOSURE_K:
+        size, recalled = await _sized(
+            session, f"k={k} step 1: recall index", "recall", {"query": query, "k": k}
+        )
+        out.append(size)
+        ids = _hit_ids(recalled)
+        if not ids:
+            continue
         for label, tool, arguments in (
-            ("step 2: timeline around the first hit", "timeline", {"target": first}),
-            ("step 3: show the first hit", "show", {"id": first}),
+            (f"k={k} step 2: timeline around the first hit", "timeline", {"target": ids[0]}),
+            (f"k={k} step 3: show the first hit", "show", {"id": ids[0]}),
         ):
-            text = await session.call_tool(tool, arguments)
-            full = await session.call_tool(tool, {**arguments, "format": "json"})
-            if text.is_error or full.is_error:
-                raise SystemExit(f"{tool} failed: {(text if text.is_error else full).content[0].text}")
-            text_bytes = len(text.content[0].text.encode())
-            json_bytes = len(json.dumps(full.structured_content, ensure_ascii=False).encode())
-            out.append((label, text_bytes, json_bytes, json_bytes + len(full.content[0].text.encode())))
+            out.append((await _sized(session, label, tool, arguments))[0])
+        every = [(await _sized(session, "", "show", {"id": hit}))[0] for hit in ids]
+        out.append(
+            (
+                f"k={k} for comparison: show every hit",
+                len(ids),
+                *(sum(s[i] for s in every) for i in (2, 3, 4)),
+            )
+        )
+    for label, tool, given in OTHER_SIZED:
+        out.append((await _sized(session, label, tool, given))[0])
     return out
 
 
-def _first_hit(recalled: dict[str, object]) -> str | None:
-    """The id of a recall's first decision, else of its first evidence text."""
-    for section in ("decisions", "evidence"):
+def _hit_ids(recalled: dict[str, object]) -> list[str]:
+    """The ids of a recall's hits, decisions first."""
+    ids = []
+    for section in ("decisions", "closed", "evidence"):
         hits = recalled.get(section)
-        if isinstance(hits, list) and hits:
-            return str(hits[0]["id"])
-    return None
+        if isinstance(hits, list):
+            ids += [str(hit["id"]) for hit in hits]
+    return ids
 
 
-async def _demo_sizes(query: str) -> list[tuple[str, int, int, int]]:
+async def _demo_sizes(query: str) -> list[Size]:
     """The sizes on the small store `ctx demo` builds (a realistic project, not a synthetic one)."""
     with tempfile.TemporaryDirectory() as folder:
         with build_demo(Path(folder) / "demo") as kernel:
@@ -282,9 +298,14 @@ def main() -> None:
         ("the ctx demo store", demo),
     ):
         heading = f"What an agent reads on {store} (bytes; ~tokens = bytes / 4)"
-        print(f"\n{heading:60} {'text':>8} {'~tokens':>8} {'json':>8} {'json+text':>9}")
-        for label, text_bytes, json_bytes, wire_bytes in sizes:
-            print(f"{label:60} {text_bytes:8,} {text_bytes // 4:8,} {json_bytes:8,} {wire_bytes:9,}")
+        columns = ("hits", "text", "~tokens", "~tok/hit", "json", "json+text")
+        print(f"\n{heading:60} " + " ".join(f"{c:>{max(len(c), 8) if c != 'hits' else 5}}" for c in columns))
+        for label, hits, text_bytes, json_bytes, wire_bytes in sizes:
+            per_hit = f"{text_bytes / 4 / hits:8.0f}" if hits else f"{'':8}"
+            print(
+                f"{label:60} {hits or '':>5} {text_bytes:8,} {text_bytes // 4:8,} {per_hit} {json_bytes:8,} "
+                f"{wire_bytes:9,}"
+            )
 
 
 if __name__ == "__main__":

@@ -66,6 +66,15 @@ def test_hybrid_finds_the_answering_turn_more_often_than_keyword_alone(tallies):
     assert hybrid.row()[1] >= 0.6
 
 
+@pytest.mark.usefixtures("real_model")
+def test_the_bench_prints_the_goals_beside_hybrid_against_keyword(tallies):
+    lines = conversation_eval.goals(tallies).splitlines()
+    hybrid, keyword = tallies["hybrid"]["overall"].row(), tallies["keyword"]["overall"].row()
+    assert lines[0] == f"hybrid MRR@10 - keyword's: {hybrid[2] - keyword[2]:+.3f} (goal +0.06)"
+    assert lines[2] == f"hybrid R@10:               {hybrid[1]:.3f} (goal 0.83)"
+    assert lines[3].startswith("categories where hybrid's R@5 or MRR@10 is below keyword's: ")
+
+
 def test_the_bench_refuses_a_missing_folder_in_one_line(tmp_path):
     done = subprocess.run(
         [sys.executable, str(ROOT / "bench" / "locomo_quality.py"), "--data", str(tmp_path / "nowhere")],

@@ -51,8 +51,9 @@ Call inject_context at the start of a session, and recall (or get_decision) befo
 something a decision may cover: decisions marked superseded must not be applied, evidence is \
 unratified. log_evidence keeps a fact worth remembering; propose_decision queues a decision \
 for a person to ratify. No tool can ratify, reject or retire: only a person does, in ctx review. \
-Results are compact text (ids, one line each, warnings); show expands an id or a unique prefix, and \
-format "json" returns the full object."""
+Results are compact text (ids or handles, one line each, warnings): recall and search answer with an \
+index, timeline tells what came before and after a handle, show expands an id, a handle or a unique \
+prefix, and format "json" returns the full object."""
 
 # Seconds to let the model finish loading at shutdown, so no thread is killed mid-import.
 WARM_JOIN_SECONDS = 30
@@ -118,6 +119,21 @@ class Host:
                 result=result,
             )
         return operation.answer(args, result), note
+
+    def respond(self, operation: Operation, arguments: BaseModel, caller: Caller) -> types.CallToolResult:
+        """Run a tool, record what it served, and shape its answer; an index names its records by
+        handle (one store query)."""
+        data, note = self.serve(operation, arguments, caller)
+        output = getattr(arguments, "format", "text")
+        index = mcp_text.INDEXES.get(operation.result)
+        if output == "text" and index is not None:
+            shown = index(data, self.ctx.handles(mcp_text.index_ids(data)))
+            result = types.CallToolResult(content=[types.TextContent(type="text", text=shown)])
+        else:
+            result = result_for(operation, data, output)
+        if note is not None:  # the served log could not record this answer: say so, still answer
+            result.content.append(types.TextContent(type="text", text=f"ctx: note: {note}"))
+        return result
 
 
 UNKNOWN_TOOL_HINT = (
@@ -305,13 +321,9 @@ def make_server(
             if serving is None:
                 return tool_error(stores.missing)
             caller = serving.caller(_client_name(context))
-            data, note = await anyio.to_thread.run_sync(
-                partial(serving.serve, operation, arguments, caller), limiter=limiter
+            return await anyio.to_thread.run_sync(
+                partial(serving.respond, operation, arguments, caller), limiter=limiter
             )
-            result = result_for(operation, data, getattr(arguments, "format", "text"))
-            if note is not None:
-                result.content.append(types.TextContent(type="text", text=f"ctx: note: {note}"))
-            return result
         except ToolArgumentError as exc:
             return tool_error(str(exc))
         except CtxError as exc:

@@ -7,7 +7,7 @@ whole record. Stored text is shown with hidden characters spelled out, as everyw
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from ctx_kernel.kernel import text
@@ -58,68 +58,109 @@ def _proposal_line(proposal: dict[str, Any]) -> str:
     return f"- {proposal['id']} {proposal['subject']}: {one_line(proposal['decision'])} ({'; '.join(notes)})"
 
 
-RELATED_WITH_TEXT = 1  # per relation, the records shown with their text; the rest by id
-RELATED_IDS = 8  # ids listed after those; beyond, a count (format json lists every one)
+# The recall and search answers are an index: about 30 tokens a hit, the first of three steps an
+# agent takes (the index, then ``timeline`` around a handle, then ``show`` for the whole record).
+INDEX_LINE_CHARS = 80  # a hit's text, cut; show gives the rest
+INDEX_SUBJECT_CHARS = 40
+CLOSED_WHY_CHARS = 48
+RELATED_HANDLES = 2  # per relation, the handles listed after its count (format json lists all)
+INDEX_HINT = "Next: timeline <handle> for before and after, show <handle> for the whole record."
+TAGS_HINT = (
+    "Tags: supersedes = replaced, do not apply; conflict = ask a person; pending = not ratified; "
+    "replaced later = after the moment asked about."
+)
+_RELATION_TAGS = {"superseded": "supersedes", "later": "replaced later"}
 
 
-def _related_lines(related: list[dict[str, Any]]) -> Iterator[str]:
-    """One line per relation (superseded, conflict, pending) under a decision hit: the record the
-    query matched first with its text, the rest by id."""
+def index_ids(data: dict[str, Any]) -> list[str]:
+    """Every id a recall or search index names, so its handles are looked up in one query."""
+    shown = [hit["id"] for section in ("decisions", "closed", "evidence") for hit in data.get(section, ())]
+    for hit in data.get("decisions", ()):
+        shown += [item["id"] for key in ("superseded", "conflicts", "pending") for item in hit.get(key, ())]
+        shown += hit.get("superseded_by", ())[:RELATED_HANDLES]
+    return shown
+
+
+def _related_tag(related: list[dict[str, Any]], name: Callable[[str], str]) -> str:
+    """`` [supersedes 1: 3BPAR; pending 2: M7DW, 9JDZ]``: each relation's count and first handles,
+    the records the query matched first."""
     groups: dict[str, list[dict[str, Any]]] = {}
     for item in related:
         groups.setdefault(item["relation"], []).append(item)
+    parts = []
     for relation, group in groups.items():
         items = sorted(group, key=lambda item: not item.get("matched"))
-        warning = one_line(items[0].get("warning") or items[0].get("why"), 60).removeprefix(f"{relation}: ")
-        shown = [f'{item["id"]} "{one_line(item["text"], 80)}"' for item in items[:RELATED_WITH_TEXT]]
-        rest = items[RELATED_WITH_TEXT:]
-        shown += [item["id"] for item in rest[:RELATED_IDS]]
-        more = f"; {len(rest) - RELATED_IDS} more" if len(rest) > RELATED_IDS else ""
-        yield f"  {relation} ({warning}): {', '.join(shown)}{more}"
+        handles = ", ".join(name(item["id"]) for item in items[:RELATED_HANDLES])
+        more = ", …" if len(items) > RELATED_HANDLES else ""
+        parts.append(f"{_RELATION_TAGS.get(relation, relation)} {len(items)}: {handles}{more}")
+    return f" [{'; '.join(parts)}]" if parts else ""
 
 
-def _evidence_line(item: dict[str, Any]) -> str:
+def _index_decision(hit: dict[str, Any], name: Callable[[str], str], tag: str = "") -> str:
+    subject = one_line(hit["subject"], INDEX_SUBJECT_CHARS)
+    return f"- {name(hit['id'])} {subject}: {one_line(hit['decision'], INDEX_LINE_CHARS)}{tag}"
+
+
+def _index_evidence(item: dict[str, Any], name: Callable[[str], str]) -> str:
     source = item.get("source")
     kind = source.get("kind") if isinstance(source, dict) else item.get("kind")
-    return f"- {item['id']} ({kind}, {_day(item.get('created_at'))}): {one_line(item.get('snippet'))}"
+    snippet = one_line(item.get("snippet") or item.get("text"), INDEX_LINE_CHARS)
+    return f"- {name(item['id'])} {kind} {_day(item.get('created_at'))}: {snippet}"
 
 
-def recall(data: dict[str, Any]) -> str:
-    """Decisions in force with what contradicts them, closed matches, then unratified evidence."""
+def _closed_tag(hit: dict[str, Any], name: Callable[[str], str]) -> str:
+    """Why a decision no longer holds: its successors' handles, else how it closed."""
+    if hit.get("superseded_by"):
+        return f" [superseded by {', '.join(name(i) for i in hit['superseded_by'][:RELATED_HANDLES])}]"
+    if hit.get("why"):  # a recall's closed match: retired, or closed with no successor in force
+        return f" [{one_line(str(hit['why']).removesuffix(': do not apply'), CLOSED_WHY_CHARS)}]"
+    return f" [{hit.get('closed_by') or 'closed'}]"
+
+
+def _namer(names: Mapping[str, str]) -> Callable[[str], str]:
+    return lambda record_id: names.get(record_id, record_id)
+
+
+def recall(data: dict[str, Any], names: Mapping[str, str]) -> str:
+    """An index of the hits, by handle: decisions in force with tags naming what contradicts them,
+    closed matches, then unratified evidence."""
+    name = _namer(names)
     lines: list[str] = []
     if data["decisions"]:
         lines.append("Decisions in force (ratified: apply these):")
         for hit in data["decisions"]:
-            since = _day(hit["valid_from"])
-            lines.append(f"- {hit['id']} {hit['subject']}: {one_line(hit['decision'])} (since {since})")
+            related = [*hit["superseded"], *hit["conflicts"], *hit["pending"]]
+            lines.append(_index_decision(hit, name, _related_tag(related, name)))
             if hit.get("stale"):
                 lines.append(f"  {one_line(hit['stale'])}")
-            lines.extend(_related_lines([*hit["superseded"], *hit["conflicts"], *hit["pending"]]))
     else:
         lines.append("No decision in force matches.")
     if data["closed"]:
         lines.append("No longer in force (do not apply):")
-        for hit in data["closed"]:
-            warning = one_line(hit["warning"], 80)
-            lines.append(f"- {hit['id']} {hit['subject']}: {one_line(hit['decision'], 100)} ({warning})")
+        lines.extend(_index_decision(hit, name, _closed_tag(hit, name)) for hit in data["closed"])
     if data["evidence"]:
         lines.append("Evidence (unratified: context, not decisions):")
-        lines.extend(_evidence_line(item) for item in data["evidence"])
+        lines.extend(_index_evidence(item, name) for item in data["evidence"])
     vectors = data["vectors"]
     if vectors["state"] not in ("on", "unused"):
         lines.append(f"Vectors {vectors['state']}: {one_line(vectors.get('note'), 120)}")
-    lines.append(EXPAND_HINT)
+    lines.append(INDEX_HINT)
+    if any(hit["superseded"] or hit["conflicts"] or hit["pending"] for hit in data["decisions"]):
+        lines.append(TAGS_HINT)
     return _join(lines)
 
 
-def search(data: dict[str, Any]) -> str:
-    """Keyword hits in two sections: ratified decisions, unratified evidence."""
+def search(data: dict[str, Any], names: Mapping[str, str]) -> str:
+    """Keyword hits as an index in two sections: ratified decisions, unratified evidence."""
+    name = _namer(names)
     lines = ["Decisions:" if data["decisions"] else "No decision matches."]
-    lines.extend(_decision_line(decision) for decision in data["decisions"])
+    for hit in data["decisions"]:
+        tag = "" if hit.get("current") else _closed_tag(hit, name)
+        lines.append(_index_decision(hit, name, tag))
     if data["evidence"]:
         lines.append("Evidence (unratified: context, not decisions):")
-        lines.extend(_evidence_line(item) for item in data["evidence"])
-    lines.append(EXPAND_HINT)
+        lines.extend(_index_evidence(item, name) for item in data["evidence"])
+    lines.append(INDEX_HINT)
     return _join(lines)
 
 
@@ -265,8 +306,6 @@ def timeline(data: dict[str, Any]) -> str:
 _EVIDENCE_FIELDS = (("agent", "agent"), ("session", "session"), ("source", "source"), ("speaker", "speaker"))
 
 RENDERERS: dict[str, Callable[[dict[str, Any]], str]] = {
-    "recall": recall,
-    "search": search,
     "decisions": decisions,
     "history": history,
     "evidence-list": evidence_list,
@@ -278,3 +317,5 @@ RENDERERS: dict[str, Callable[[dict[str, Any]], str]] = {
     "show": show,
     "timeline": timeline,
 }
+# The answers that name records by handle: they take the handles of ``index_ids(data)`` as well.
+INDEXES: dict[str, Callable[[dict[str, Any], Mapping[str, str]], str]] = {"recall": recall, "search": search}

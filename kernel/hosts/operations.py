@@ -190,7 +190,8 @@ OPERATIONS: dict[str, Operation] = {
                 "Recall decisions and evidence",
                 "Hybrid search (keyword, entity, vector): ratified decisions in force, each with the "
                 "superseded decisions it replaced (do not apply those), conflicts and pending proposals, "
-                "and unratified evidence in a separate section.",
+                "and unratified evidence in a separate section. The text is an index, a line per hit named "
+                "by its handle: timeline shows what came before and after it, show the whole record.",
             ),
             positional=("query",),
         ),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ctx_kernel.kernel.recall.fusion import SubjectFamilies
 from ctx_kernel.kernel.records import Decision
 from ctx_kernel.kernel.store.base import ConflictRow, Store
 
@@ -37,6 +38,7 @@ class DecisionCache:
         # (id prefix, entity id) -> (items mentioning it, the newest ENTITY_ITEMS of them)
         self.postings: dict[tuple[str, int], tuple[int, list[str]]] = {}
         self.sizes: dict[str, int] = {}  # kind -> item_count
+        self.families: SubjectFamilies | None = None  # the subjects in force, by their words
 
     def check(self, store: Store) -> None:
         """Forget what the store changed since the last recall (or what grew too large)."""
@@ -44,6 +46,7 @@ class DecisionCache:
         full = len(self.records) > CACHED_DECISIONS or len(self.conflicts) > CACHED_DECISIONS
         if decisions != self._decisions or full:
             self.records, self.chains, self.conflicts, self.complete, self._recalls = {}, {}, {}, False, 0
+            self.families = None
             self._decisions = decisions
         data = (store.data_version(), store.change_count())
         if data != self._data or len(self.postings) > CACHED_POSTINGS:

@@ -350,6 +350,8 @@ class Recaller:
             self._lexical(self.store, query, "evidence", mode, fetch)
         lists = self.rank(self.store, query, "decision", mode, fetch)
         fused = fuse(lists, rrf_k, WEIGHTS)
+        if mode == "hybrid" and moment is None:  # related by the subjects in force now
+            fused = fusion.with_neighbours(fused, self._relatives, from_each=False)
         ids = fused.ids()
         records: dict[str, Decision] = {}
         hits: list[DecisionHit] = []
@@ -388,6 +390,25 @@ class Recaller:
         self._conflicts = self._conflicts_of(hit_ids, moment)
         self._load(hit_ids)
         return [self._expand(hit, moment, matched_ids, pending) for hit in hits], closed
+
+    def _relatives(self, decision_ids: list[str]) -> dict[str, list[str]]:
+        """The decisions in force on subjects one word apart from each decision in force of
+        ``decision_ids`` (see ``fusion.SubjectFamilies``)."""
+        records = self._load([], decision_ids)
+        current = [d for d in records.values() if d.valid_until is None]
+        if not current:
+            return {}
+        if self._cache.families is None:
+            self._cache.families = fusion.SubjectFamilies(self.store.current_subjects())
+        families = self._cache.families
+        subjects = {d.id: families.relatives(d.subject) for d in current}
+        wanted = set().union(*subjects.values())
+        if not wanted:
+            return {}
+        on: dict[str, list[str]] = {}
+        for relative in self._load([], self.store.current_ids(sorted(wanted))).values():
+            on.setdefault(relative.subject, []).append(relative.id)
+        return {item: [i for s in sorted(found) for i in on.get(s, ())] for item, found in subjects.items()}
 
     def _conflicts_of(self, decision_ids: list[str], moment: str | None) -> dict[str, list[ConflictRow]]:
         """:meth:`Store.conflicts_at`, kept with the decisions (a contested decision has dozens)."""
@@ -508,8 +529,15 @@ class Recaller:
                     read.update(store.evidence_by_ids(missing))
                 return {i: read[i].text for i in ids if i in read}
 
+            def moments(ids: list[str]) -> dict[str, str]:
+                texts(ids)
+                return {i: read[i].occurred_at or read[i].created_at for i in ids if i in read}
+
             timed = fusion.timed_candidates(query, lists, texts)
-            summed = fusion.with_neighbours(fusion.combsum(lists, timed), store.evidence_neighbours)
+            dated = fusion.dated_candidates(query, lists, moments)
+            summed = fusion.with_neighbours(
+                fusion.combsum(lists, timed, dated), store.evidence_neighbours, hops=2
+            )
             fused = fusion.settle_questions(summed, texts, k)[:k]
             texts([item for item, _, _ in fused])
             records = read

@@ -159,6 +159,7 @@ def _explain(
     combsum: bool = False,
     timed: bool = False,
     asking: bool = False,
+    dated: bool = False,
 ) -> str:
     """Each ranker's raw score and rank, and the fused score with how it was made."""
     parts = []
@@ -173,10 +174,13 @@ def _explain(
         # a text that ends in a question halved.
         parts.append(
             f"fused {rrf:.3f} (each ranker's score scaled to 0-1 within its list, summed; "
-            "a text logged next to a strong hit in the same session also gets half of that hit's)"
+            "a text logged next to a strong hit in the same session also gets half of that hit's, "
+            "two away a quarter)"
         )
         if timed:
             parts.append("+1: the question asks when and this text states a time")
+        if dated:
+            parts.append("+1: the question names a day or a month and this text happened then")
         if asking:
             parts.append("halved: this text ends in a question, so it asks rather than answers")
         if not any(score is not None for score in scores.values()):
@@ -225,6 +229,7 @@ def _recall(ctx: Ctx, args: RecallArgs, found: Recall, *, explain: bool) -> None
             _say(f"     why: {closed.why}")
     _say("Evidence (unratified, not decisions):")
     asks_when = found.mode == "hybrid" and fusion.asks_when(args.query)
+    periods = fusion.periods_named(args.query) if found.mode == "hybrid" else []
     for ev in found.evidence:
         _say(
             f"  {ev.rank}. {name(ev.evidence.id, ev.evidence.id)}  {ev.evidence.kind}  "
@@ -234,7 +239,10 @@ def _recall(ctx: Ctx, args: RecallArgs, found: Recall, *, explain: bool) -> None
             hybrid = found.mode == "hybrid"
             timed = asks_when and fusion.states_time(ev.evidence.text)
             asking = hybrid and fusion.asks(ev.evidence.text)
-            _say(f"     explain: {_explain(ev.scores, ev.rrf, combsum=hybrid, timed=timed, asking=asking)}")
+            happened = ev.evidence.occurred_at or ev.evidence.created_at
+            dated = bool(periods) and fusion.within(happened, periods)
+            explained = _explain(ev.scores, ev.rrf, combsum=hybrid, timed=timed, asking=asking, dated=dated)
+            _say(f"     explain: {explained}")
     if not found.evidence:
         _say("  none")
 
