@@ -54,7 +54,8 @@ def _details(item: StaleDecision) -> list[str]:
     if item.commits:
         authors = ", ".join(text.visible(a) for a in item.authors[:5])
         more = f" and {len(item.authors) - 5} more" if len(item.authors) > 5 else ""
-        out.append(f"{item.commits} commits by {authors}{more}; {item.files_changed} paths changed")
+        changed = text.plural(item.files_changed, "path")
+        out.append(f"{text.plural(item.commits, 'commit')} by {authors}{more}; {changed} changed")
     for path in item.paths[:10]:
         out.append(f"M {text.visible(path)}")
     out.extend(f"R {text.visible(r)}" for r in item.renamed[:10])
