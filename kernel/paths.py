@@ -484,3 +484,18 @@ def configured_reviewer() -> str | None:
     """The reviewer's name from ``CTX_REVIEWER`` or ``reviewer`` in config.toml."""
     name = os.environ.get("CTX_REVIEWER") or load_config().get("reviewer")
     return str(name).strip() if name and str(name).strip() else None
+
+
+def served_retention_days() -> int:
+    """How many days of served entries ``ctx audit fold`` keeps: ``retention_days`` under
+    ``[served]`` in the user's config.toml (a setting of the person who signs the folds, never of a
+    cloned repository)."""
+    section = load_config().get("served", {})
+    days = section.get("retention_days") if isinstance(section, dict) else None
+    if days is None:
+        raise UsageError("give --older-than DAYS, or set retention_days under [served] in config.toml")
+    if isinstance(days, bool) or not isinstance(days, int) or not 1 <= days <= 100_000:
+        raise UsageError(
+            f"config.toml: [served] retention_days must be a whole number of days, 1 to 100000: {days!r}"
+        )
+    return days

@@ -13,7 +13,7 @@ from mcp_support import Agent, server_params
 from test_audit_replay import checkpoint, tamper, verify_fails
 from test_json_schemas import assert_valid
 
-from ctx_kernel.kernel import Ctx, clock
+from ctx_kernel.kernel import Ctx, clock, paths
 from ctx_kernel.kernel.chain import row_hash
 from ctx_kernel.kernel.store.served import SERVED_COLUMNS, SERVED_FIELDS
 from ctx_kernel.kernel.store.sqlite import driver
@@ -369,6 +369,27 @@ def test_folding_old_days_keeps_the_log_verifiable(
     line, _ = verify_fails(cli)
     assert "served fold 2026-01-10 is signed by key" in line and "not one you trust" in line
     assert cli("audit", "verify", "--pubkey", str(public)).code == 0
+
+
+def test_the_retention_setting_is_the_folds_default(cli, store_path, history, signing_key, monkeypatch):
+    for day, session in (("2026-01-10", "old"), ("2026-05-30", "recent")):
+        monkeypatch.setattr(clock, "now", lambda day=day: f"{day}T10:00:00.000000Z")
+        cli("hook", "session-start", stdin=json.dumps({"session_id": session}).encode())
+    monkeypatch.setattr(clock, "now", lambda: "2026-06-01T10:00:00.000000Z")
+    unset = cli("audit", "fold")
+    assert unset.code == 2 and "retention_days under [served]" in unset.err and not unset.out
+    config = paths.config_dir() / "config.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text('[served]\nretention_days = "ninety"\n', encoding="utf-8")
+    wrong = cli("audit", "fold")
+    assert wrong.code == 2 and "whole number of days" in wrong.err
+    assert [e["session"] for e in served(cli)["entries"]] == ["old", "recent"]
+    config.write_text("[served]\nretention_days = 30\n", encoding="utf-8")
+    folded = cli("audit", "fold")
+    assert folded.code == 0 and "folded 2026-01-10: 1 entry" in folded.out, folded.err
+    assert [e["session"] for e in served(cli)["entries"]] == ["recent"]
+    assert cli("audit", "fold", "--older-than", "1").code == 0  # the option overrides the setting
+    assert served(cli)["entries"] == [] and cli("audit", "verify").code == 0
 
 
 def test_a_fold_forged_without_the_key_fails_verify(cli, store_path, three_entries):

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from ctx_kernel.kernel import paths
 from ctx_kernel.kernel.errors import CtxError, UsageError
 from ctx_kernel.kernel.hosts.cli.base import _db_option, _emit_json, _open, _say, _with_store, cli
 from ctx_kernel.kernel.text import plural
@@ -285,18 +286,20 @@ def audit_served(
 @click.option(
     "--older-than",
     "older_than",
-    required=True,
     type=click.IntRange(1, 100_000),
     metavar="DAYS",
-    help="Fold whole days of served entries older than this many days.",
+    help="Fold whole days of served entries older than this many days "
+    "(default: retention_days under [served] in your config.toml).",
 )
 @_with_store
-def audit_fold(ctx: Ctx, older_than: int) -> None:
+def audit_fold(ctx: Ctx, older_than: int | None) -> None:
     """Fold old served entries into signed daily digests (a count and a Merkle root per day).
 
     Keeps the served log small while `ctx audit verify` still checks it. Signed with your audit key:
-    asks for its passphrase (or reads CTX_KEY_PASSPHRASE).
+    asks for its passphrase (or reads CTX_KEY_PASSPHRASE). The retention period is --older-than, or
+    the `retention_days` setting under `[served]` in your config.toml.
     """
+    older_than = older_than or paths.served_retention_days()
     folds = ctx.served.fold(older_than_days=older_than, passphrase=lambda: _passphrase(confirm=False))
     for fold in folds:
         _say(
