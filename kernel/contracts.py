@@ -172,6 +172,17 @@ def _no_default(schema: dict[str, Any]) -> None:
     del schema["default"]
 
 
+# A current decision's staleness marker: present only when it may be stale.
+StaleLine = Annotated[
+    str | None,
+    Field(
+        default=None,
+        json_schema_extra=_no_default,
+        description="Present when it may be stale: the one line that says why (ctx stale).",
+    ),
+]
+
+
 def _output_type(hint: Any) -> Any:
     """``hint`` with every record class in it replaced by its output model."""
     if isinstance(hint, type) and is_dataclass(hint):
@@ -500,14 +511,7 @@ class RecallDecisionOut(_Strict):
     superseded: list[RelatedOut]
     conflicts: list[RelatedOut]
     pending: list[RelatedOut]
-    stale: Annotated[
-        str | None,
-        Field(
-            default=None,
-            json_schema_extra=_no_default,
-            description="Present when it may be stale: the one line that says why (ctx stale).",
-        ),
-    ]
+    stale: StaleLine
 
 
 class RecallClosedOut(_Strict):
@@ -563,14 +567,7 @@ class InjectDecisionOut(_Strict):
     subject: str
     decision: str
     valid_from: Timestamp
-    stale: Annotated[
-        str | None,
-        Field(
-            default=None,
-            json_schema_extra=_no_default,
-            description="Present when it may be stale: the one line that says why (ctx stale).",
-        ),
-    ]
+    stale: StaleLine
 
 
 class InjectSupersededOut(_Strict):
