@@ -4,6 +4,7 @@ checkpoints catch a history rewritten and rehashed from the start."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
