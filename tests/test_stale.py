@@ -344,6 +344,48 @@ def test_snapshots_are_append_only_in_the_database(cli, repo, kernel, store_path
     assert len(kernel.store.snapshots_of(decision)) == 1
 
 
+def test_a_snapshot_written_around_ctx_fails_verify(cli, repo, kernel, store_path):
+    """Someone with the file inserts a re-confirmation to silence a warning, or edits one: the audit
+    replay names the snapshot no person's act logged."""
+    import sqlite3
+
+    decision = _ratified(cli, "kernel/store/**")
+    repo.commit("Edit", **{"kernel__store__base.py": "changed\n"})
+    assert _only(cli)["decision_id"] == decision
+    assert cli("audit", "verify").code == 0
+    head = repo.git("rev-parse", "HEAD")
+    conn = sqlite3.connect(store_path)
+    (links,) = conn.execute("SELECT links FROM decision_snapshot").fetchone()
+    conn.execute(
+        "INSERT INTO decision_snapshot VALUES "
+        "(?, '2099-01-01T00:00:00.000000Z', 'alice', 'reconfirmed', ?, ?, NULL, NULL)",
+        (decision, head, links),
+    )
+    conn.commit()
+    assert _stale(cli)["stale"] == []  # the forged snapshot silences the warning...
+    verified = cli("audit", "verify")  # ...and verify names it
+    assert verified.code == 1 and f"snapshot of {decision} at 2099-01-01" in verified.err
+    assert "is not in the audit log" in verified.err
+    # A careful forger restores the triggers afterwards, so the schema check alone cannot tell.
+    triggers = conn.execute(
+        "SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'decision_snapshot'"
+    ).fetchall()
+    for name, _sql in triggers:
+        conn.execute(f"DROP TRIGGER {name}")
+    conn.execute("DELETE FROM decision_snapshot WHERE taken_at LIKE '2099%'")
+    conn.execute("UPDATE decision_snapshot SET git_commit = ?", (head,))
+    for _name, sql in triggers:
+        conn.execute(sql)
+    conn.commit()
+    conn.close()
+    altered = cli("audit", "verify")
+    assert (
+        altered.code == 1
+        and f"snapshot of {decision}" in altered.err
+        and "does not match audit row" in altered.err
+    )
+
+
 def test_the_cache_answers_again_without_git_log(cli, repo, kernel, monkeypatch):
     _ratified(cli, "kernel/store/**")
     repo.commit("Edit", **{"kernel__store__base.py": "changed\n"})
@@ -477,3 +519,4 @@ def test_an_adr_import_reads_its_links_and_snapshots_the_accepted_ones(cli, repo
     assert kernel.plan_ratification(proposal).links == ["kernel/cli.py", "kernel/store/**"]
     repo.commit("Edit", **{"kernel__cli.py": "main = 9\n"})
     assert _only(cli)["changed_links"] == ["kernel/cli.py"]
+    assert cli("audit", "verify").code == 0  # the import's snapshot has its audit row

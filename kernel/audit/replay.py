@@ -26,6 +26,7 @@ from ctx_kernel.kernel import limits
 from ctx_kernel.kernel.capture.json_input import JSONInputError, read_json
 from ctx_kernel.kernel.payloads import (
     AuditPayload,
+    DecisionConfirmed,
     DecisionImported,
     DecisionRetired,
     DecisionSuperseded,
@@ -35,7 +36,7 @@ from ctx_kernel.kernel.payloads import (
     ProposalImported,
     ProposalRatified,
 )
-from ctx_kernel.kernel.records import ABSENT, Absent, Decision
+from ctx_kernel.kernel.records import ABSENT, Absent, Decision, Snapshot
 from ctx_kernel.kernel.store.base import Store
 
 _CHUNK = 500
@@ -123,6 +124,8 @@ class _Replay:
         self.cited: dict[str, dict[tuple[str, str], int]] = {"decision_evidence": {}, "proposal_evidence": {}}
         # Decisions an earlier ctx imported without logging the supersession links it made.
         self.unlogged_links_from: set[str] = set()
+        # (decision id, when) -> (audit row, what a snapshot taken then holds)
+        self.snapshots: dict[tuple[str, str], tuple[int, tuple[Any, ...]]] = {}
         self.unchecked: dict[str, set[int]] = defaultdict(set)
         self.problems: list[StateProblem] = []
 
@@ -159,6 +162,7 @@ class _Replay:
             limits.DECISION_SUPERSEDED: self._decision_superseded,
             limits.DECISION_RETIRED: self._decision_retired,
             limits.DECISION_IMPORTED: self._decision_imported,
+            limits.DECISION_CONFIRMED: self._decision_confirmed,
         }
 
     def _evidence_logged(self, row: Mapping[str, Any], data: dict[str, Any]) -> None:
@@ -300,6 +304,11 @@ class _Replay:
         after = DecisionRetired.from_audit(data)
         self._close(row, "retired", valid_until=after.valid_until, close_reason=after.reason)
 
+    def _decision_confirmed(self, row: Mapping[str, Any], data: dict[str, Any]) -> None:
+        after = DecisionConfirmed.from_audit(data)
+        held = (row["actor"], after.act, after.git_commit, after.links, after.review_by, after.review_every)
+        self.snapshots[(row["target"], row["at"])] = (row["seq"], held)
+
     def _decision_imported(self, row: Mapping[str, Any], data: dict[str, Any]) -> None:
         seq, target = row["seq"], row["target"]
         after = DecisionImported.from_audit(data)
@@ -407,6 +416,40 @@ def _links(replay: _Replay, stored: list[tuple[Any, ...]]) -> tuple[list[StatePr
     return problems, unlogged
 
 
+def _snapshots(replay: _Replay, stored: list[Snapshot]) -> list[StateProblem]:
+    """Each snapshot a person's ratification or re-confirmation took, against its audit row: a
+    snapshot written around ctx would silence a staleness warning."""
+    problems = []
+    found = {
+        (s.decision_id, s.taken_at): (
+            s.taken_by,
+            s.act,
+            s.git_commit,
+            [x.to_dict() for x in s.links],
+            s.review_by,
+            s.review_every,
+        )
+        for s in stored
+    }
+    for (decision_id, at), (seq, held) in replay.snapshots.items():
+        row = found.pop((decision_id, at), None)
+        if row is None:
+            problems.append(
+                StateProblem(
+                    seq, f"snapshot of {decision_id} at {at} is missing from the store (audit row {seq})"
+                )
+            )
+        elif row != held:
+            problems.append(
+                StateProblem(seq, f"snapshot of {decision_id} at {at} does not match audit row {seq}")
+            )
+    problems += [
+        StateProblem(None, f"snapshot of {decision_id} at {at} is not in the audit log")
+        for decision_id, at in sorted(found)
+    ]
+    return problems
+
+
 def _decision_text(decision: Decision) -> str:
     # The text conflict detection reads (facts.conflicts.ConflictDetector): the decision and its rationale.
     return f"{decision.decision}\n{decision.rationale or ''}"
@@ -502,6 +545,7 @@ def replay_state(store: Store, rows: Iterable[Mapping[str, Any]]) -> StateReport
     problems += link_problems
     for table, expected in replay.cited.items():
         problems += _citations(table, expected, store.link_rows(table))
+    problems += _snapshots(replay, store.all_snapshots())
     conflict_problems, conflict_note = _conflicts(store, decisions)
     problems += conflict_problems
     notes = _notes(replay, unlogged) + ([conflict_note] if conflict_note else [])

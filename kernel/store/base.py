@@ -460,6 +460,9 @@ class LinkRows(Protocol):
     def current_snapshots(self) -> list[Snapshot]:
         """The newest snapshot of every current decision that has one."""
 
+    def all_snapshots(self) -> list[Snapshot]:
+        """Every snapshot of every decision, by decision and time."""
+
 
 class AuditLog(Protocol):
     """The hash-chained audit log."""

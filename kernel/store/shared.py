@@ -496,6 +496,13 @@ class SharedRows:
         )
         return [_snapshot(r) for r in rows]
 
+    def all_snapshots(self) -> list[Snapshot]:
+        """Every snapshot of every decision (what the audit replay checks), by decision and time."""
+        rows = self._select(
+            f"SELECT {_SNAPSHOT_COLUMNS} FROM decision_snapshot ORDER BY decision_id, taken_at"
+        )
+        return [_snapshot(r) for r in rows]
+
     def current_snapshots(self) -> list[Snapshot]:
         """The newest snapshot of every current decision that has one."""
         columns = ", ".join(f"s.{c}" for c in _SNAPSHOT_COLUMNS.split(", "))
