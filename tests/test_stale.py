@@ -272,6 +272,7 @@ def test_reconfirm_is_refused_when_what_was_shown_changed(repo, kernel):
         ("a\x1bb", "control character"),
         ("a.py#not a symbol", "names no symbol"),
         ("x" * 301, "longer than"),
+        ("kernel/a.py,kernel/b.py", "holds a comma"),
     ],
 )
 def test_a_link_that_escapes_the_repository_is_refused(cli, repo, kernel, link, says):
@@ -520,3 +521,59 @@ def test_an_adr_import_reads_its_links_and_snapshots_the_accepted_ones(cli, repo
     repo.commit("Edit", **{"kernel__cli.py": "main = 9\n"})
     assert _only(cli)["changed_links"] == ["kernel/cli.py"]
     assert cli("audit", "verify").code == 0  # the import's snapshot has its audit row
+
+
+def test_adr_export_writes_the_links_and_a_fresh_store_imports_them(cli, repo, kernel, tmp_path):
+    """A decision's links and a pending proposal's survive ``ctx export adr`` into an adr-tools
+    folder (ctx's comment block) and an import elsewhere."""
+    decision = _ratified(cli, "kernel/store/**", "kernel/cli.py#main")
+    pending = cli(
+        "propose",
+        "--subject",
+        "cli.layout",
+        "--decision",
+        "One cli module",
+        "--agent",
+        "claude",
+        "--link",
+        "kernel/cli.py",
+    )
+    assert pending.code == 0, pending.err
+    folder = tmp_path / "adrs"
+    folder.mkdir()
+    (folder / "0001-record-architecture-decisions.md").write_text(
+        "# 1. Record architecture decisions\n\nDate: 2026-01-01\n\n## Status\n\nAccepted\n\n"
+        "## Context\n\nWe need to record decisions.\n\n## Decision\n\nWe will use ADRs.\n\n"
+        "## Consequences\n\nSee Nygard.\n",
+        encoding="utf-8",
+    )
+    exported = cli("export", "adr", str(folder))
+    assert exported.code == 0, exported.err
+    texts = {path.name: path.read_text(encoding="utf-8") for path in folder.glob("0*.md")}
+    written = [text for text in texts.values() if decision in text]
+    assert len(written) == 1 and 'ctx-links: "kernel/cli.py#main, kernel/store/**"' in written[0]
+    assert any("ctx-links: kernel/cli.py" in text and "One cli module" in text for text in texts.values())
+    elsewhere = tmp_path / "elsewhere.db"
+    assert cli("--db", str(elsewhere), "init", db=False).code == 0
+    imported = cli(
+        "--db",
+        str(elsewhere),
+        "import",
+        "adr",
+        str(folder),
+        "--yes",
+        "--reviewer",
+        "carol",
+        "--json",
+        db=False,
+    )
+    assert imported.code == 0, imported.err
+    with Ctx.open(elsewhere, embedder=None) as other:
+        linked = {
+            d.subject: [x.link for x in other.store.snapshots_of(d.id)[-1].links]
+            for d in other.store.decisions(include_closed=True)
+            if other.store.snapshots_of(d.id)
+        }
+        assert linked == {"store.layout": ["kernel/cli.py#main", "kernel/store/**"]}
+        (proposal,) = [p for p in other.store.list_proposals("pending") if p.subject == "cli.layout"]
+        assert other.store.proposal_links(proposal.id) == ["kernel/cli.py"]

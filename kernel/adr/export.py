@@ -22,7 +22,15 @@ from typing import TYPE_CHECKING
 
 from ctx_kernel.kernel import ids
 from ctx_kernel.kernel.adr import files as adr
-from ctx_kernel.kernel.adr.importer import ADR_TAG, KEY_BY, KEY_FROM, KEY_ID, KEY_UNTIL, rationale_of
+from ctx_kernel.kernel.adr.importer import (
+    ADR_TAG,
+    KEY_BY,
+    KEY_FROM,
+    KEY_ID,
+    KEY_LINKS,
+    KEY_UNTIL,
+    rationale_of,
+)
 from ctx_kernel.kernel.errors import RefusedError, UsageError
 from ctx_kernel.kernel.records import Record
 from ctx_kernel.kernel.text import visible_document
@@ -139,6 +147,7 @@ class _Item:
     ratified_by: str | None
     proposal_id: str | None = None
     name: str = ""
+    links: tuple[str, ...] = ()  # what the decision governs: its newest snapshot's, or the proposal's
 
 
 def export_adrs(store: Store, folder: Path, *, force: bool = False) -> AdrExport:
@@ -214,6 +223,8 @@ def _file_evidence(store: Store, evidence: list[str]) -> tuple[str | None, str |
 
 def _items(store: Store, marked: dict[str, str]) -> list[_Item]:
     proposals = {p.id: p for p in store.list_proposals(status=None)}
+    # all_snapshots is ordered by time within a decision: the last one read is the newest.
+    governs = {s.decision_id: tuple(x.link for x in s.links) for s in store.all_snapshots()}
     items: list[_Item] = []
     for d in store.decisions(include_closed=True):
         origin = proposals.get(d.proposal_id) if d.proposal_id else None
@@ -247,6 +258,7 @@ def _items(store: Store, marked: dict[str, str]) -> list[_Item]:
                 newer=list(d.superseded_by),
                 ratified_by=d.ratified_by,
                 proposal_id=d.proposal_id,
+                links=governs.get(d.id, ()),
             )
         )
     for p in proposals.values():
@@ -273,6 +285,7 @@ def _items(store: Store, marked: dict[str, str]) -> list[_Item]:
                 older=[],
                 newer=[],
                 ratified_by=None,
+                links=tuple(store.proposal_links(p.id)) if p.status == "pending" else (),
             )
         )
     items.sort(key=lambda i: (i.start, i.id))
@@ -372,6 +385,7 @@ def _front(item: _Item) -> dict[str, str | None]:
         KEY_FROM: item.start,
         KEY_UNTIL: item.end,
         KEY_BY: item.ratified_by,
+        KEY_LINKS: ", ".join(item.links) or None,
     }
 
 

@@ -50,7 +50,9 @@ _FRONT_MATTER_USED = {"status", "date", "subject", "title", *_FRONT_MATTER_RELAT
 DECIDER_KEYS = ("deciders", "decision-makers")
 # ctx's own fields in a file, which export writes and import honours so that a round trip is exact.
 KEY_ID, KEY_FROM, KEY_UNTIL, KEY_BY = "ctx-id", "ctx-valid-from", "ctx-valid-until", "ctx-ratified-by"
-CTX_KEYS: tuple[str, ...] = ("subject", KEY_ID, KEY_FROM, KEY_UNTIL, KEY_BY)
+# The paths and globs a decision governs (kernel/facts/links.py), comma separated.
+KEY_LINKS = "ctx-links"
+CTX_KEYS: tuple[str, ...] = ("subject", KEY_ID, KEY_FROM, KEY_UNTIL, KEY_BY, KEY_LINKS)
 # A file whose metadata is not front matter (adr-tools reads its title from line 1; log4brains and MADR 2
 # read a list under the title) keeps ctx's fields in an HTML comment that those tools and Markdown
 # viewers ignore. It opens with this line and closes with a line of its own, ``-->``.

@@ -20,9 +20,13 @@ if TYPE_CHECKING:
 
 # The fields ctx writes on export and honours on import (in front matter or ctx's comment block), so a
 # round trip keeps exact windows.
-KEY_ID, KEY_FROM, KEY_UNTIL, KEY_BY = adr.KEY_ID, adr.KEY_FROM, adr.KEY_UNTIL, adr.KEY_BY
-# The paths and globs a decision governs (kernel/facts/links.py), comma separated.
-KEY_LINKS = "ctx-links"
+KEY_ID, KEY_FROM, KEY_UNTIL, KEY_BY, KEY_LINKS = (
+    adr.KEY_ID,
+    adr.KEY_FROM,
+    adr.KEY_UNTIL,
+    adr.KEY_BY,
+    adr.KEY_LINKS,
+)
 # Evidence tag of an ADR file kept whole beside the decision it holds.
 ADR_TAG = "adr"
 # Front-matter claims about who decided, kept on import as attribution (never as the ratifier).

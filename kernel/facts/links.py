@@ -43,6 +43,8 @@ def check_link(raw: str) -> str:
     pattern, symbol = split_link(link)
     if symbol is not None and not _SYMBOL.match(symbol):
         raise UsageError(f"link {shown!r} names no symbol after #: use path#Name or path#Class.method")
+    if "," in link:  # an ADR file lists a decision's links comma separated (ctx-links)
+        raise UsageError(f"link {shown!r} holds a comma: give each path or glob as a link of its own")
     if "\\" in pattern:
         raise UsageError(f"link {shown!r} uses a backslash: write paths with / as git does")
     if pattern.startswith("/") or _DRIVE.match(pattern) or pattern.startswith("~"):
