@@ -70,17 +70,21 @@ def _git(root: Path, *args: str, stdin: bytes | None = None, check: bool = True)
     return done.stdout
 
 
+_COMMIT = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")  # SHA-1 or SHA-256 object names
+
+
 def find_checkout(start: Path) -> Checkout:
     """The git checkout holding ``start``; GitUnavailable when there is no git or no repository."""
     if shutil.which("git") is None:
         raise GitUnavailable("git is not installed: decisions' links are not checked for staleness")
-    out = _git(start, "rev-parse", "--show-toplevel", "--is-shallow-repository", check=False)
-    lines = out.decode("utf-8", "surrogateescape").splitlines()
+    # One process: the root, whether it is shallow, and HEAD's commit (absent before the first commit,
+    # when git names the bad revision on stderr and prints the first two lines only).
+    args = ("rev-parse", "--show-toplevel", "--is-shallow-repository", "HEAD^{commit}", "--")
+    lines = _git(start, *args, check=False).decode("utf-8", "surrogateescape").splitlines()
     if len(lines) < 2:
         raise GitUnavailable(f"{start} is not in a git repository: decisions' links are not checked")
-    root = Path(lines[0])
-    head = _git(root, "rev-parse", "--verify", "--quiet", "HEAD^{commit}", check=False).decode().strip()
-    return Checkout(root=root, head=head or None, shallow=lines[1] == "true")
+    head = lines[2] if len(lines) > 2 and _COMMIT.fullmatch(lines[2]) else None
+    return Checkout(root=Path(lines[0]), head=head, shallow=lines[1] == "true")
 
 
 def head_of(checkout: Checkout) -> str | None:
