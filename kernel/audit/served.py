@@ -18,6 +18,7 @@ import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, is_dataclass
 from datetime import timedelta
+from itertools import groupby
 from typing import TYPE_CHECKING, Any, cast
 
 from ctx_kernel.kernel import clock
@@ -294,7 +295,8 @@ class ServedService:
         late = self._late(entries) if after_superseded else None
         if late is not None:
             asked.append("served as in force after superseded")
-            entries = [e for e in entries if e.seq in {x.seq for x in late}]
+            late_seqs = {x.seq for x in late}
+            entries = [e for e in entries if e.seq in late_seqs]
         return ServedReport(", ".join(asked) or "every entry", entries, folded, late)
 
     def _late(self, entries: Sequence[ServedEntry]) -> list[LateServing]:
@@ -422,16 +424,9 @@ class ServedService:
 
 
 def _days(rows: Iterable[dict[str, Any]]) -> Iterator[tuple[str, list[dict[str, Any]]]]:
-    day: str | None = None
-    group: list[dict[str, Any]] = []
-    for row in rows:
-        if row["at"][:10] != day and group:
-            yield day or "", group
-            group = []
-        day = row["at"][:10]
-        group.append(row)
-    if group:
-        yield day or "", group
+    """The entries (in order) grouped by the day they were written."""
+    for day, group in groupby(rows, key=lambda row: str(row["at"])[:10]):
+        yield day, list(group)
 
 
 def _against_signed(

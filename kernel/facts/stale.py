@@ -21,6 +21,7 @@ from ctx_kernel.kernel.recall.results import Recall
 from ctx_kernel.kernel.records import Decision, LinkDigest, Snapshot, SnapshotAct
 from ctx_kernel.kernel.reports import StaleDecision, StaleReport, StoreStatus
 from ctx_kernel.kernel.store.base import Store
+from ctx_kernel.kernel.text import plural
 
 
 def _ago(seconds: float) -> str:
@@ -49,8 +50,7 @@ def marker_line(reasons: Sequence[str], drift: Drift, review_due: str | None, no
             parts.append(f"{where} changed since it was ratified")
         else:
             last = "" if drift.last_at is None else f", last {_ago(max(now - drift.last_at, 0))}"
-            commits = f"{drift.commits} commit{'s' if drift.commits != 1 else ''}"
-            parts.append(f"{where} changed in {commits} since it was ratified{last}")
+            parts.append(f"{where} changed in {plural(drift.commits, 'commit')} since it was ratified{last}")
     for move in drift.moved[:3]:
         link, _, where = move.partition(" -> ")
         parts.append(f"{link} moved to {where}")
@@ -157,9 +157,7 @@ class StaleFacts:
         now = datetime.now(UTC).timestamp()
         stale = []
         for s in snapshots:
-            item = self._item(
-                s, decisions[s.decision_id], drift.get(f"{s.decision_id}@{s.taken_at}"), today, now
-            )
+            item = self._item(s, decisions[s.decision_id], drift.get(staleness.snapshot_key(s)), today, now)
             if item is not None:
                 stale.append(item)
         report = StaleReport(
@@ -193,7 +191,7 @@ class StaleFacts:
                 key = (version, checkout.head, key[2])
             now = datetime.now(UTC).timestamp()
             for snapshot in snapshots:
-                shift = drift.get(f"{snapshot.decision_id}@{snapshot.taken_at}")
+                shift = drift.get(staleness.snapshot_key(snapshot))
                 reasons, due = _reasons(snapshot, shift, key[2])
                 if reasons:
                     found[snapshot.decision_id] = marker_line(reasons, shift or Drift(), due, now)
@@ -214,9 +212,10 @@ class StaleFacts:
     def counted(self, status: StoreStatus) -> StoreStatus:
         """``ctx status`` with the number of current decisions that may be stale (git is asked only
         when a current decision has a snapshot)."""
-        if not self.store.current_snapshots():
+        snapshots = self.store.current_snapshots()
+        if not snapshots:
             return status
-        return replace(status, stale_decisions=len(self.report().stale))
+        return replace(status, stale_decisions=len(self.report(snapshots=snapshots).stale))
 
     def _cache(self, checkout: Checkout) -> Path:
         root = hashlib.sha256(str(checkout.root).encode("utf-8", "surrogateescape")).hexdigest()[:16]

@@ -52,15 +52,25 @@ class Checkout:
     shallow: bool
 
 
+def _command(root: Path, *args: str) -> list[str]:
+    """A git command line run in ``root``, paths printed as they are (not quoted)."""
+    return ["git", "-C", str(root), "-c", "core.quotepath=off", *args]
+
+
+def _environment() -> dict[str, str]:
+    """git's environment: never a prompt, never an optional lock a user's git would wait on."""
+    return {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0"}
+
+
 def _git(root: Path, *args: str, stdin: bytes | None = None, check: bool = True) -> bytes:
     try:
         done = subprocess.run(
-            ["git", "-C", str(root), "-c", "core.quotepath=off", *args],
+            _command(root, *args),
             input=stdin,
             capture_output=True,
             timeout=_GIT_TIMEOUT_S,
             check=False,
-            env={**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0"},
+            env=_environment(),
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise GitUnavailable(f"git could not be run: {exc}") from None
@@ -247,7 +257,8 @@ class Drift:
     moved: list[str] = field(default_factory=list)
 
 
-def _key(snapshot: Snapshot) -> str:
+def snapshot_key(snapshot: Snapshot) -> str:
+    """How a snapshot's drift is keyed: ``decision_id@taken_at``."""
     return f"{snapshot.decision_id}@{snapshot.taken_at}"
 
 
@@ -255,7 +266,7 @@ def drift(checkout: Checkout, snapshots: Sequence[Snapshot]) -> dict[str, Drift]
     """What changed under each snapshot's links since it was taken, keyed by ``decision_id@taken_at``
     (only snapshots with links); a handful of git processes, whatever the number of decisions."""
     linked = [s for s in snapshots if s.links]
-    out = {_key(s): Drift() for s in linked}
+    out = {snapshot_key(s): Drift() for s in linked}
     if not linked or checkout.head is None:
         return out
     head_tree = tree(checkout)
@@ -263,7 +274,7 @@ def drift(checkout: Checkout, snapshots: Sequence[Snapshot]) -> dict[str, Drift]
     links_now = {d.link: d for d in digests(head_tree, every, checkout)}
     moved = _moved(checkout, head_tree, [link for link in every if links_now[link].digest is None])
     for s in linked:
-        found = out[_key(s)]
+        found = out[snapshot_key(s)]
         found.unmatched = [
             x.link for x in s.links if links_now[x.link].digest is None and x.link not in moved
         ]
@@ -283,14 +294,14 @@ def drift(checkout: Checkout, snapshots: Sequence[Snapshot]) -> dict[str, Drift]
                 if s.git_commit is None
                 else f"{s.git_commit[:12]} is not in this clone ({missing_reason})"
             )
-            _by_content(out[_key(s)], s, links_now, why)
+            _by_content(out[snapshot_key(s)], s, links_now, why)
     reachable = [c for c in commits if c in present]
     if not reachable:
         return out
     seen = _walk(_log(checkout), linked, out, reachable)
     for s in linked:
         if s.git_commit in present and s.git_commit not in seen:
-            _by_content(out[_key(s)], s, links_now, f"{s.git_commit[:12]} is not in HEAD's history")
+            _by_content(out[snapshot_key(s)], s, links_now, f"{s.git_commit[:12]} is not in HEAD's history")
     return out
 
 
@@ -322,10 +333,10 @@ def _log(checkout: Checkout) -> Iterator[str]:
     args = ["log", "--topo-order", "-z", "--format=%x01%H %P%x02%an%x02%ct", "--name-status", "-M"]
     try:
         process = subprocess.Popen(
-            ["git", "-C", str(checkout.root), "-c", "core.quotepath=off", *args, checkout.head or "HEAD"],
+            _command(checkout.root, *args, checkout.head or "HEAD"),
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
-            env={**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0"},
+            env=_environment(),
         )
     except OSError as exc:
         raise GitUnavailable(f"git could not be run: {exc}") from None
@@ -417,7 +428,7 @@ def _walk(
         if found_bits == everyone and partial == 0:
             break
     for s in linked:
-        found = out[_key(s)]
+        found = out[snapshot_key(s)]
         if found.rewritten is None and s.git_commit is not None:
             numbers = _count(found, s, bit.get(s.git_commit, 0), by_link)
             found.authors = sorted({authors[n] for n in numbers})
@@ -481,7 +492,7 @@ def fingerprint(head: str | None, snapshots: Sequence[Snapshot]) -> str:
         [
             _CACHE_FORMAT,
             head,
-            [[_key(s), s.git_commit, [(x.link, x.digest) for x in s.links]] for s in snapshots],
+            [[snapshot_key(s), s.git_commit, [(x.link, x.digest) for x in s.links]] for s in snapshots],
         ],
         separators=(",", ":"),
     )
