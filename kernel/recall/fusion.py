@@ -70,9 +70,13 @@ _SPAN_LEADS = frozenset(
     "last next this past coming that other few couple several one two three four five six".split()
 )
 # Capitalised only, so the verb "may" is not read as the month.
-_MONTHS = frozenset(
-    "January February March April May June July August September October November December".split()
-)
+_MONTH_NUMBERS = {
+    name: number
+    for number, name in enumerate(
+        "January February March April May June July August September October November December".split(), 1
+    )
+}
+_MONTHS = frozenset(_MONTH_NUMBERS)
 _WORD = re.compile(r"\w+")
 # A day a question names ("31 July, 2023", "July 31, 2023", "2023-07-31"), else a month ("May 2023").
 _MONTH_NAMES = "|".join(sorted(_MONTHS))
@@ -82,12 +86,6 @@ _DAY_NAMED = re.compile(
     rf"|(?P<y3>\d{{4}})-(?P<m3>\d\d)-(?P<d3>\d\d)"
     rf"|(?P<m4>{_MONTH_NAMES}),?\s+(?P<y4>\d{{4}}))\b"
 )
-_MONTH_NUMBERS = {
-    name: number
-    for number, name in enumerate(
-        "January February March April May June July August September October November December".split(), 1
-    )
-}
 # How far from a day a question names a candidate may have happened and still gain its vote.
 DAY_WINDOW = datetime.timedelta(days=7)
 _SUBJECT_WORD = re.compile(r"[^\W_]+")
