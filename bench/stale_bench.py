@@ -3,11 +3,12 @@
 The repository is synthetic (built once with `git fast-import` and kept in the user cache folder):
 DIRS folders of FILES modules, each commit changing one or two of them, a rename every 500th. The
 store gets DECISIONS current decisions whose snapshots name commits spread over the whole history
-(the oldest near the root, so the one `git log` pass covers all of it), each with one to three
+(the oldest near the root, so the pass covers all of it), each with one to three
 links: a folder glob, a file, or a pattern glob. Prints the wall time of `ctx stale --json` cold
 (no cached pass) and warm (cached by HEAD), in a new process each run, beside the floors measured
-in the same run: `python -c pass`, `git rev-parse HEAD`, and `git log --name-status -M` of the same
-range; then what the markers add to a cold `ctx inject` and to a warm recall; and the load average.
+in the same run: `python -c pass`, `git rev-parse HEAD`, `git log --name-status -M` of the same
+range, and git alone reading that range in the slices ctx reads at once (one per core, at most
+four); then what the markers add to a cold `ctx inject` and to a warm recall; and the load average.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import time
 from pathlib import Path
 
 from ctx_kernel.kernel import Ctx, clock
+from ctx_kernel.kernel.facts import staleness
 from ctx_kernel.kernel.records import LinkDigest, Snapshot
 
 CTX = str(Path(sys.executable).parent / "ctx")
@@ -120,6 +122,34 @@ def _wall(command: list[str], cwd: Path, env: dict[str, str], runs: int, before=
     return times
 
 
+def sliced(repo: Path, store: Path) -> list[list[str]]:
+    """The revision ranges ctx's cold pass reads at once here (the slices of the first-parent line)."""
+    with Ctx.open(store, embedder=None) as kernel:
+        commits = sorted({s.git_commit for s in kernel.store.current_snapshots() if s.git_commit})
+    slices, _ = staleness._slices(staleness.find_checkout(repo), commits)
+    return slices
+
+
+def read_sliced(repo: Path, store: Path, runs: int) -> list[float]:
+    """Wall time of git alone reading the slices at once, each into a discarded stream: the floor
+    of the cold pass on this machine."""
+    ranges = sliced(repo, store)
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        running = [
+            subprocess.Popen(
+                ["git", "-C", str(repo), "log", "--topo-order", "-z", "--name-status", "-M", *revisions],
+                stdout=subprocess.DEVNULL,
+            )
+            for revisions in ranges
+        ]
+        for process in running:
+            process.wait()
+        times.append((time.perf_counter() - start) * 1000)
+    return times
+
+
 def _line(label: str, times: list[float]) -> str:
     return f"  {label:<46} median {statistics.median(times):8.1f} ms   min {min(times):8.1f} ms"
 
@@ -168,6 +198,12 @@ def main() -> None:
         print(_line("git rev-parse HEAD", _wall(["git", "rev-parse", "HEAD"], repo, env, args.runs)))
         log = ["git", "log", "--name-status", "-M", "-z", "HEAD", "--not", oldest]
         print(_line("git log --name-status -M (same range)", _wall(log, repo, env, args.runs)))
+        print(
+            _line(
+                f"the same, in {len(sliced(repo, store))} slices at once (as ctx reads it)",
+                read_sliced(repo, store, args.runs),
+            )
+        )
         print("ctx stale --json (a new process each run):")
         print(
             _line(

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -165,6 +166,61 @@ def test_a_merge_counts_side_commits_merged_after_the_snapshot_only(cli, repo, k
     repo.git("merge", "-q", "--no-ff", "-m", "Merge side", "side")
     item = _only(cli)
     assert item["commits"] == 1 and item["authors"] == ["Bo"] and item["paths"] == ["kernel/store/b.py"]
+
+
+def test_history_read_in_slices_at_once_gives_the_answer_one_git_process_gives(
+    cli, repo, kernel, store_path, monkeypatch
+):
+    """A long history is read by several git processes at once (slices of the first-parent line);
+    merged side branches, snapshots on a side branch, at a merge and near the root, and a rename
+    must come out exactly as one process reads them. The slicing threshold is lowered so a small
+    history is sliced."""
+    from ctx_kernel.kernel.facts import staleness
+
+    areas = ["kernel/store", "kernel/cli", "docs"]
+
+    def edits(n: int, who: str, prefix: str) -> None:
+        for i in range(n):
+            area = areas[(i * 7 + len(prefix)) % 3]
+            repo.commit(
+                f"{prefix} {i}", author=who, **{f"{area}__{prefix}{i % 4}.py".replace("/", "__"): f"{i}\n"}
+            )
+
+    edits(4, "Ann", "early")
+    _ratified(cli, "kernel/store/**", subject="near.root")
+    edits(6, "Bo", "main")
+    repo.git("checkout", "-q", "-b", "side")
+    edits(5, "Cy", "side")
+    _ratified(cli, "kernel/cli/**", "docs/*.py", subject="on.side")
+    edits(3, "Cy", "side2")
+    repo.git("checkout", "-q", "main")
+    edits(4, "Di", "main2")
+    repo.git("merge", "-q", "--no-ff", "-m", "Merge side", "side")
+    _ratified(cli, "docs/**", "kernel/store/main*.py", subject="at.merge")
+    repo.git("mv", "kernel/store/main21.py", "kernel/store/renamed.py")
+    repo.commit("Rename", author="Ed")
+    edits(7, "Fay", "late")
+
+    started: list[list[str]] = []
+    real_start = staleness._start_log
+
+    def counted(checkout, revisions, into):
+        started.append(revisions)
+        return real_start(checkout, revisions, into)
+
+    monkeypatch.setattr(staleness, "_start_log", counted)
+    monkeypatch.setattr(staleness, "_SLICE_FROM", 2)
+    answers = {}
+    for workers in (1, 2, 3, 4):
+        monkeypatch.setattr(staleness, "_workers", lambda workers=workers: workers)
+        shutil.rmtree(store_path.parent / "stale", ignore_errors=True)
+        started.clear()
+        answers[workers] = _stale(cli)
+        assert len(started) >= workers, (workers, started)
+    assert {s["subject"] for s in answers[1]["stale"]} == {"near.root", "on.side", "at.merge"}
+    assert any(s["renamed"] for s in answers[1]["stale"])
+    for workers in (2, 3, 4):
+        assert answers[workers] == answers[1], workers
 
 
 def test_a_rewritten_history_is_said_and_compared_by_content(cli, repo, kernel, tmp_path):

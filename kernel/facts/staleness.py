@@ -3,7 +3,8 @@ last confirmed them, worked out from the local git checkout.
 
 A decision's newest snapshot holds the commit it was confirmed at and a digest of what each of its
 links matched then. One ``git log --name-status -M`` pass from the snapshots' common ancestor to
-HEAD finds every commit since then; each commit's changed paths are matched against every link at
+HEAD finds every commit since then (a long history is read by one git process per core at once,
+in slices of its first-parent line); each commit's changed paths are matched against every link at
 once, and a commit counts for a decision only when it is not an ancestor of that decision's
 snapshot commit (worked out in the same pass: each commit carries the set of snapshot commits it
 is an ancestor of, as bits). Never one git process per decision. A snapshot commit the checkout
@@ -17,16 +18,21 @@ own objects are read: a link never reads a file outside the repository, even thr
 
 from __future__ import annotations
 
+import gc
 import hashlib
+import itertools
 import json
 import os
 import re
 import shutil
 import subprocess
+import tempfile
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
+from typing import IO
 
 from ctx_kernel.kernel.facts import symbols
 from ctx_kernel.kernel.facts.links import split_link
@@ -146,7 +152,7 @@ class LinkMatcher:
         self.prefixes: dict[str, set[str]] = {}
         # Globs by the folder their pattern names before its first wildcard ("" for none).
         self.globs: dict[str, list[tuple[re.Pattern[str], str]]] = {}
-        self._memo: dict[str, frozenset[str]] = {}
+        self.memo: dict[str, frozenset[str]] = {}
         for link in set(links):
             pattern = split_link(link)[0].rstrip("/")
             plain = pattern[:-3] if pattern.endswith("/**") else pattern
@@ -159,7 +165,7 @@ class LinkMatcher:
 
     def matches(self, path: str) -> frozenset[str]:
         """The links ``path`` falls under."""
-        known = self._memo.get(path)
+        known = self.memo.get(path)
         if known is not None:
             return known
         found: set[str] = set()
@@ -178,7 +184,7 @@ class LinkMatcher:
             if cut < 0:
                 break
             start = cut + 1
-        self._memo[path] = frozen = frozenset(found)
+        self.memo[path] = frozen = frozenset(found)
         return frozen
 
 
@@ -210,16 +216,20 @@ def blobs(checkout: Checkout, ids: Iterable[str]) -> dict[str, str]:
 
 
 def digests(
-    paths: dict[str, str], links: Sequence[str], checkout: Checkout | None = None
+    paths: dict[str, str],
+    links: Sequence[str],
+    checkout: Checkout | None = None,
+    matcher: LinkMatcher | None = None,
 ) -> list[LinkDigest]:
     """Each link with the digest of the paths (and their objects) it matches in ``paths``; a symbol
-    link (``path#Name``) with the digest of that definition in the file (read from ``checkout``)."""
+    link (``path#Name``) with the digest of that definition in the file (read from ``checkout``).
+    ``matcher``: one already made for (at least) these links, whose memory of paths is reused."""
     plain = [link for link in links if split_link(link)[1] is None]
-    matcher = LinkMatcher(plain)
+    matcher = matcher or LinkMatcher(plain)
     matched: dict[str, list[str]] = {link: [] for link in plain}
     for path in paths:
         for link in matcher.matches(path):
-            matched[link].append(path)
+            matched.setdefault(link, []).append(path)
     named = [split_link(link) for link in links if split_link(link)[1] is not None]
     texts = {} if checkout is None else blobs(checkout, [paths[p] for p, _ in named if p in paths])
     out = []
@@ -269,36 +279,45 @@ def drift(checkout: Checkout, snapshots: Sequence[Snapshot]) -> dict[str, Drift]
     out = {snapshot_key(s): Drift() for s in linked}
     if not linked or checkout.head is None:
         return out
-    head_tree = tree(checkout)
-    every = sorted({x.link for s in linked for x in s.links})
-    links_now = {d.link: d for d in digests(head_tree, every, checkout)}
-    moved = _moved(checkout, head_tree, [link for link in every if links_now[link].digest is None])
-    for s in linked:
-        found = out[snapshot_key(s)]
-        found.unmatched = [
-            x.link for x in s.links if links_now[x.link].digest is None and x.link not in moved
-        ]
-        found.moved = [f"{x.link} -> {moved[x.link]}" for x in s.links if x.link in moved]
-        found.changed_links = [
-            x.link
-            for x in s.links
-            if split_link(x.link)[1] is not None and links_now[x.link].digest not in (None, x.digest)
-        ]
     commits = sorted({s.git_commit for s in linked if s.git_commit})
     present = _present(checkout, commits)
-    missing_reason = "shallow clone" if checkout.shallow else "rewritten history"
-    for s in linked:
-        if s.git_commit is None or s.git_commit not in present:
-            why = (
-                "no commit was recorded"
-                if s.git_commit is None
-                else f"{s.git_commit[:12]} is not in this clone ({missing_reason})"
-            )
-            _by_content(out[snapshot_key(s)], s, links_now, why)
     reachable = [c for c in commits if c in present]
-    if not reachable:
-        return out
-    seen = _walk(_log(checkout), linked, out, reachable)
+    # git reads history while the links are matched against HEAD's tree.
+    history = _History(checkout, reachable) if reachable else None
+    try:
+        head_tree = tree(checkout)
+        every = sorted({x.link for s in linked for x in s.links})
+        # One matcher for HEAD's tree and the history: most paths are in both.
+        matcher = LinkMatcher(link for link in every if split_link(link)[1] is None)
+        links_now = {d.link: d for d in digests(head_tree, every, checkout, matcher)}
+        moved = _moved(checkout, head_tree, [link for link in every if links_now[link].digest is None])
+        for s in linked:
+            found = out[snapshot_key(s)]
+            found.unmatched = [
+                x.link for x in s.links if links_now[x.link].digest is None and x.link not in moved
+            ]
+            found.moved = [f"{x.link} -> {moved[x.link]}" for x in s.links if x.link in moved]
+            found.changed_links = [
+                x.link
+                for x in s.links
+                if split_link(x.link)[1] is not None and links_now[x.link].digest not in (None, x.digest)
+            ]
+        missing_reason = "shallow clone" if checkout.shallow else "rewritten history"
+        for s in linked:
+            if s.git_commit is None or s.git_commit not in present:
+                why = (
+                    "no commit was recorded"
+                    if s.git_commit is None
+                    else f"{s.git_commit[:12]} is not in this clone ({missing_reason})"
+                )
+                _by_content(out[snapshot_key(s)], s, links_now, why)
+        if history is None:
+            return out
+        with _collector_paused():
+            seen = _walk(history, linked, out, reachable, matcher)
+    finally:
+        if history is not None:
+            history.close()
     for s in linked:
         if s.git_commit in present and s.git_commit not in seen:
             _by_content(out[snapshot_key(s)], s, links_now, f"{s.git_commit[:12]} is not in HEAD's history")
@@ -327,31 +346,116 @@ def _moved(checkout: Checkout, paths: dict[str, str], lost: Sequence[str]) -> di
     return found
 
 
-def _log(checkout: Checkout) -> Iterator[str]:
-    """HEAD's history, children before parents, one commit's ``--name-status -z`` text at a time,
-    read as git writes it; closing the iterator stops git."""
-    args = ["log", "--topo-order", "-z", "--format=%x01%H %P%x02%an%x02%ct", "--name-status", "-M"]
+class _History:
+    """HEAD's history, children before parents, one commit's ``--name-status -z`` text at a time;
+    git starts reading when this is made, and :meth:`close` stops it. A long history is read by
+    several git processes at once, one per slice of HEAD's first-parent line down to the oldest
+    snapshot commit on it (each slice is what its top reaches and the next slice's top does not,
+    so in order they are still children before parents): the first slice is read as git writes it,
+    the others are kept in temporary files meanwhile, and what lies under the oldest snapshot is
+    asked for only if it is reached."""
+
+    def __init__(self, checkout: Checkout, snapshot_commits: Sequence[str]) -> None:
+        self.checkout = checkout
+        slices, self.rest = _slices(checkout, snapshot_commits)
+        self.processes: list[subprocess.Popen[bytes]] = []
+        self.files: list[IO[bytes]] = []
+        try:
+            self.processes.append(_start_log(checkout, slices[0], None))
+            for revisions in slices[1:]:
+                self.files.append(tempfile.TemporaryFile())  # noqa: SIM115 - closed by close()
+                self.processes.append(_start_log(checkout, revisions, self.files[-1]))
+        except GitUnavailable:
+            self.close()
+            raise
+
+    def __iter__(self) -> Iterator[str]:
+        yield from _read(self.processes[0])
+        for process, kept in zip(self.processes[1:], self.files, strict=True):
+            _finished(process)
+            kept.seek(0)
+            yield from _commits(kept)
+        if self.rest is not None:
+            self.processes.append(_start_log(self.checkout, self.rest, None))
+            yield from _read(self.processes[-1])
+
+    def close(self) -> None:
+        for process in self.processes:
+            process.kill()
+            process.wait()
+            if process.stdout is not None:
+                process.stdout.close()
+        for kept in self.files:
+            kept.close()
+
+
+def _read(process: subprocess.Popen[bytes]) -> Iterator[str]:
+    assert process.stdout is not None
+    yield from _commits(process.stdout)
+    _finished(process)
+
+
+# Below this many first-parent commits from HEAD to the oldest snapshot, one git process reads it.
+_SLICE_FROM = 4_000
+
+
+def _slices(checkout: Checkout, snapshot_commits: Sequence[str]) -> tuple[list[list[str]], list[str] | None]:
+    """The revision ranges :func:`_log` reads at once, newest first, and the one it reads after them
+    if it gets there (everything under the oldest snapshot commit on the first-parent line)."""
+    head = checkout.head or "HEAD"
+    if _workers() < 2:
+        return [[head]], None
+    line = _git(checkout.root, "rev-list", "--first-parent", head).decode().split()
+    where = {commit: n for n, commit in enumerate(line)}
+    deepest = max((where[c] for c in snapshot_commits if c in where), default=len(line) - 1)
+    if deepest < _SLICE_FROM:
+        return [[head]], None
+    workers = _workers()
+    tops = [line[deepest * k // workers] for k in range(workers)]
+    under = line[deepest + 1] if deepest + 1 < len(line) else None
+    slices = [[top, "--not", below] for top, below in itertools.pairwise(tops)]
+    slices.append([tops[-1], "--not", under] if under else [tops[-1]])
+    return slices, [under] if under else None
+
+
+def _workers() -> int:
+    """How many git processes read history at once: the cores ctx may use, at most four."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return min(cores, 4)
+
+
+def _start_log(checkout: Checkout, revisions: list[str], into: IO[bytes] | None) -> subprocess.Popen[bytes]:
+    args = ["log", "--topo-order", "-z", "--format=%x01%H%x02%P%x02%an%x02%ct", "--name-status", "-M"]
     try:
-        process = subprocess.Popen(
-            _command(checkout.root, *args, checkout.head or "HEAD"),
-            stdout=subprocess.PIPE,
+        return subprocess.Popen(
+            _command(checkout.root, *args, *revisions),
+            stdout=into if into is not None else subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             env=_environment(),
         )
     except OSError as exc:
         raise GitUnavailable(f"git could not be run: {exc}") from None
-    assert process.stdout is not None
-    left = ""
+
+
+def _finished(process: subprocess.Popen[bytes]) -> None:
+    """Wait for one slice's git; a slice it could not read would leave commits out, so it fails."""
     try:
-        while block := process.stdout.read(1 << 20):
-            commits = (left + block.decode("utf-8", "surrogateescape")).split("\x01")
-            left = commits.pop()
-            yield from (c for c in commits if c)
-        if left:
-            yield left
-    finally:
-        process.kill()
-        process.wait()
+        code = process.wait(timeout=_GIT_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        raise GitUnavailable("git log did not answer in time") from None
+    if code != 0:
+        raise GitUnavailable(f"git log failed: {code}")
+
+
+def _commits(stream: IO[bytes]) -> Iterator[str]:
+    """One commit's text at a time from a ``git log`` stream (each starts with \\x01)."""
+    left = ""
+    while block := stream.read(1 << 20):
+        commits = (left + block.decode("utf-8", "surrogateescape")).split("\x01")
+        left = commits.pop()
+        yield from (c for c in commits if c)
+    if left:
+        yield left
 
 
 def _present(checkout: Checkout, commits: Sequence[str]) -> set[str]:
@@ -380,19 +484,35 @@ def _by_content(found: Drift, snapshot: Snapshot, now: dict[str, LinkDigest], wh
 _Changes = tuple[tuple[str, str], ...]
 
 
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Python's cycle collector paused: reading a long history makes hundreds of thousands of small
+    containers, none of them in a cycle, and collecting while they pile up costs a fifth of the read."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
 def _walk(
-    log: Iterable[str], linked: Sequence[Snapshot], out: dict[str, Drift], reachable: Sequence[str]
+    log: Iterable[str],
+    linked: Sequence[Snapshot],
+    out: dict[str, Drift],
+    reachable: Sequence[str],
+    matcher: LinkMatcher,
 ) -> set[str]:
     """Read the log, newest first, keeping each commit that touches a link; then count, per
     decision, those not in its snapshot's history. Stops reading once every snapshot commit has
-    been seen and every commit left is in the history of them all. Returns the commits read."""
+    been seen and every commit left is in the history of them all. Returns the snapshot commits
+    read."""
     bit = {c: 1 << i for i, c in enumerate(reachable)}
     everyone = (1 << len(reachable)) - 1
-    matcher = LinkMatcher(x.link for s in linked for x in s.links if split_link(x.link)[1] is None)
     # Per commit yet to be read: the snapshot commits it is an ancestor of, pushed from children.
     above: dict[str, int] = {}
     partial = 0  # how many of those are not in every snapshot's history
-    seen: set[str] = set()
     found_bits = 0
     authors: list[str] = []
     whens: list[int] = []
@@ -400,23 +520,25 @@ def _walk(
     by_link: dict[str, list[tuple[int, int, _Changes]]] = {}
     for chunk in log:
         header, _, rest = chunk.partition("\0")
-        ids, author, when = header.split("\x02")
-        commit, *parents = ids.split()
-        seen.add(commit)
+        commit, parents, author, when = header.split("\x02")
         held = above.pop(commit, None)
-        if held is not None and held != everyone:
-            partial -= 1
-        own = bit.get(commit, 0)
-        found_bits |= own
-        mask = (held or 0) | own
-        for parent in parents:
+        if held is None:
+            mask = 0
+        else:
+            mask = held
+            partial -= held != everyone
+        own = bit.get(commit)
+        if own is not None:
+            found_bits |= own
+            mask |= own
+        for parent in parents.split():
             before = above.get(parent)
-            after = (before or 0) | mask
-            above[parent] = after
-            if before is None and after != everyone:
-                partial += 1
-            elif before is not None and before != everyone and after == everyone:
-                partial -= 1
+            if before is None:
+                above[parent] = mask
+                partial += mask != everyone
+            elif before != everyone:
+                above[parent] = after = before | mask
+                partial -= after == everyone
         if mask != everyone:
             touched = _touched(rest.lstrip("\n").split("\0"), matcher)
             if touched:
@@ -433,7 +555,7 @@ def _walk(
             numbers = _count(found, s, bit.get(s.git_commit, 0), by_link)
             found.authors = sorted({authors[n] for n in numbers})
             found.last_at = max((whens[n] for n in numbers), default=None)
-    return seen
+    return {c for c, b in bit.items() if b & found_bits}
 
 
 def _count(
@@ -458,6 +580,7 @@ def _count(
 def _touched(tokens: list[str], matcher: LinkMatcher) -> dict[str, list[tuple[str, str]]]:
     """The links one commit's ``--name-status -z`` entries touch, each with its changes."""
     touched: dict[str, list[tuple[str, str]]] = {}
+    known = matcher.memo
     i = 0
     while i < len(tokens) and tokens[i]:
         status = tokens[i][0]
@@ -469,7 +592,8 @@ def _touched(tokens: list[str], matcher: LinkMatcher) -> dict[str, list[tuple[st
         else:
             path = tokens[i + 1]
             i += 2
-            for link in matcher.matches(path):
+            links = known.get(path)
+            for link in matcher.matches(path) if links is None else links:
                 touched.setdefault(link, []).append(("D" if status == "D" else "M", path))
     return touched
 
