@@ -223,6 +223,40 @@ def test_history_read_in_slices_at_once_gives_the_answer_one_git_process_gives(
         assert answers[workers] == answers[1], workers
 
 
+def test_the_checkout_read_from_its_files_is_the_one_git_finds(repo, tmp_path, monkeypatch):
+    """The first marker of a cold inject reads the checkout from the repository's files instead of
+    starting git; wherever that is done it must agree with git, and where the layout is not the
+    plain one (a worktree, a submodule, a folder git is pointed away from) git is asked."""
+    from ctx_kernel.kernel.facts import staleness
+
+    def by_git(folder: Path) -> staleness.Checkout:
+        out = repo.git("rev-parse", "--show-toplevel", "--is-shallow-repository", "HEAD", cwd=folder)
+        root, shallow, head = out.splitlines()
+        return staleness.Checkout(root=Path(root), head=head, shallow=shallow == "true")
+
+    (repo.root / "kernel" / "deep").mkdir()
+    repo.git("pack-refs", "--all")  # HEAD's branch now only in packed-refs
+    shallow = tmp_path / "shallow"
+    repo.git("clone", "-q", "--depth", "1", f"file://{repo.root}", str(shallow))
+    for plain in (repo.root, repo.root / "kernel" / "deep", shallow):
+        assert staleness._plain_checkout(plain) == by_git(plain)
+        assert staleness.find_checkout(plain) == by_git(plain)
+    repo.git("checkout", "-q", "--detach")
+    assert staleness._plain_checkout(repo.root) == by_git(repo.root)
+
+    worktree = tmp_path / "tree"
+    repo.git("worktree", "add", "-q", str(worktree))
+    assert staleness._plain_checkout(worktree) is None
+    assert staleness.find_checkout(worktree) == by_git(worktree)
+
+    empty = Repo(tmp_path / "empty")
+    found = staleness.find_checkout(empty.root)
+    assert found.root == empty.root and found.head is None
+
+    monkeypatch.setenv("GIT_DIR", str(shallow / ".git"))
+    assert staleness._plain_checkout(repo.root) is None
+
+
 def test_a_rewritten_history_is_said_and_compared_by_content(cli, repo, kernel, tmp_path):
     repo.commit("Work in progress", **{"kernel__cli.py": "main = 3\n"})
     _ratified(cli, "kernel/store/**", "kernel/cli.py")

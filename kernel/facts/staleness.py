@@ -25,11 +25,12 @@ import json
 import os
 import re
 import shutil
+import stat
 import subprocess
 import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import IO
@@ -93,6 +94,9 @@ def find_checkout(start: Path) -> Checkout:
     """The git checkout holding ``start``; GitUnavailable when there is no git or no repository."""
     if shutil.which("git") is None:
         raise GitUnavailable("git is not installed: decisions' links are not checked for staleness")
+    plain = _plain_checkout(start)
+    if plain is not None:
+        return plain
     # One process: the root, whether it is shallow, and HEAD's commit (absent before the first commit,
     # when git names the bad revision on stderr and prints the first two lines only).
     args = ("rev-parse", "--show-toplevel", "--is-shallow-repository", "HEAD^{commit}", "--")
@@ -103,9 +107,47 @@ def find_checkout(start: Path) -> Checkout:
     return Checkout(root=Path(lines[0]), head=head, shallow=lines[1] == "true")
 
 
+# Set, these change where git looks for the repository: git itself is asked then.
+_DISCOVERY_ENVIRONMENT = (
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_COMMON_DIR",
+    "GIT_CEILING_DIRECTORIES",
+    "GIT_DISCOVERY_ACROSS_FILESYSTEM",
+)
+
+
+def _plain_checkout(start: Path) -> Checkout | None:
+    """The checkout of ``start`` read from the files, without a git process (the first marker of a
+    cold inject pays for one otherwise), when the layout is the plain one: a ``.git`` folder owned
+    by this user on the same file system, its config not moving the work tree, nothing in the
+    environment changing discovery. None when any of that does not hold: git answers then."""
+    if not hasattr(os, "getuid") or any(name in os.environ for name in _DISCOVERY_ENVIRONMENT):
+        return None
+    try:
+        device = start.stat().st_dev
+        for folder in (start, *start.parents):
+            if folder.name == ".git" or folder.stat().st_dev != device:
+                return None
+            marker = folder / ".git"
+            if not os.path.lexists(marker):
+                continue
+            found = marker.lstat()
+            if not stat.S_ISDIR(found.st_mode) or found.st_uid != os.getuid():
+                return None
+            if b"worktree" in (marker / "config").read_bytes() or not (marker / "HEAD").is_file():
+                return None
+            root = Checkout(root=folder, head=None, shallow=(marker / "shallow").exists())
+            return replace(root, head=head_of(root))
+    except OSError:
+        return None
+    return None
+
+
 def head_of(checkout: Checkout) -> str | None:
     """HEAD's commit read from the repository's files (no git process: a warm recall asks this on
-    every call); git itself answers when the layout is not the plain one (a worktree, a submodule)."""
+    every call); git itself answers when the layout is not the plain one (a worktree, a submodule,
+    refs kept in a reftable) or HEAD names a branch with no commit yet."""
     git_dir = checkout.root / ".git"
     try:
         if git_dir.is_dir():
@@ -121,7 +163,7 @@ def head_of(checkout: Checkout) -> str | None:
                 for line in packed.read_text(encoding="utf-8").splitlines():
                     if line.endswith(" " + ref):
                         return line.split(" ", 1)[0]
-            return None
+            # Not found in the files (no commit yet, or refs kept another way): git answers.
     except OSError:
         pass
     answer = _git(checkout.root, "rev-parse", "--verify", "--quiet", "HEAD^{commit}", check=False)
