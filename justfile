@@ -69,7 +69,8 @@ bench-handles *args:
 
 # `ctx stale` over 1,000 linked decisions in a synthetic repository of 50,000 commits (built once with
 # git fast-import, kept in the user cache): cold and warm wall time beside git's floors, the markers'
-# cost in inject and recall, and the load average.
+# cost in inject and recall, and the load average. `--repo PATH`: a real history instead (a local clone
+# or mirror, such as git's own), cloned once into the cache.
 bench-stale *args:
     {{venv}}python bench/stale_bench.py {{args}}
 

@@ -22,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from ctx_kernel.kernel import Ctx, clock
@@ -74,7 +75,39 @@ def build_repo(repo: Path, commits: int, dirs: int, files: int, seed: int) -> No
     _git(repo, "gc", "-q")
 
 
-def fill_store(store: Path, repo: Path, decisions: int, dirs: int, files: int, seed: int) -> None:
+def synthetic_links(dirs: int, files: int) -> Callable[[random.Random], list[str]]:
+    """One to three links of the synthetic repository: a folder glob, a file, a pattern glob."""
+
+    def choose(rng: random.Random) -> list[str]:
+        d = rng.randrange(dirs)
+        links = [f"pkg{d}/**", f"pkg{d}/mod{rng.randrange(files)}.py", f"pkg{rng.randrange(dirs)}/mod1*.py"]
+        return rng.sample(links, rng.randint(1, 3))
+
+    return choose
+
+
+def real_links(repo: Path) -> Callable[[random.Random], list[str]]:
+    """One to three links of a real repository, from HEAD's tree: a folder glob, a file, and a
+    pattern glob (the folder's files sharing a file's first letter and its extension)."""
+    files = _git(repo, "ls-tree", "-r", "--name-only", "HEAD").split("\n")
+    by_folder: dict[str, list[str]] = {}
+    for path in filter(None, files):
+        by_folder.setdefault(path.rpartition("/")[0], []).append(path)
+    folders = sorted(f for f, inside in by_folder.items() if f and len(inside) >= 3)
+
+    def choose(rng: random.Random) -> list[str]:
+        folder = rng.choice(folders)
+        one = rng.choice(by_folder[folder])
+        name = one.rpartition("/")[2]
+        pattern = f"{folder}/{name[0]}*{Path(name).suffix}"
+        return rng.sample([f"{folder}/**", one, pattern], rng.randint(1, 3))
+
+    return choose
+
+
+def fill_store(
+    store: Path, repo: Path, decisions: int, links: Callable[[random.Random], list[str]], seed: int
+) -> None:
     """``decisions`` current decisions, each with a snapshot at a commit spread over the history."""
     rng = random.Random(seed)
     history = _git(repo, "rev-list", "--first-parent", "HEAD").split()
@@ -86,15 +119,7 @@ def fill_store(store: Path, repo: Path, decisions: int, dirs: int, files: int, s
             made.append(kernel.ratify(proposal.id, reviewer="bench").decision.id)
         with kernel.store.transaction():
             for i, decision in enumerate(made):
-                d = rng.randrange(dirs)
-                links = rng.sample(
-                    [
-                        f"pkg{d}/**",
-                        f"pkg{d}/mod{rng.randrange(files)}.py",
-                        f"pkg{rng.randrange(dirs)}/mod1*.py",
-                    ],
-                    rng.randint(1, 3),
-                )
+                chosen = links(rng)
                 # The first decision's snapshot is near the root: the pass covers the whole history.
                 commit = history[-2] if i == 0 else history[rng.randrange(len(history))]
                 kernel.store.insert_snapshot(
@@ -104,7 +129,7 @@ def fill_store(store: Path, repo: Path, decisions: int, dirs: int, files: int, s
                         taken_by="bench",
                         act="reconfirmed",
                         git_commit=commit,
-                        links=[LinkDigest(link=x, digest=None, files=0) for x in links],
+                        links=[LinkDigest(link=x, digest=None, files=0) for x in chosen],
                         review_by=None,
                         review_every=None,
                     )
@@ -163,19 +188,35 @@ def main() -> None:
     parser.add_argument("--files", type=int, default=20)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument(
+        "--repo",
+        type=Path,
+        help="a real repository (a local clone or mirror, such as git's own history) instead of the "
+        "synthetic one; it is cloned once into the cache folder with its commit graph written, as "
+        "git's own maintenance would, and linked from HEAD's tree",
+    )
     args = parser.parse_args()
-    repo = _cache_root() / f"stale-repo-{args.commits}-{args.dirs}x{args.files}-{args.seed}"
-    if not (repo / ".git").is_dir():
-        shutil.rmtree(repo, ignore_errors=True)
-        start = time.perf_counter()
-        build_repo(repo, args.commits, args.dirs, args.files, args.seed)
-        print(f"built {repo} ({args.commits} commits) in {time.perf_counter() - start:.1f} s")
+    if args.repo is not None:
+        repo = _cache_root() / f"stale-real-{args.repo.resolve().name}-{args.repo.resolve().parent.name}"
+        if not (repo / ".git").is_dir():
+            shutil.rmtree(repo, ignore_errors=True)
+            subprocess.run(["git", "clone", "-q", "-n", "--local", str(args.repo), str(repo)], check=True)
+            _git(repo, "commit-graph", "write", "--reachable")
+        links = real_links(repo)
+    else:
+        repo = _cache_root() / f"stale-repo-{args.commits}-{args.dirs}x{args.files}-{args.seed}"
+        if not (repo / ".git").is_dir():
+            shutil.rmtree(repo, ignore_errors=True)
+            start = time.perf_counter()
+            build_repo(repo, args.commits, args.dirs, args.files, args.seed)
+            print(f"built {repo} ({args.commits} commits) in {time.perf_counter() - start:.1f} s")
+        links = synthetic_links(args.dirs, args.files)
     with tempfile.TemporaryDirectory() as folder:
         store = Path(folder) / "ctx.db"
         env = {**os.environ, "CTX_VECTORS": "off", "CTX_CONFIG_DIR": str(Path(folder) / "config")}
         os.environ.update({"CTX_VECTORS": "off", "CTX_CONFIG_DIR": env["CTX_CONFIG_DIR"]})
         start = time.perf_counter()
-        fill_store(store, repo, args.decisions, args.dirs, args.files, args.seed)
+        fill_store(store, repo, args.decisions, links, args.seed)
         print(f"store with {args.decisions} linked decisions in {time.perf_counter() - start:.1f} s")
         stale_cache = Path(folder) / "stale"
 
@@ -190,7 +231,8 @@ def main() -> None:
 
         report = json.loads(found.stdout)
         print(
-            f"repository: {args.commits} commits, {len(_git(repo, 'ls-files').split())} files; "
+            f"repository: {_git(repo, 'rev-list', '--count', 'HEAD').strip()} commits, "
+            f"{len(_git(repo, 'ls-tree', '-r', '--name-only', 'HEAD').split())} files; "
             f"{report['checked']} linked decisions, {len(report['stale'])} stale"
         )
         print("floors:")

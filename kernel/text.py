@@ -103,44 +103,37 @@ def plural(count: int, noun: str, nouns: str | None = None) -> str:
 
 def visible(text: str) -> str:
     """``text`` as it is safe to show a person: hidden characters spelled out, the rest untouched."""
-    if _SUSPECT.search(text) is None:
-        return text
-    out: list[str] = []
-    for index, char in enumerate(text):
-        out.append(escape_char(char) if hidden_at(text, index) else char)
-    return "".join(out)
+    return _SUSPECT.sub(lambda m: escape_char(m[0]) if hidden_at(text, m.start()) else m[0], text)
 
 
 def visible_document(text: str) -> str:
     """A document's text as :func:`visible` shows it, keeping its line breaks as written (CRLF,
     line and paragraph separators): what a file a person reviews may hold."""
-    if _SUSPECT.search(text) is None:
-        return text
-    out: list[str] = []
-    for index, char in enumerate(text):
+
+    def shown(match: re.Match[str]) -> str:
+        char, index = match[0], match.start()
         line_break = char in "\u2028\u2029" or (char == "\r" and text[index + 1 : index + 2] == "\n")
-        out.append(escape_char(char) if not line_break and hidden_at(text, index) else char)
-    return "".join(out)
+        return escape_char(char) if not line_break and hidden_at(text, index) else char
+
+    return _SUSPECT.sub(shown, text)
 
 
 def json_visible(document: str) -> str:
     """A JSON document with hidden characters written as ``\\uXXXX`` escapes: the same value
     when parsed, and nothing that acts on a terminal when printed (:func:`json.dumps` escapes
-    only C0 controls)."""
-    if _SUSPECT.search(document) is None:
-        return document
-    out: list[str] = []
-    for index, char in enumerate(document):
-        if char not in "\n\t" and hidden_at(document, index):
-            code = ord(char)
-            if code > 0xFFFF:
-                code -= 0x10000
-                out.append(f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}")
-            else:
-                out.append(f"\\u{code:04x}")
-        else:
-            out.append(char)
-    return "".join(out)
+    only C0 controls). Only characters outside printable ASCII are looked at."""
+
+    def escaped(match: re.Match[str]) -> str:
+        char = match[0]
+        if not hidden_at(document, match.start()):
+            return char
+        code = ord(char)
+        if code > 0xFFFF:
+            code -= 0x10000
+            return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+        return f"\\u{code:04x}"
+
+    return _SUSPECT.sub(escaped, document)
 
 
 def describe_char(char: str) -> str:
@@ -151,9 +144,8 @@ def describe_char(char: str) -> str:
 
 def refuse_hidden(text: str, field: str) -> str:
     """Return ``text``, or refuse it naming the first hidden character and its position (from 1)."""
-    if _SUSPECT.search(text) is None:
-        return text
-    for index in range(len(text)):
+    for match in _SUSPECT.finditer(text):
+        index = match.start()
         if hidden_at(text, index):
             raise UsageError(
                 f"{field} contains {describe_char(text[index])} at character {index + 1}: hidden and "

@@ -212,7 +212,7 @@ def test_history_read_in_slices_at_once_gives_the_answer_one_git_process_gives(
     monkeypatch.setattr(staleness, "_SLICE_FROM", 2)
     answers = {}
     for workers in (1, 2, 3, 4):
-        monkeypatch.setattr(staleness, "_workers", lambda workers=workers: workers)
+        monkeypatch.setattr(staleness, "_slice_count", lambda workers=workers: workers)
         shutil.rmtree(store_path.parent / "stale", ignore_errors=True)
         started.clear()
         answers[workers] = _stale(cli)

@@ -443,27 +443,42 @@ _SLICE_FROM = 4_000
 
 def _slices(checkout: Checkout, snapshot_commits: Sequence[str]) -> tuple[list[list[str]], list[str] | None]:
     """The revision ranges :func:`_log` reads at once, newest first, and the one it reads after them
-    if it gets there (everything under the oldest snapshot commit on the first-parent line)."""
+    if it gets there (everything under the oldest snapshot commit on the first-parent line). The
+    slices' tops are first-parent commits about as many commits apart in date order, so each
+    slice holds about as many commits however much was merged where."""
     head = checkout.head or "HEAD"
-    if _workers() < 2:
+    count = _slice_count()
+    if count < 2:
         return [[head]], None
     line = _git(checkout.root, "rev-list", "--first-parent", head).decode().split()
     where = {commit: n for n, commit in enumerate(line)}
     deepest = max((where[c] for c in snapshot_commits if c in where), default=len(line) - 1)
     if deepest < _SLICE_FROM:
         return [[head]], None
-    workers = _workers()
-    tops = [line[deepest * k // workers] for k in range(workers)]
     under = line[deepest + 1] if deepest + 1 < len(line) else None
+    # Every commit the slices hold, newest first by date; a first-parent commit's place in it is
+    # about how many of them are above it.
+    above = _git(checkout.root, "rev-list", head, *(["--not", under] if under else [])).decode().split()
+    place = {commit: n for n, commit in enumerate(above)}
+    tops = [head]
+    for k in range(1, count):
+        wanted = len(above) * k // count
+        # The first first-parent commit at or below that place, under the previous top.
+        start = where[tops[-1]] + 1
+        top = next((c for c in line[start : deepest + 1] if place.get(c, len(above)) >= wanted), None)
+        if top is None:
+            break
+        tops.append(top)
     slices = [[top, "--not", below] for top, below in itertools.pairwise(tops)]
     slices.append([tops[-1], "--not", under] if under else [tops[-1]])
     return slices, [under] if under else None
 
 
-def _workers() -> int:
-    """How many git processes read history at once: the cores ctx may use, at most four."""
+def _slice_count() -> int:
+    """How many git processes read a long history at once: two per core ctx may use (slices of
+    equal commits still differ in cost, and more of them even that out), at most eight."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    return min(cores, 4)
+    return 1 if cores < 2 else min(2 * cores, 8)
 
 
 def _start_log(checkout: Checkout, revisions: list[str], into: IO[bytes] | None) -> subprocess.Popen[bytes]:
