@@ -164,7 +164,7 @@ def read_sliced(repo: Path, store: Path, runs: int) -> list[float]:
         start = time.perf_counter()
         running = [
             subprocess.Popen(
-                ["git", "-C", str(repo), "log", "--topo-order", "-z", "--name-status", "-M", *revisions],
+                ["git", "-C", str(repo), *staleness.LOG_ARGS, *revisions],
                 stdout=subprocess.DEVNULL,
             )
             for revisions in ranges
@@ -242,7 +242,7 @@ def main() -> None:
         print(_line("git log --name-status -M (same range)", _wall(log, repo, env, args.runs)))
         print(
             _line(
-                f"the same, in {len(sliced(repo, store))} slices at once (as ctx reads it)",
+                f"git log, ctx's {len(sliced(repo, store))} slices at once",
                 read_sliced(repo, store, args.runs),
             )
         )

@@ -257,6 +257,27 @@ def test_the_checkout_read_from_its_files_is_the_one_git_finds(repo, tmp_path, m
     assert staleness._plain_checkout(repo.root) is None
 
 
+def test_a_damaged_repository_is_said_once_and_inject_still_works(cli, repo, kernel):
+    """git failing half-way through the history (an object missing) must not fail a command: the
+    links are not checked, ``ctx stale`` says why, and the agent's inject and recall still answer."""
+    _ratified(cli, "kernel/store/**")
+    snapshot = repo.git("rev-parse", "HEAD")
+    repo.commit("Edit", **{"pyproject.toml": "[y]\n", "kernel__store__base.py": "changed\n"})
+    root_tree = repo.git("rev-parse", f"{snapshot}^{{tree}}")
+    (repo.root / ".git" / "objects" / root_tree[:2] / root_tree[2:]).unlink()
+    stale = cli("stale", "--json")
+    assert stale.code == 0, stale.err
+    report = json.loads(stale.out)
+    assert "git log could not read the history" in report["note"] and report["stale"] == []
+    assert "Traceback" not in stale.err
+    injected = cli("inject")
+    assert (
+        injected.code == 0 and "Keep one store module" in injected.out and "may be stale" not in injected.out
+    )
+    recalled = cli("recall", "store module")
+    assert recalled.code == 0 and "Keep one store module" in recalled.out
+
+
 def test_a_rewritten_history_is_said_and_compared_by_content(cli, repo, kernel, tmp_path):
     repo.commit("Work in progress", **{"kernel__cli.py": "main = 3\n"})
     _ratified(cli, "kernel/store/**", "kernel/cli.py")

@@ -92,7 +92,10 @@ class StaleFacts:
         folder = (start or Path.cwd()).resolve()
         known = self._checkouts.get(folder)
         if isinstance(known, Checkout):
-            return replace(known, head=staleness.head_of(known))
+            try:
+                return replace(known, head=staleness.head_of(known))
+            except GitUnavailable as exc:
+                return str(exc)
         if known is not None:
             return known
         try:
@@ -152,7 +155,11 @@ class StaleFacts:
             return self._report
         drift: dict[str, Drift] = {}
         if isinstance(found, Checkout):
-            drift = staleness.cached_drift(found, snapshots, self._cache(found))
+            answered = self._drift(found, snapshots, details=True)
+            if isinstance(answered, str):
+                found = answered
+            else:
+                drift = answered
         decisions = self.store.decisions_by_ids([s.decision_id for s in snapshots])
         now = datetime.now(UTC).timestamp()
         stale = []
@@ -176,7 +183,10 @@ class StaleFacts:
         store, HEAD and the day are the same (a file read and a pragma, no query)."""
         version = self.store.data_version()
         known = self._checkouts.get((start or Path.cwd()).resolve())
-        head = staleness.head_of(known) if isinstance(known, Checkout) else None
+        try:
+            head = staleness.head_of(known) if isinstance(known, Checkout) else None
+        except GitUnavailable:
+            head = None
         key = (version, head, datetime.now(UTC).date())
         if self._marked is not None and self._marked[0] == key:
             return self._marked[1]
@@ -187,7 +197,8 @@ class StaleFacts:
             checkout = self.checkout(start) if any(s.links for s in snapshots) else None
             drift: dict[str, Drift] = {}
             if isinstance(checkout, Checkout):
-                drift = staleness.cached_drift(checkout, snapshots, self._cache(checkout), details=False)
+                answered = self._drift(checkout, snapshots, details=False)
+                drift = answered if isinstance(answered, dict) else {}
                 key = (version, checkout.head, key[2])
             now = datetime.now(UTC).timestamp()
             for snapshot in snapshots:
@@ -216,6 +227,16 @@ class StaleFacts:
         if not snapshots:
             return status
         return replace(status, stale_decisions=len(self.report(snapshots=snapshots).stale))
+
+    def _drift(
+        self, checkout: Checkout, snapshots: Sequence[Snapshot], *, details: bool
+    ) -> dict[str, Drift] | str:
+        """What changed under the snapshots' links, or why git could not say (a damaged repository,
+        git killed or hung): the links are not checked then, and nothing else fails."""
+        try:
+            return staleness.cached_drift(checkout, snapshots, self._cache(checkout), details=details)
+        except GitUnavailable as exc:
+            return f"{exc}: decisions' links are not checked"
 
     def _cache(self, checkout: Checkout) -> Path:
         root = hashlib.sha256(str(checkout.root).encode("utf-8", "surrogateescape")).hexdigest()[:16]

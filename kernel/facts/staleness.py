@@ -481,8 +481,13 @@ def _slice_count() -> int:
     return 1 if cores < 2 else min(2 * cores, 8)
 
 
+# What one slice's git is asked: each commit as \x01 id \x02 parents \x02 author \x02 time, then
+# its changed paths with their status, renames found.
+LOG_ARGS = ("log", "--topo-order", "-z", "--format=%x01%H%x02%P%x02%an%x02%ct", "--name-status", "-M")
+
+
 def _start_log(checkout: Checkout, revisions: list[str], into: IO[bytes] | None) -> subprocess.Popen[bytes]:
-    args = ["log", "--topo-order", "-z", "--format=%x01%H%x02%P%x02%an%x02%ct", "--name-status", "-M"]
+    args = LOG_ARGS
     try:
         return subprocess.Popen(
             _command(checkout.root, *args, *revisions),
@@ -501,7 +506,7 @@ def _finished(process: subprocess.Popen[bytes]) -> None:
     except subprocess.TimeoutExpired:
         raise GitUnavailable("git log did not answer in time") from None
     if code != 0:
-        raise GitUnavailable(f"git log failed: {code}")
+        raise GitUnavailable(f"git log could not read the history (exit status {code}; git fsck says why)")
 
 
 def _commits(stream: IO[bytes]) -> Iterator[str]:
