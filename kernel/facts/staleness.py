@@ -450,28 +450,51 @@ def _slices(checkout: Checkout, snapshot_commits: Sequence[str]) -> tuple[list[l
     count = _slice_count()
     if count < 2:
         return [[head]], None
-    line = _git(checkout.root, "rev-list", "--first-parent", head).decode().split()
-    where = {commit: n for n, commit in enumerate(line)}
-    deepest = max((where[c] for c in snapshot_commits if c in where), default=len(line) - 1)
-    if deepest < _SLICE_FROM:
-        return [[head]], None
+    # The first-parent line and every commit by date, asked of two git processes at once.
+    with tempfile.TemporaryFile() as kept:
+        line_process = _start(checkout, ["rev-list", "--first-parent", head])
+        dated_process = _start(checkout, ["rev-list", head], kept)
+        try:
+            line = _output(line_process).decode().split()
+            where = {commit: n for n, commit in enumerate(line)}
+            deepest = max((where[c] for c in snapshot_commits if c in where), default=len(line) - 1)
+            if deepest < _SLICE_FROM:
+                return [[head]], None
+            _output(dated_process)
+            kept.seek(0)
+            dated = kept.read().decode().split()
+        finally:
+            for process in (line_process, dated_process):
+                process.kill()
+                process.wait()
     under = line[deepest + 1] if deepest + 1 < len(line) else None
-    # Every commit the slices hold, newest first by date; a first-parent commit's place in it is
-    # about how many of them are above it.
-    above = _git(checkout.root, "rev-list", head, *(["--not", under] if under else [])).decode().split()
-    place = {commit: n for n, commit in enumerate(above)}
+    # A first-parent commit's place in date order is about how many commits are above it.
+    place = {commit: n for n, commit in enumerate(dated)}
+    above = place[under] if under else len(dated)
     tops = [head]
     for k in range(1, count):
-        wanted = len(above) * k // count
+        wanted = above * k // count
         # The first first-parent commit at or below that place, under the previous top.
         start = where[tops[-1]] + 1
-        top = next((c for c in line[start : deepest + 1] if place.get(c, len(above)) >= wanted), None)
+        top = next((c for c in line[start : deepest + 1] if place[c] >= wanted), None)
         if top is None:
             break
         tops.append(top)
     slices = [[top, "--not", below] for top, below in itertools.pairwise(tops)]
     slices.append([tops[-1], "--not", under] if under else [tops[-1]])
     return slices, [under] if under else None
+
+
+def _output(process: subprocess.Popen[bytes]) -> bytes:
+    """What one git process wrote to its pipe (nothing if it wrote to a file), once it has finished
+    well."""
+    try:
+        out, _ = process.communicate(timeout=_GIT_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        raise GitUnavailable("git did not answer in time") from None
+    if process.returncode != 0:
+        raise GitUnavailable(f"git rev-list failed (exit status {process.returncode})")
+    return out or b""
 
 
 def _slice_count() -> int:
@@ -487,10 +510,14 @@ LOG_ARGS = ("log", "--topo-order", "-z", "--format=%x01%H%x02%P%x02%an%x02%ct", 
 
 
 def _start_log(checkout: Checkout, revisions: list[str], into: IO[bytes] | None) -> subprocess.Popen[bytes]:
-    args = LOG_ARGS
+    return _start(checkout, [*LOG_ARGS, *revisions], into)
+
+
+def _start(checkout: Checkout, args: Sequence[str], into: IO[bytes] | None = None) -> subprocess.Popen[bytes]:
+    """One git process started in the checkout, writing into ``into`` (a pipe when None)."""
     try:
         return subprocess.Popen(
-            _command(checkout.root, *args, *revisions),
+            _command(checkout.root, *args),
             stdout=into if into is not None else subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             env=_environment(),
