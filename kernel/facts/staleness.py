@@ -442,7 +442,7 @@ _SLICE_FROM = 4_000
 
 
 def _slices(checkout: Checkout, snapshot_commits: Sequence[str]) -> tuple[list[list[str]], list[str] | None]:
-    """The revision ranges :func:`_log` reads at once, newest first, and the one it reads after them
+    """The revision ranges :class:`_History` reads at once, newest first, and the one it reads after them
     if it gets there (everything under the oldest snapshot commit on the first-parent line). The
     slices' tops are first-parent commits about as many commits apart in date order, so each
     slice holds about as many commits however much was merged where."""
