@@ -582,8 +582,8 @@ def _import_proposal(
         deciders=cleaned.deciders,
     )
     decisions.store.insert_proposal(proposal)
-    links = links_of(record)
-    if links and not rejected:
+    links = [] if rejected else links_of(record)
+    if links:  # before the audit row: the database refuses a link added to a logged proposal
         decisions.store.insert_proposal_links(proposal.id, links)
     payload = ProposalImported(
         subject=cleaned.subject,
@@ -599,6 +599,7 @@ def _import_proposal(
         deciders=proposal.deciders,
         evidence=proposal.evidence,
         attribution=cleaned.attribution or ABSENT,
+        links=links or ABSENT,
     )
     decisions.store.append_audit(now, reviewer, PROPOSAL_IMPORTED, proposal.id, None, payload.to_dict())
     return proposal
