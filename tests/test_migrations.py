@@ -143,9 +143,7 @@ def test_migrated_schema_objects(kernel: Ctx, store_path: Path):
         "ix_proposal_status",
         "ix_supersession_new",
         "ix_audit_target",
-    } <= (
-        _names(conn, "index")
-    )
+    } <= _names(conn, "index")
     fts_sql = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'evidence_fts'").fetchone()[0]
     assert "porter unicode61 remove_diacritics 2" in fts_sql
     foreign = {(r[2], r[3]) for r in conn.execute("PRAGMA foreign_key_list(supersession)")}

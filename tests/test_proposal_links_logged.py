@@ -31,7 +31,15 @@ Chosen option: one store module per backend.
 
 
 def _proposed(cli, *links: str) -> str:
-    args = ["propose", "--subject", "store.layout", "--decision", "Keep one store module", "--agent", "claude"]
+    args = [
+        "propose",
+        "--subject",
+        "store.layout",
+        "--decision",
+        "Keep one store module",
+        "--agent",
+        "claude",
+    ]
     for link in links:
         args += ["--link", link]
     done = cli(*args, "--json")
@@ -56,7 +64,9 @@ def _around_ctx(store_path: Path, statement: str, params: tuple, trigger: str) -
 def _logged(store_path: Path, target: str) -> dict:
     conn = driver.connect(store_path, load_vec=False)
     try:
-        rows = conn.execute("SELECT action, after FROM audit WHERE target = ? ORDER BY seq", (target,)).fetchall()
+        rows = conn.execute(
+            "SELECT action, after FROM audit WHERE target = ? ORDER BY seq", (target,)
+        ).fetchall()
     finally:
         conn.close()
     assert rows, f"no audit row for {target}"
