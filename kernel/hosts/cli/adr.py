@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import getpass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -36,6 +36,8 @@ def import_adr(ctx: Ctx, folder: str, reviewer: str | None, yes: bool, dry_run: 
     Each file is kept whole as evidence; its Decision section (or, without one, its whole body) is
     the decision. Set a file's subject with `subject:` front matter after checking --dry-run. A
     supersession a file's text only mentions ("This replaces ADR 3") is suggested, never linked.
+    The paths a current decision or pending proposal governs come from a file's `ctx-links` and
+    the paths its MADR Confirmation section names; --dry-run lists them.
     """
     if dry_run:
         name = reviewer or paths.configured_reviewer() or getpass.getuser()
@@ -48,7 +50,11 @@ def import_adr(ctx: Ctx, folder: str, reviewer: str | None, yes: bool, dry_run: 
         return
     if dry_run:
         for entry in report.files:
-            _say(f"{entry['path']}  {entry.get('subject') or '-'}  {entry['outcome']}")
+            _say(f"{entry['path']}  {entry.get('subject') or '-'}  {entry['outcome']}{_links(entry)}")
+    else:
+        for entry in report.files:
+            if entry.get("links"):
+                _say(f"{entry['path']}  {entry['outcome']}{_links(entry)}")
     verb = "would import" if dry_run else "imported"
     _say(
         f"{verb} {plural(len(report.decisions), 'decision')} and "
@@ -65,6 +71,12 @@ def import_adr(ctx: Ctx, folder: str, reviewer: str | None, yes: bool, dry_run: 
         _say(f"skipped {line}", err=True)
     for line in report.warnings:
         _say(f"warning: {line}", err=True)
+
+
+def _links(entry: dict[str, Any]) -> str:
+    """What a file's decision or proposal governs, as the tail of its line (empty without links)."""
+    links = entry.get("links") or []
+    return f"  links: {', '.join(links)}" if links else ""
 
 
 @cli.group("export")
