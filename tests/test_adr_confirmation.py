@@ -76,7 +76,8 @@ the approach; `src/app/store/base.py#Store` is the one storage entry point. The
 
 PROSE_ONLY = """\
 A code review of each pull request by the `doc-detective-core` maintainers confirms the layering;
-it was first applied in commit `1595353`. Run `make check` before merging."""
+it was first applied in commit `1595353`. Run `make check` before merging, and see
+[the earlier record](0000-start) for how reviews run."""
 
 HOSTILE = """\
 Checked by `../../etc/passwd`, `/abs/path.py`, `.git/config`, `https://evil.example/x.py`,
@@ -201,3 +202,16 @@ def test_a_confirmation_heading_of_its_own_is_read_too(cli, repo, kernel):
     report = _import(cli, folder)
     (proposal,) = report["proposals"]
     assert kernel.plan_ratification(proposal).links == ["tests/arch/test_layers.py"]
+
+
+def test_a_relative_link_leads_from_the_adr_folders_place_in_the_checkout(cli, repo, kernel):
+    folder = repo.root / ".adr"
+    _write(
+        folder,
+        "0001-use-a-layered-architecture.md",
+        status="proposed",
+        confirmation="The [layer checks](checks/layers.md) and [the test](../tests/arch/test_layers.py).",
+    )
+    report = _import(cli, folder)
+    (proposal,) = report["proposals"]
+    assert kernel.plan_ratification(proposal).links == [".adr/checks/layers.md", "tests/arch/test_layers.py"]

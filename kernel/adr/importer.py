@@ -461,7 +461,8 @@ def repository_folder(folder: Path) -> str | None:
         return None
     for parent in (real, *real.parents):
         if (parent / ".git").exists():  # a folder in a clone, a file in a worktree or submodule
-            return real.relative_to(parent).as_posix().removeprefix(".")
+            place = real.relative_to(parent).as_posix()
+            return "" if place == "." else place
     return None
 
 
@@ -475,9 +476,9 @@ def links_of(record: adr.AdrRecord, folder: str | None = None) -> list[str]:
     found += [span for span in record.confirmation_spans if looks_like_path(span)]
     if folder is not None:
         here = posixpath.join(folder, posixpath.dirname(record.path))
-        for target in record.confirmation_targets:
+        for target in filter(looks_like_path, record.confirmation_targets):
             resolved = posixpath.normpath(posixpath.join(here, target))
-            if resolved != ".." and not resolved.startswith("../") and looks_like_path(resolved):
+            if resolved != ".." and not resolved.startswith("../"):
                 found.append(resolved)
     links = []
     for raw in found:
