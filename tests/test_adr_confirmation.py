@@ -5,9 +5,11 @@ that names no path, and anything that would leave the repository, gives nothing.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
+from conftest import CTX_BIN, run_on_terminal
 from test_stale import Repo
 
 MADR4 = """\
@@ -215,3 +217,15 @@ def test_a_relative_link_leads_from_the_adr_folders_place_in_the_checkout(cli, r
     report = _import(cli, folder)
     (proposal,) = report["proposals"]
     assert kernel.plan_ratification(proposal).links == [".adr/checks/layers.md", "tests/arch/test_layers.py"]
+
+
+@pytest.mark.slow
+def test_on_a_terminal_the_links_are_shown_before_the_import_is_confirmed(repo, kernel, store_path):
+    folder = repo.root / "docs" / "decisions"
+    _write(folder, "0001-use-a-layered-architecture.md", status="proposed", confirmation=WITH_PATHS)
+    env = {**os.environ, "PATH": CTX_BIN + os.pathsep + os.environ["PATH"], "CTX_VECTORS": "off"}
+    args = ["--db", str(store_path), "import", "adr", str(folder), "--reviewer", "carol"]
+    code, output = run_on_terminal(args, b"n\n", env, cwd=repo.root)
+    assert code == 1 and "links: tests/arch/test_layers.py, src/app/store/base.py#Store" in output
+    assert output.index("links:") < output.index("Import the ADRs")
+    assert kernel.queue() == []
