@@ -165,6 +165,7 @@ class ProposalImported(AuditPayload):
     deciders: list[str] | Absent
     evidence: list[EvidenceId] | Absent
     attribution: dict[str, str] | Absent = ABSENT  # who the file says decided, when it says
+    links: list[str] | Absent = ABSENT  # the paths and globs a pending one governs, when it names any
 
 
 @dataclass(frozen=True, kw_only=True)

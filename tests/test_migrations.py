@@ -38,6 +38,7 @@ def test_revisions_are_named_and_ordered():
         "m008_handles",
         "m009_staleness",
         "m010_served",
+        "m011_links_logged",
     ]
     assert len(migrate.revisions()) == migrate.HEAD_VERSION
 
@@ -127,6 +128,7 @@ def test_migrated_schema_objects(kernel: Ctx, store_path: Path):
         "audit_no_delete",
         "proposal_link_no_update",
         "proposal_link_no_delete",
+        "proposal_link_before_logged",
         "decision_snapshot_no_update",
         "decision_snapshot_no_delete",
         "served_linked",
@@ -135,9 +137,13 @@ def test_migrated_schema_objects(kernel: Ctx, store_path: Path):
         "served_fold_no_update",
         "served_fold_no_delete",
     }
-    assert {"ux_decision_current", "ix_decision_subject", "ix_proposal_status", "ix_supersession_new"} <= (
-        _names(conn, "index")
-    )
+    assert {
+        "ux_decision_current",
+        "ix_decision_subject",
+        "ix_proposal_status",
+        "ix_supersession_new",
+        "ix_audit_target",
+    } <= _names(conn, "index")
     fts_sql = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'evidence_fts'").fetchone()[0]
     assert "porter unicode61 remove_diacritics 2" in fts_sql
     foreign = {(r[2], r[3]) for r in conn.execute("PRAGMA foreign_key_list(supersession)")}

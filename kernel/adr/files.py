@@ -91,6 +91,11 @@ class AdrRecord:
     subject_stated: bool = False  # the front matter names the subject (else it was made from the title)
     # Links the text only mentions ("This replaces ADR 3"), never taken as links: a person confirms them.
     suggested: list[SuggestedLink] = field(default_factory=list)
+    # What MADR's Confirmation section names: its code spans, as written (``tests/arch/test_layers.py``),
+    # and its relative Markdown link targets, relative to this file. Candidates only: the importer keeps
+    # those that are repository paths (ctx_kernel.kernel.adr.importer.links_of).
+    confirmation_spans: list[str] = field(default_factory=list)
+    confirmation_targets: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -277,6 +282,9 @@ _SECTION_NAMES = {
     "positive": {"positive consequences", "good consequences", "positive", "positives", "pros"},
     "negative": {"negative consequences", "bad consequences", "negative", "negatives", "cons"},
     "links": {"links", "related", "related decisions", "related adrs", "see also", "more information"},
+    # MADR 3/4: how compliance with the decision is confirmed (a test, a review), usually under
+    # "Decision Outcome"; its text stays in the decision, and the paths it names become links.
+    "confirmation": {"confirmation", "confirmations"},
 }
 _NESTED_KINDS = {"status", "context", "consequences", "positive", "negative", "links"}
 
@@ -849,6 +857,7 @@ def _parse_text(text: str, path: Path, rel: str) -> _Parsed:
         deciders=_deciders(doc),
         subject_stated=bool(stated_subject),
         suggested=[SuggestedLink(kind, ref.value, said) for kind, ref, said in suggested],
+        **_confirmation(doc),
     )
     return _Parsed(record, links, _mentions(doc), suggested)
 
@@ -1111,6 +1120,31 @@ def _deciders(doc: _Document) -> list[str]:
         if named:
             deciders += split_names(named.group("value"))
     return list(dict.fromkeys(deciders))
+
+
+# A code span: a run of backticks, then text up to the same run (CommonMark), on one line. Bounded,
+# so that a hostile line of unmatched runs costs linear time; a longer span is no link anyway.
+_CODE_SPAN_RE = re.compile(r"(?<!`)(`{1,16})(?!`)(.{1,300}?)(?<!`)\1(?!`)")
+
+
+def _confirmation(doc: _Document) -> dict[str, list[str]]:
+    """The code spans and relative link targets of the Confirmation sections, in the order written."""
+    spans: list[str] = []
+    targets: list[str] = []
+    for heading in doc.sections:
+        if heading.kind != "confirmation":
+            continue
+        for index in _outside_code(doc.code, heading.index + 1, heading.end):
+            line = _inline_references(doc.lines[index], doc.definitions)
+            spans += [span.group(2).strip() for span in _CODE_SPAN_RE.finditer(line)]
+            for link in _LINK_RE.finditer(line):
+                target = link.group("target")
+                if target and not _SCHEME_RE.match(target) and not target.startswith(("#", "/")):
+                    targets.append(unquote(target.split("#", 1)[0].split("?", 1)[0]))
+    return {
+        "confirmation_spans": list(dict.fromkeys(s for s in spans if s)),
+        "confirmation_targets": list(dict.fromkeys(t for t in targets if t)),
+    }
 
 
 def _meta(front: Mapping[str, str | list[str]], ctx: Mapping[str, str]) -> dict[str, str]:

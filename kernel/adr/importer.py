@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import posixpath
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -9,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from ctx_kernel.kernel import clock, ids, text
 from ctx_kernel.kernel.adr import files as adr
 from ctx_kernel.kernel.errors import RefusedError, UsageError
-from ctx_kernel.kernel.facts.links import MAX_LINKS, check_link
+from ctx_kernel.kernel.facts.links import MAX_LINKS, check_link, looks_like_path
 from ctx_kernel.kernel.limits import DECISION_IMPORTED, PROPOSAL_IMPORTED
 from ctx_kernel.kernel.payloads import DecisionImported, DecisionSuperseded, ProposalImported
 from ctx_kernel.kernel.records import ABSENT, ClosedBy, Decision, Proposal, Record
@@ -372,6 +373,7 @@ def _import_all(
     made_ids: dict[str, str] = {}
     pending_links: list[tuple[adr.AdrRecord, adr.AdrRecord]] = []
     inside = folder.resolve()
+    where = repository_folder(folder)
     for record in sorted(records, key=lambda r: (start[r.path], r.number or 0, r.path)):
         source = record.path
         entry: dict[str, Any] = {"path": source, "number": record.number, "title": record.title}
@@ -395,16 +397,28 @@ def _import_all(
             kinds = ", ".join(sorted(cleaned.redacted))
             count = sum(cleaned.redacted.values())
             report.warnings.append(f"{source}: {text.plural(count, 'secret')} redacted ({kinds})")
+        links = links_of(record, where)
         if record.status in ("proposed", "rejected"):
             proposal = _import_proposal(
-                decisions, record, cleaned, reviewer, start[record.path], now, evidence_id
+                decisions, record, cleaned, reviewer, start[record.path], now, evidence_id, links
             )
             made_ids[record.path] = proposal.id
             report.proposals.append(proposal.id)
             entry.update(outcome=f"{proposal.status} proposal", subject=proposal.subject, id=proposal.id)
+            if proposal.status == "pending" and links:
+                entry["links"] = links
             continue
         decision = _import_decision(
-            decisions, record, cleaned, reviewer, start, until[record.path], now, successors, evidence_id
+            decisions,
+            record,
+            cleaned,
+            reviewer,
+            start,
+            until[record.path],
+            now,
+            successors,
+            evidence_id,
+            links,
         )
         if decision is None:
             why = f"its window overlaps another decision on {cleaned.subject}"
@@ -415,6 +429,8 @@ def _import_all(
         report.decisions.append(decision.id)
         state = "current" if decision.current else decision.closed_by
         entry.update(outcome=f"{state} decision", subject=decision.subject, id=decision.id)
+        if decision.current and links:
+            entry["links"] = links
         pending_links += [(record, s) for s in successors(record)]
     for old, new in pending_links:
         if old.path in made_ids and new.path in made_ids:
@@ -436,16 +452,40 @@ def _keep_file(vault: VaultService, path: Path, inside: Path, source: str, revie
     return vault.append(prepared).id  # the vault's one writer, inside the import's transaction
 
 
-def links_of(record: adr.AdrRecord) -> list[str]:
-    """The paths and globs a file says its decision governs (front matter ``ctx-links``, comma
-    separated); a link that would leave the repository is not kept."""
+def repository_folder(folder: Path) -> str | None:
+    """Where ``folder`` lies in its git checkout (``docs/decisions``, ``""`` at the root), or None
+    outside one: a relative link in an ADR file leads from there."""
+    try:
+        real = folder.resolve(strict=True)
+    except (OSError, RuntimeError):
+        return None
+    for parent in (real, *real.parents):
+        if (parent / ".git").exists():  # a folder in a clone, a file in a worktree or submodule
+            place = real.relative_to(parent).as_posix()
+            return "" if place == "." else place
+    return None
+
+
+def links_of(record: adr.AdrRecord, folder: str | None = None) -> list[str]:
+    """The paths and globs a file says its decision governs: front matter ``ctx-links`` (comma
+    separated), then the paths MADR's Confirmation section names, in code spans (relative to the
+    repository) and relative Markdown links (relative to the file, so only when ``folder``, the ADR
+    folder's place in the repository, is known: see :func:`repository_folder`). A link that would
+    leave the repository, or prose that names no path, is not kept."""
+    found = [raw for raw in record.meta.get(KEY_LINKS, "").split(",") if raw.strip()]
+    found += [span for span in record.confirmation_spans if looks_like_path(span)]
+    if folder is not None:
+        here = posixpath.join(folder, posixpath.dirname(record.path))
+        for target in filter(looks_like_path, record.confirmation_targets):
+            resolved = posixpath.normpath(posixpath.join(here, target))
+            if resolved != ".." and not resolved.startswith("../"):
+                found.append(resolved)
     links = []
-    for raw in record.meta.get(KEY_LINKS, "").split(","):
-        if raw.strip():
-            try:
-                links.append(check_link(raw))
-            except UsageError:
-                continue
+    for raw in found:
+        try:
+            links.append(check_link(raw))
+        except UsageError:
+            continue
     return list(dict.fromkeys(links))[:MAX_LINKS]
 
 
@@ -459,6 +499,7 @@ def _import_decision(
     now: str,
     successors: Any,
     evidence_id: str,
+    links: list[str],
 ) -> Decision | None:
     valid_from = start[record.path]
     subject, body = cleaned.subject, cleaned.decision
@@ -528,7 +569,6 @@ def _import_decision(
                 before=None,
                 after=payload,
             )
-            links = links_of(record)
             if links and until is None:
                 decisions.confirm(
                     decision.id, links, at=now, by=reviewer, act="ratified", review_dates=(None, None)
@@ -556,6 +596,7 @@ def _import_proposal(
     created_at: str,
     now: str,
     evidence_id: str,
+    links: list[str],
 ) -> Proposal:
     rejected = record.status == "rejected"
     proposal = Proposal(
@@ -582,8 +623,8 @@ def _import_proposal(
         deciders=cleaned.deciders,
     )
     decisions.store.insert_proposal(proposal)
-    links = links_of(record)
-    if links and not rejected:
+    links = [] if rejected else links
+    if links:  # before the audit row: the database refuses a link added to a logged proposal
         decisions.store.insert_proposal_links(proposal.id, links)
     payload = ProposalImported(
         subject=cleaned.subject,
@@ -599,6 +640,7 @@ def _import_proposal(
         deciders=proposal.deciders,
         evidence=proposal.evidence,
         attribution=cleaned.attribution or ABSENT,
+        links=links or ABSENT,
     )
     decisions.store.append_audit(now, reviewer, PROPOSAL_IMPORTED, proposal.id, None, payload.to_dict())
     return proposal

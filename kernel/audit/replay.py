@@ -1,11 +1,11 @@
 """Replay the audit log and compare it with the store's tables.
 
 The hash chain proves the log was not edited; it says nothing about the tables beside it. An
-edit made with raw SQL (a decision's text changed after dropping its trigger, a supersession link
-or a citation added or removed, a proposal resolved, an evidence text or its metadata swapped)
-leaves the store disagreeing with its own log. This module rebuilds, from the log alone, what
-every row an agent or a person reads as truth must say, and names the first table, row and field
-that does not.
+edit made with raw SQL (a decision's text changed after dropping its trigger, a supersession link,
+a citation or a proposal's link added or removed, a proposal resolved, an evidence text or its
+metadata swapped) leaves the store disagreeing with its own log. This module rebuilds, from the log
+alone, what every row an agent or a person reads as truth must say, and names the first table, row
+and field that does not.
 
 Each row's payload is read once, into the record of its action (``kernel/payloads.py``). Rows
 written by an earlier ctx lack some fields (an imported decision's rationale, an evidence text's
@@ -122,6 +122,9 @@ class _Replay:
         self.evidence: dict[str, _Expected] = {}
         self.links: dict[tuple[str, str], tuple[str, int]] = {}
         self.cited: dict[str, dict[tuple[str, str], int]] = {"decision_evidence": {}, "proposal_evidence": {}}
+        # (proposal id, link) -> the audit row that queued the proposal with it. A row without links
+        # means none, as it always has: links are written with the proposal and never change.
+        self.proposal_links: dict[tuple[str, str], int] = {}
         # Decisions an earlier ctx imported without logging the supersession links it made.
         self.unlogged_links_from: set[str] = set()
         # (decision id, when) -> (audit row, what a snapshot taken then holds)
@@ -203,6 +206,7 @@ class _Replay:
         self._optional(expected, "proposal", row, after, _PROPOSAL_OPTIONAL)
         for evidence_id in after.evidence or []:
             self.cited["proposal_evidence"][(target, evidence_id)] = seq
+        self._links_of(target, after.links, seq)
 
     def _proposal_imported(self, row: Mapping[str, Any], data: dict[str, Any]) -> None:
         seq, target = row["seq"], row["target"]
@@ -227,11 +231,16 @@ class _Replay:
         )
         for evidence_id in _or(after.evidence, []) or []:
             self.cited["proposal_evidence"][(target, evidence_id)] = seq
+        self._links_of(target, after.links, seq)
         self._optional(expected, "proposal", row, after, _IMPORTED_PROPOSAL_OPTIONAL)
         if after.reason is not ABSENT:
             expected.set(seq, resolution_note=after.reason)
         else:
             self.unchecked["proposal.resolution_note"].add(seq)
+
+    def _links_of(self, proposal_id: str, links: list[str] | Absent, seq: int) -> None:
+        for link in _or(links, []):
+            self.proposal_links[(proposal_id, link)] = seq
 
     def _proposal_ratified(self, row: Mapping[str, Any], data: dict[str, Any]) -> None:
         seq, target, at = row["seq"], row["target"], row["at"]
@@ -381,11 +390,11 @@ def _rows(
 
 
 def _citations(
-    table: str, expected: dict[tuple[str, str], int], stored: list[tuple[Any, ...]]
+    table: str, expected: dict[tuple[str, str], int], stored: list[tuple[Any, ...]], verb: str = "cites"
 ) -> list[StateProblem]:
     rows = {(r[0], r[1]) for r in stored}
     problems = [
-        StateProblem(seq, f"{table} row ({a}, {b}) is missing from the store (audit row {seq} cites it)")
+        StateProblem(seq, f"{table} row ({a}, {b}) is missing from the store (audit row {seq} {verb} it)")
         for (a, b), seq in expected.items()
         if (a, b) not in rows
     ]
@@ -545,6 +554,8 @@ def replay_state(store: Store, rows: Iterable[Mapping[str, Any]]) -> StateReport
     problems += link_problems
     for table, expected in replay.cited.items():
         problems += _citations(table, expected, store.link_rows(table))
+    # A link added to a pending proposal around ctx would be snapshotted by its ratification.
+    problems += _citations("proposal_link", replay.proposal_links, store.link_rows("proposal_link"), "names")
     problems += _snapshots(replay, store.all_snapshots())
     conflict_problems, conflict_note = _conflicts(store, decisions)
     problems += conflict_problems

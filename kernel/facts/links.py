@@ -60,6 +60,23 @@ def check_link(raw: str) -> str:
     return normal if symbol is None else f"{normal}#{symbol}"
 
 
+# What prose names that may be a path: a file name ends in a short lower-case extension.
+_EXTENSION = re.compile(r"[^/.]\.[a-z][a-z0-9]{0,9}$")
+_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:|^//|^www\.")
+_COMMIT = re.compile(r"^[0-9a-f]{7,64}$")
+
+
+def looks_like_path(text: str) -> bool:
+    """Whether a name found in prose (an ADR's code span) reads as a repository path or glob: it holds
+    a ``/`` or ends in a file extension, has no space, and is no URL and no commit hash. Such a name
+    is kept only if :func:`check_link` takes it too; ``doc-detective-core`` or ``1595353`` is not
+    a path."""
+    pattern = split_link(text)[0]
+    if not pattern or any(c.isspace() for c in text) or _URL.match(text) or _COMMIT.match(pattern):
+        return False
+    return "/" in pattern or _EXTENSION.search(pattern) is not None
+
+
 def check_links(raw: Sequence[str]) -> list[str]:
     """``raw`` checked (:func:`check_link`), duplicates dropped, order kept; at most MAX_LINKS."""
     links = list(dict.fromkeys(check_link(r) for r in raw))

@@ -254,7 +254,7 @@ class Audit(SQLModel, table=True):
     """One hash-chained row of the audit log."""
 
     __tablename__ = "audit"
-    __table_args__ = {"sqlite_autoincrement": True}
+    __table_args__ = (Index("ix_audit_target", "target"), {"sqlite_autoincrement": True})
     seq: int | None = Field(
         default=None,
         sa_column=Column(Integer, primary_key=True, autoincrement=True),

@@ -34,6 +34,7 @@ LINK_TABLES = {
     "supersession": "old_id, new_id, created_at",
     "decision_evidence": "decision_id, evidence_id",
     "proposal_evidence": "proposal_id, evidence_id",
+    "proposal_link": "proposal_id, pattern",
     "decision_conflict": "decision_id, other_id, term, clause, other_clause",
 }
 
@@ -517,7 +518,7 @@ class SharedRows:
     # -- audit ----------------------------------------------------------------------------
 
     def link_rows(self, table: str) -> list[tuple[Any, ...]]:
-        """Every row of a link table the audit replay checks (supersession, citations, conflicts),
+        """Every row of a link table the audit replay checks (supersession, citations, links, conflicts),
         ordered by its columns as SQLite orders them."""
         columns = LINK_TABLES[table]  # a fixed name, never user text
         collate = self.sql_dialect.collate

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import getpass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -13,6 +13,7 @@ from ctx_kernel.kernel.hosts.cli.base import _confirm, _emit_json, _reviewer, _s
 from ctx_kernel.kernel.text import plural
 
 if TYPE_CHECKING:
+    from ctx_kernel.kernel.adr.importer import ImportReport
     from ctx_kernel.kernel.facade import Ctx
 
 
@@ -36,19 +37,27 @@ def import_adr(ctx: Ctx, folder: str, reviewer: str | None, yes: bool, dry_run: 
     Each file is kept whole as evidence; its Decision section (or, without one, its whole body) is
     the decision. Set a file's subject with `subject:` front matter after checking --dry-run. A
     supersession a file's text only mentions ("This replaces ADR 3") is suggested, never linked.
+    The paths a current decision or pending proposal governs come from a file's `ctx-links` and
+    the paths its MADR Confirmation section names; --dry-run lists them, as does the question
+    asked on a terminal before anything is written.
     """
     if dry_run:
         name = reviewer or paths.configured_reviewer() or getpass.getuser()
     else:
         name = _reviewer(ctx, reviewer, yes, "importing decisions")
+        if not yes:  # the person sees what each file becomes, and what it links, before saying yes
+            _plan(ctx.import_adrs(Path(folder), reviewer=name, dry_run=True))
         _confirm(f"Import the ADRs in {folder} as decisions ratified by {name}?", yes)
     report = ctx.import_adrs(Path(folder), reviewer=name, dry_run=dry_run)
     if as_json:
         _emit_json(report.to_dict())
         return
     if dry_run:
+        _plan(report)
+    else:
         for entry in report.files:
-            _say(f"{entry['path']}  {entry.get('subject') or '-'}  {entry['outcome']}")
+            if entry.get("links"):
+                _say(f"{entry['path']}  {entry['outcome']}{_links(entry)}")
     verb = "would import" if dry_run else "imported"
     _say(
         f"{verb} {plural(len(report.decisions), 'decision')} and "
@@ -65,6 +74,18 @@ def import_adr(ctx: Ctx, folder: str, reviewer: str | None, yes: bool, dry_run: 
         _say(f"skipped {line}", err=True)
     for line in report.warnings:
         _say(f"warning: {line}", err=True)
+
+
+def _plan(report: ImportReport) -> None:
+    """One line per file: its subject, what it becomes and the links it gives."""
+    for entry in report.files:
+        _say(f"{entry['path']}  {entry.get('subject') or '-'}  {entry['outcome']}{_links(entry)}")
+
+
+def _links(entry: dict[str, Any]) -> str:
+    """What a file's decision or proposal governs, as the tail of its line (empty without links)."""
+    links = entry.get("links") or []
+    return f"  links: {', '.join(links)}" if links else ""
 
 
 @cli.group("export")

@@ -991,3 +991,25 @@ P009_STATEMENTS = [
     "GRANT DELETE ON served TO ctx_reviewer",
     PIN_SEARCH_PATH,
 ]
+
+
+# Revision p010: a proposal's links are written with it, before the audit row that logs them, as
+# SQLite's m011_links_logged. ctx inserts them in the transaction that queues the proposal, ahead of
+# its ``proposal.created`` or ``proposal.imported`` row; a link inserted once that row exists (by the
+# agent's own login, which p008 lets link its own pending proposals, or by any other) is refused,
+# so a ratification never snapshots a link the proposer did not name. The index finds a target's
+# audit rows without reading the whole log.
+P010_STATEMENTS = [
+    "CREATE INDEX ix_audit_target ON audit (target)",
+    f"""CREATE FUNCTION ctx_proposal_link_unlogged() RETURNS trigger LANGUAGE plpgsql AS $$
+       BEGIN
+         IF EXISTS (SELECT 1 FROM audit a WHERE a.target = NEW.proposal_id
+                      AND a.action IN ('proposal.created', 'proposal.imported')) THEN
+           RAISE EXCEPTION 'a proposal''s links are written with it, never added later' {_REFUSED};
+         END IF;
+         RETURN NEW;
+       END $$""",
+    """CREATE TRIGGER proposal_link_before_logged BEFORE INSERT ON proposal_link
+       FOR EACH ROW EXECUTE FUNCTION ctx_proposal_link_unlogged()""",
+    PIN_SEARCH_PATH,
+]
