@@ -86,7 +86,21 @@ def input_model(args: type[Any], name: str, base: type[BaseModel] = _Strict) -> 
 
 # Each operation's arguments as JSON: ``ctx propose --input`` reads ProposeInput, and each MCP tool
 # validates its arguments with the model built from its input record (which adds ``format``).
-ProposeInput = input_model(inputs.ProposeArgs, "ProposeInput")
+
+
+def _proposal_or_request(schema: dict[str, Any], model: type[Any]) -> None:
+    # A proposal names its subject and decision; a request to re-confirm names the decision instead.
+    # Said in the document's schema only: some MCP hosts refuse a tool input schema that has anyOf
+    # at its top level, so the tool's schema leaves it to the kernel's check (the same message).
+    if model.__name__ == "ProposeInput":
+        schema["anyOf"] = [{"required": ["subject", "decision"]}, {"required": ["reconfirms"]}]
+
+
+class _ProposeDocument(_Strict):
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_proposal_or_request)
+
+
+ProposeInput = input_model(inputs.ProposeArgs, "ProposeInput", _ProposeDocument)
 ProposeToolInput = create_model(
     "ProposeToolInput",
     __base__=ProposeInput,

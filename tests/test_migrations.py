@@ -38,6 +38,7 @@ def test_revisions_are_named_and_ordered():
         "m008_handles",
         "m009_staleness",
         "m010_served",
+        "m011_reconfirm_requests",
     ]
     assert len(migrate.revisions()) == migrate.HEAD_VERSION
 

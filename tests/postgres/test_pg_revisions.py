@@ -22,6 +22,7 @@ SHIPPED = {
     "p007_handles": "f9b38c4a8c88ce9ab80638f356649e615af4ea0f651274599e1cf1da695641b1",
     "p008_staleness": "7ff055582fac57f8afecf3c11c7b5034fa2a74fb9eede559e3f4d187dbbff8fb",
     "p009_served": "8b5e0b9301de44089c0e26941ae5c30264f2a27731bee89851db36fe57db3e92",
+    "p010_reconfirm_requests": "653e41659c07fde7d71d43b15b1a1f33f8e94d90bf6eead20aa62d1d3ea9f6e3",
 }
 HOW = (
     "{name} has shipped and its statements changed: restore them (copy the old list into the "
@@ -44,6 +45,7 @@ def test_shipped_revisions_run_the_statements_they_shipped_with() -> None:
         "p007_handles": schema.P007_STATEMENTS,
         "p008_staleness": schema.P008_STATEMENTS,
         "p009_served": schema.P009_STATEMENTS,
+        "p010_reconfirm_requests": schema.P010_STATEMENTS,
     }
     for name, statements in runs.items():
         assert _digest(statements) == SHIPPED[name], HOW.format(name=name)

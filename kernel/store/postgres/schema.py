@@ -991,3 +991,11 @@ P009_STATEMENTS = [
     "GRANT DELETE ON served TO ctx_reviewer",
     PIN_SEARCH_PATH,
 ]
+
+
+# Revision p010: a proposal may ask a person to re-confirm a current decision (SQLite's
+# m011_reconfirm_requests). The request is an ordinary proposal, bound to its proposer's login
+# (p004); carrying it out is a reviewer's snapshot and audit row (p008), so no rule is new.
+P010_STATEMENTS = [
+    "ALTER TABLE proposal ADD COLUMN reconfirms text REFERENCES decision (id)",
+]
