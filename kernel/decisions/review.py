@@ -123,16 +123,18 @@ class RatificationPlan:
         return out
 
     def _reconfirmation_lines(self, reconfirmation: ReconfirmationPlan) -> list[str]:
-        proposal = self.proposal
+        proposal, decision = self.proposal, reconfirmation.decision
         out = [
-            f"{visible(proposal.proposer)} asks a person to re-confirm {reconfirmation.decision.id}: "
-            "no new decision, nothing superseded."
+            f"Re-confirms {decision.id} on {decision.subject}, as {visible(proposal.proposer)} asks "
+            "(no new decision, nothing superseded):",
+            visible(decision.decision),
         ]
         if proposal.rationale:
             out.append("Their reasoning: " + visible(_one_line(proposal.rationale, 400)))
         if proposal.evidence:
             out.append("Their evidence: " + ", ".join(proposal.evidence))
-        return out + reconfirmation.lines()
+        # The re-confirmation's own lines, less its first (the decision, said above).
+        return out + reconfirmation.lines()[1:]
 
 
 @dataclass(frozen=True)

@@ -160,7 +160,8 @@ def _check_proposed(fields: dict[str, Any]) -> None:
     if fields.get("reconfirms") is not None:
         for name in ("subject", "decision", "title", "supersedes", "links"):
             if fields.get(name):
-                raise UsageError(f"--reconfirm takes the decision as it stands: give no --{name}")
+                flag = "link" if name == "links" else name
+                raise UsageError(f"--reconfirm takes the decision as it stands: give no --{flag}")
         return
     if not fields.get("subject"):
         raise UsageError("missing --subject")
