@@ -190,3 +190,15 @@ def test_a_reconfirms_value_changed_around_ctx_fails_verify(cli, repo, kernel, s
     verified = cli("audit", "verify")
     assert verified.code == 1 and f"proposal {request.id} does not match audit row" in verified.err
     assert "(reconfirms differs)" in verified.err
+
+
+def test_adr_export_writes_no_file_for_a_request(cli, repo, kernel, tmp_path):
+    """A request restates its decision: as a proposed ADR it would come back as a second proposal."""
+    decision = _stale_decision(kernel, repo)
+    kernel.propose(None, None, reconfirms=decision, rationale="holds", proposer="claude")
+    folder = tmp_path / "adrs"
+    folder.mkdir()
+    exported = cli("export", "adr", str(folder))
+    assert exported.code == 0, exported.err
+    (written,) = [path.read_text(encoding="utf-8") for path in folder.glob("0*.md")]
+    assert decision in written and "Accepted" in written
