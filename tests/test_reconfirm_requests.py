@@ -202,3 +202,24 @@ def test_adr_export_writes_no_file_for_a_request(cli, repo, kernel, tmp_path):
     assert exported.code == 0, exported.err
     (written,) = [path.read_text(encoding="utf-8") for path in folder.glob("0*.md")]
     assert decision in written and "Accepted" in written
+
+
+def test_ratifying_a_request_settles_the_other_requests_for_the_same_decision(cli, repo, kernel):
+    decision = _stale_decision(kernel, repo)
+    first = kernel.propose(None, None, reconfirms=decision, proposer="claude")
+    second = kernel.propose(None, None, reconfirms=decision, proposer="codex")
+    replacement = kernel.propose("store.layout", "Split the store module", proposer="claude")
+    plan = kernel.plan_ratification(first.id)
+    assert [p.id for p in plan.settles] == [second.id]
+    assert any(f"Closes proposal {second.id} by codex" in line for line in plan.lines())
+    with pytest.raises(UsageError, match=f"not {replacement.id}"):
+        kernel.plan_ratification(first.id, settle=[replacement.id])
+    done = kernel.ratify(plan, reviewer="alice")
+    assert done.settled == [second.id] and done.reconfirmed
+    settled = kernel.proposal(second.id)
+    assert settled.status == "rejected" and settled.resolution_note == (
+        f"settled by {first.id}, which re-confirmed {decision}"
+    )
+    assert kernel.proposal(replacement.id).status == "pending"
+    assert [s.act for s in kernel.store.snapshots_of(decision)] == ["ratified", "reconfirmed"]
+    assert cli("audit", "verify").code == 0

@@ -145,7 +145,8 @@ class DecisionService:
         self, pending: Proposal, decision: str | None, settle: Sequence[str] | None
     ) -> RatificationPlan:
         """Ratifying a request to re-confirm: the person's re-confirmation of that decision, planned
-        as :meth:`plan_reconfirmation` plans it; no text to amend and no proposal it settles."""
+        as :meth:`plan_reconfirmation` plans it. There is no text to amend, and it settles only the
+        other pending requests to re-confirm the same decision (default: all of them)."""
         target = pending.reconfirms
         assert target is not None
         if decision is not None and decision != pending.decision:
@@ -153,8 +154,17 @@ class DecisionService:
                 f"{pending.id} asks to re-confirm {target}: it is ratified as the decision stands, "
                 "not amended (propose a new decision to change it)"
             )
-        if settle:
-            raise UsageError(f"{pending.id} asks to re-confirm {target}: it settles no other proposal")
+        same = {p.id: p for p in self.queue.review_group(pending.id) if p.reconfirms == target}
+        if settle is None:
+            settles = list(same.values())
+        else:
+            outside = [s for s in settle if s not in same]
+            if outside:
+                raise UsageError(
+                    f"{pending.id} asks to re-confirm {target}: it settles only other requests to "
+                    f"re-confirm it, not {outside[0]}"
+                )
+            settles = [same[s] for s in dict.fromkeys(settle)]
         reconfirmation = self.plan_reconfirmation(target)
         return RatificationPlan(
             proposal=pending,
@@ -163,7 +173,7 @@ class DecisionService:
             amended=False,
             supersedes=[],
             closes=[],
-            settles=[],
+            settles=settles,
             reconfirmation=reconfirmation,
         )
 
@@ -307,17 +317,7 @@ class DecisionService:
         settled = [other.id for other in plan.settles]
         for other in settled:
             note = f"settled by {proposal.id}, ratified as {new.id}"
-            self.store.resolve_proposal(other, "rejected", at, reviewer, note, None)
-            self.store.append_audit(
-                at,
-                reviewer,
-                PROPOSAL_REJECTED,
-                other,
-                ProposalState(status="pending").to_dict(),
-                ProposalClosed(
-                    status="rejected", reason=note, settled_by=proposal.id, decision_id=new.id
-                ).to_dict(),
-            )
+            self._settle(other, note, at=at, reviewer=reviewer, by=proposal.id, decision_id=new.id)
         result = self.store.get_decision(new.id)
         assert result is not None
         return Ratification(proposal.id, result, [old.id for old in replaced], settled)
@@ -352,8 +352,27 @@ class DecisionService:
             ProposalState(status="pending").to_dict(),
             ratified.to_dict(),
         )
-        self.store.resolve_proposal(proposal.id, "ratified", snapshot.taken_at, reviewer, None, decision.id)
-        return Ratification(proposal.id, decision, [], [], reconfirmed=True)
+        at = snapshot.taken_at
+        self.store.resolve_proposal(proposal.id, "ratified", at, reviewer, None, decision.id)
+        settled = [other.id for other in plan.settles]
+        note = f"settled by {proposal.id}, which re-confirmed {decision.id}"
+        for other in settled:
+            self._settle(other, note, at=at, reviewer=reviewer, by=proposal.id, decision_id=decision.id)
+        return Ratification(proposal.id, decision, [], settled, reconfirmed=True)
+
+    def _settle(
+        self, proposal_id: str, note: str, *, at: str, reviewer: str, by: str, decision_id: str
+    ) -> None:
+        """Close a pending proposal as settled by the one ``by`` ratified, inside the caller's transaction."""
+        self.store.resolve_proposal(proposal_id, "rejected", at, reviewer, note, None)
+        self.store.append_audit(
+            at,
+            reviewer,
+            PROPOSAL_REJECTED,
+            proposal_id,
+            ProposalState(status="pending").to_dict(),
+            ProposalClosed(status="rejected", reason=note, settled_by=by, decision_id=decision_id).to_dict(),
+        )
 
     def _record_reconfirmation(self, plan: ReconfirmationPlan, reviewer: str) -> Snapshot:
         """A person's re-confirmation as ``plan`` holds it, inside the caller's transaction."""

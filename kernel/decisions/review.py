@@ -134,7 +134,13 @@ class RatificationPlan:
         if proposal.evidence:
             out.append("Their evidence: " + ", ".join(proposal.evidence))
         # The re-confirmation's own lines, less its first (the decision, said above).
-        return out + reconfirmation.lines()[1:]
+        out += reconfirmation.lines()[1:]
+        for other in self.settles:
+            out.append(
+                f"Closes proposal {other.id} by {visible(other.proposer)} as settled by this one "
+                "(it asks the same)"
+            )
+        return out
 
 
 @dataclass(frozen=True)
