@@ -42,7 +42,7 @@ def test_over_mcp_an_agent_asks_with_evidence_and_a_person_ratifies_it_as_a_reco
     cli, repo, kernel, store_path, tmp_path
 ):
     from mcp import StdioServerParameters
-    from mcp_support import CTX, Agent, text_of
+    from mcp_support import CTX, Agent, error_text, text_of
 
     decision = _stale_decision(kernel, repo)
     env = {"CTX_CONFIG_DIR": str(tmp_path / "mcp-config"), "CTX_VECTORS": "off", "PATH": os.environ["PATH"]}
@@ -63,6 +63,8 @@ def test_over_mcp_an_agent_asks_with_evidence_and_a_person_ratifies_it_as_a_reco
         assert request["reconfirms"] == decision and request["proposer"] == "claude"
         assert request["subject"] == "store.layout" and request["decision"] == "Keep one store module"
         assert request["supersedes"] == [] and request["evidence"] == [evidence]
+        restated = agent.call_json("propose_decision", {"reconfirms": decision, "decision": "Keep two"})
+        assert restated.is_error and "give no decision" in error_text(restated)
         listed = text_of(agent.call("list_pending", {}))
         assert f"asks a person to re-confirm {decision}" in listed
     queued = cli("queue")
