@@ -19,7 +19,17 @@ import sys
 from dataclasses import MISSING, fields, is_dataclass
 from pathlib import Path
 from types import UnionType
-from typing import TYPE_CHECKING, Annotated, Any, Literal, Union, get_args, get_origin, get_type_hints
+from typing import (
+    TYPE_CHECKING,
+    Annotated,
+    Any,
+    Literal,
+    Self,
+    Union,
+    get_args,
+    get_origin,
+    get_type_hints,
+)
 
 from pydantic import (
     BaseModel,
@@ -29,7 +39,9 @@ from pydantic import (
     TypeAdapter,
     ValidationError,
     create_model,
+    model_validator,
 )
+from pydantic_core import PydanticCustomError
 
 from ctx_kernel.kernel import inputs, payloads, records, reports
 from ctx_kernel.kernel.chain import ChainReport
@@ -86,7 +98,38 @@ def input_model(args: type[Any], name: str, base: type[BaseModel] = _Strict) -> 
 
 # Each operation's arguments as JSON: ``ctx propose --input`` reads ProposeInput, and each MCP tool
 # validates its arguments with the model built from its input record (which adds ``format``).
-ProposeInput = input_model(inputs.ProposeArgs, "ProposeInput")
+
+
+def _proposal_or_request(schema: dict[str, Any], model: type[Any]) -> None:
+    # A proposal names its subject and decision; a request to re-confirm names the decision instead.
+    # Said in the document's schema only: some MCP hosts refuse a tool input schema that has anyOf
+    # at its top level, so the tool's schema leaves it to the kernel's check (the same message).
+    if model.__name__ == "ProposeInput":
+        schema["anyOf"] = [{"required": ["subject", "decision"]}, {"required": ["reconfirms"]}]
+
+
+class _ProposeDocument(_Strict):
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_proposal_or_request)
+
+    @model_validator(mode="after")
+    def _named_or_requested(self) -> Self:
+        """A proposal names its subject and decision; a request to re-confirm restates neither."""
+        if getattr(self, "reconfirms", None) is None:
+            for name in ("subject", "decision"):
+                if getattr(self, name, None) is None:
+                    raise PydanticCustomError(
+                        "missing", f"{name} is required, unless reconfirms names a decision to re-confirm"
+                    )
+            return self
+        for name in ("subject", "decision", "title", "supersedes", "links"):
+            if getattr(self, name, None):
+                raise PydanticCustomError(
+                    "restated", f"a request to re-confirm takes the decision as it stands: give no {name}"
+                )
+        return self
+
+
+ProposeInput = input_model(inputs.ProposeArgs, "ProposeInput", _ProposeDocument)
 ProposeToolInput = create_model(
     "ProposeToolInput",
     __base__=ProposeInput,

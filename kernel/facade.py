@@ -285,8 +285,8 @@ class Ctx:
     # -- proposals ------------------------------------------------------------------------
     def propose(
         self,
-        subject: str,
-        decision: str,
+        subject: str | None,
+        decision: str | None,
         *,
         rationale: str | None = None,
         evidence: Sequence[str] = (),
@@ -295,19 +295,41 @@ class Ctx:
         session: str | None = None,
         title: str | None = None,
         links: Sequence[str] = (),
+        reconfirms: str | None = None,
     ) -> Proposal:
         """Queue a proposal for a person to ratify; records what it would supersede and near-duplicates,
         and the paths and globs of the repository its decision governs (``links``).
 
+        With ``reconfirms`` (a current decision's id or handle) it asks a person to re-confirm that
+        decision instead: its subject and text are the decision's, so none is given, and ratifying it
+        re-confirms the decision (:meth:`reconfirm`) rather than making a new one.
+
         The proposer defaults to ``agent``, on a server to the login (the database refuses another
         name for every login but the tables' owner)."""
+        proposer = proposer or self.actor(None, "agent", "proposer")
+        if reconfirms is not None:
+            named = (("subject", subject), ("decision", decision), ("title", title))
+            given = [name for name, value in named if value is not None]
+            given += [name for name, values in (("supersedes", supersedes), ("links", links)) if values]
+            if given:
+                raise UsageError(
+                    f"a request to re-confirm {reconfirms} takes the decision as it stands: "
+                    f"give no {given[0]}"
+                )
+            return self._queue.propose_reconfirmation(
+                reconfirms, rationale=rationale, evidence=evidence, proposer=proposer, session=session
+            )
+        if subject is None:
+            raise UsageError("missing subject")
+        if decision is None:
+            raise UsageError("missing decision")
         return self._queue.propose(
             subject,
             decision,
             rationale=rationale,
             evidence=evidence,
             supersedes=supersedes,
-            proposer=proposer or self.actor(None, "agent", "proposer"),
+            proposer=proposer,
             session=session,
             title=title,
             links=links,

@@ -64,9 +64,20 @@ def arg(
 class ProposeArgs:
     """A proposal as an agent sends it (``ctx propose --input -``, MCP ``propose_decision``)."""
 
-    subject: SubjectText = arg("Dotted subject, e.g. auth.tokens.")
-    decision: Annotated[str, Spec(min_length=1, max_length=text.MAX_DECISION_CHARS)] = arg(
-        "The decision, one or two sentences."
+    subject: SubjectText | None = arg(
+        "Dotted subject, e.g. auth.tokens (required unless reconfirms is given).", None
+    )
+    decision: Annotated[str, Spec(min_length=1, max_length=text.MAX_DECISION_CHARS)] | None = arg(
+        "The decision, one or two sentences (required unless reconfirms is given).", None
+    )
+    reconfirms: AnyIdText | None = arg(
+        "Instead of a new decision: ask a person to re-confirm this current decision (id or handle) "
+        "as it stands, e.g. after checking that the code its links govern changed and it still holds. "
+        "Give no subject, decision, title, supersedes or links; give the reasoning as rationale and "
+        "cite evidence. Only a person re-confirms (by ratifying the request).",
+        None,
+        flag="--reconfirm",
+        metavar="ID",
     )
     rationale: Annotated[str, Spec(max_length=text.MAX_RATIONALE_CHARS)] | None = arg("Why.", None)
     evidence: Annotated[list[EvidenceId], Spec(max_length=100)] = arg(

@@ -111,6 +111,8 @@ class ProposalCreated(AuditPayload):
     title: str | Absent = ABSENT  # when the proposer gave one
     deciders: list[str] | Absent = ABSENT  # when the proposal names any
     links: list[str] | Absent = ABSENT  # the paths and globs it governs, when it names any
+    # The current decision it asks a person to re-confirm, when it is such a request.
+    reconfirms: DecisionId | Absent = ABSENT
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -134,6 +136,16 @@ class ProposalRatified(AuditPayload):
     deciders: list[str] | Absent = ABSENT  # when the proposal names any
     amended_from: (
         Annotated[str, Spec(description="The proposed text, when the reviewer amended it.")] | Absent
+    ) = ABSENT
+    reconfirmed: (
+        Annotated[
+            DecisionId,
+            Spec(
+                description="The decision a re-confirmation request asked about, re-confirmed by this "
+                "act (decision_id names it; no decision is made or superseded)."
+            ),
+        ]
+        | Absent
     ) = ABSENT
 
 

@@ -188,6 +188,9 @@ class Proposal(Record):
     adr_number: int | None = None
     title: str | None = None  # as the ADR or the proposer titled it
     deciders: list[str] = field(default_factory=list)  # who the record says decided (attribution)
+    # The current decision this proposal asks a person to re-confirm (its subject and text are that
+    # decision's); ratified, it records the re-confirmation and makes no new decision.
+    reconfirms: DecisionId | None = None
 
 
 @dataclass(frozen=True)
@@ -224,6 +227,13 @@ class Ratification(Record):
     settled: Annotated[
         list[ProposalId], Spec(description="Pending proposals of its review group closed with it.")
     ] = field(default_factory=list)
+    reconfirmed: Annotated[
+        bool,
+        Spec(
+            description="True when the proposal asked to re-confirm a current decision: that decision "
+            "was re-confirmed (a new snapshot), and no decision was made or superseded."
+        ),
+    ] = False
 
 
 MAX_REJECTED_KEPT = 1_000  # rejected lines listed in a report; the rest are counted

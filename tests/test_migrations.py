@@ -39,6 +39,7 @@ def test_revisions_are_named_and_ordered():
         "m009_staleness",
         "m010_served",
         "m011_links_logged",
+        "m012_reconfirm_requests",
     ]
     assert len(migrate.revisions()) == migrate.HEAD_VERSION
 

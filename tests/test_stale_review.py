@@ -93,3 +93,44 @@ async def test_a_replacement_is_proposed_with_the_links_and_nothing_is_reconfirm
         assert again.plan_ratification(pending.id).links == ["kernel/cli.py"]
         assert len(again.store.snapshots_of(made["cli.entry"])) == 1
     kernel.close()
+
+
+async def test_a_request_to_reconfirm_shows_in_the_queue_and_beside_the_decision_and_c_approves_it(
+    linked,
+) -> None:
+    store, _repo, made = linked
+    decision = made["store.layout"]
+    with Ctx.open(store, embedder=None) as agent:
+        request = agent.propose(
+            None, None, reconfirms=decision, rationale="Still one module", proposer="claude"
+        )
+    app, kernel = review_app(store)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        (row,) = app.screen.query_one("#queue", RowList).rows
+        assert row.key == request.id and "reconf" in row.cells[4].plain
+        peek = str(app.screen.query_one("#peek", Static).render())
+        assert "asks a person to re-confirm" in peek and "changed in 1 commit" in peek and "by Bo" in peek
+        await pilot.press("5")
+        await settle(pilot)
+        rows = app.screen.query_one("#stale", RowList)
+        whys = {r.key: r.cells[2].plain for r in rows.rows}
+        assert whys[decision].startswith("claude asks to re-confirm")
+        assert not whys[made["cli.entry"]].startswith("claude")
+        rows.move_to(decision)
+        await pilot.press("c")
+        await settle(pilot)
+        await pilot.press("y")
+        await settle(pilot)
+        assert _rows(app) == ["cli.entry"]
+    with Ctx.open(store, embedder=None) as again:
+        assert [s.act for s in again.store.snapshots_of(decision)] == ["ratified", "reconfirmed"]
+        resolved = again.proposal(request.id)
+        assert (resolved.status, resolved.decision_id, resolved.resolved_by) == (
+            "ratified",
+            decision,
+            "alice",
+        )
+        assert len(again.decisions(include_closed=True)) == 2 and again.queue() == []
+        assert again.audit.verify(state=True).ok
+    kernel.close()

@@ -38,8 +38,11 @@ def is_stale(stamp: str, now: datetime) -> bool:
 
 
 def badges(entry: QueueEntry, contradicts: int | None) -> Text:
-    """Short markers: supersedes, contradicts (… while unchecked), near-duplicate, group size."""
+    """Short markers: a request to re-confirm, supersedes, contradicts (… while unchecked),
+    near-duplicate, group size."""
     out = Text(no_wrap=True)
+    if entry.proposal.reconfirms is not None:
+        out.append("reconf ", style="bold green")
     if entry.supersedes:
         out.append("sup ", style="cyan")
     if contradicts is None:

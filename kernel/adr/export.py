@@ -264,6 +264,8 @@ def _items(store: Store, marked: dict[str, str]) -> list[_Item]:
     for p in proposals.values():
         if p.status == "ratified" or (p.status != "pending" and p.source is None and p.id not in marked):
             continue
+        if p.reconfirms is not None:
+            continue  # a request to re-confirm a decision written above: an ADR of it would restate it
         base, base_hash = _file_evidence(store, p.evidence)
         items.append(
             _Item(

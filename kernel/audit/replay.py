@@ -201,6 +201,8 @@ class _Replay:
             decision_id=None,
             source=None,
             adr_number=None,
+            # An earlier ctx made no requests to re-confirm, so an absent key means none, and is checked.
+            reconfirms=_or(after.reconfirms, None),
             **_titled(after.title, after.deciders),
         )
         self._optional(expected, "proposal", row, after, _PROPOSAL_OPTIONAL)
@@ -225,6 +227,7 @@ class _Replay:
             near_duplicate_of=None,
             near_duplicate_score=None,
             decision_id=None,
+            reconfirms=None,
             resolved_at=row["at"] if rejected else None,
             resolved_by=row["actor"] if rejected else None,
             **_titled(after.title, after.deciders),
@@ -254,6 +257,14 @@ class _Replay:
             decision_id=decision_id,
             resolution_note=None,
         )
+        if after.reconfirmed is not ABSENT:
+            # A request to re-confirm, carried out: the decision it names stays as it was (its new
+            # snapshot has its own decision.confirmed row), and no decision is made.
+            if after.reconfirmed not in self.decisions or after.reconfirmed != decision_id:
+                self.problems.append(
+                    StateProblem(seq, f"audit row {seq} re-confirms {after.reconfirmed}, never ratified")
+                )
+            return
         if not isinstance(decision_id, str):
             return
         created = self.decisions[decision_id] = _Expected(seq)

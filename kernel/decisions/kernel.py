@@ -131,6 +131,8 @@ class DecisionService:
         and :meth:`ratify` carries it out."""
         settled = None if settle is None else [self.queue.vault.resolve_id(s, "proposal") for s in settle]
         pending = self.queue.pending(proposal_id)
+        if pending.reconfirms is not None:
+            return self._plan_requested_reconfirmation(pending, decision, settled)
         group = self.queue.review_group(pending.id)
         found: list[Related] = []
         if contradicts:
@@ -138,6 +140,42 @@ class DecisionService:
         plan = review.plan(self.store, pending, decision, settled, group=group, contradicts=found)
         links = self.store.proposal_links(pending.id)
         return replace(plan, links=links) if links else plan
+
+    def _plan_requested_reconfirmation(
+        self, pending: Proposal, decision: str | None, settle: Sequence[str] | None
+    ) -> RatificationPlan:
+        """Ratifying a request to re-confirm: the person's re-confirmation of that decision, planned
+        as :meth:`plan_reconfirmation` plans it. There is no text to amend, and it settles only the
+        other pending requests to re-confirm the same decision (default: all of them)."""
+        target = pending.reconfirms
+        assert target is not None
+        if decision is not None and decision != pending.decision:
+            raise UsageError(
+                f"{pending.id} asks to re-confirm {target}: it is ratified as the decision stands, "
+                "not amended (propose a new decision to change it)"
+            )
+        same = {p.id: p for p in self.queue.review_group(pending.id) if p.reconfirms == target}
+        if settle is None:
+            settles = list(same.values())
+        else:
+            outside = [s for s in settle if s not in same]
+            if outside:
+                raise UsageError(
+                    f"{pending.id} asks to re-confirm {target}: it settles only other requests to "
+                    f"re-confirm it, not {outside[0]}"
+                )
+            settles = [same[s] for s in dict.fromkeys(settle)]
+        reconfirmation = self.plan_reconfirmation(target)
+        return RatificationPlan(
+            proposal=pending,
+            subject=pending.subject,
+            text=pending.decision,
+            amended=False,
+            supersedes=[],
+            closes=[],
+            settles=settles,
+            reconfirmation=reconfirmation,
+        )
 
     def ratify(
         self,
@@ -219,6 +257,8 @@ class DecisionService:
         self, plan: RatificationPlan, reviewer: str, review_dates: tuple[str | None, int | None]
     ) -> Ratification:
         """Write ``plan`` inside the caller's transaction (its freshness already checked)."""
+        if plan.reconfirmation is not None:
+            return self._carry_out_requested_reconfirmation(plan, plan.reconfirmation, reviewer, review_dates)
         proposal = plan.proposal
         replaced = plan.supersedes
         # A successor never starts before what it replaces, even if the wall clock stepped back.
@@ -277,20 +317,74 @@ class DecisionService:
         settled = [other.id for other in plan.settles]
         for other in settled:
             note = f"settled by {proposal.id}, ratified as {new.id}"
-            self.store.resolve_proposal(other, "rejected", at, reviewer, note, None)
-            self.store.append_audit(
-                at,
-                reviewer,
-                PROPOSAL_REJECTED,
-                other,
-                ProposalState(status="pending").to_dict(),
-                ProposalClosed(
-                    status="rejected", reason=note, settled_by=proposal.id, decision_id=new.id
-                ).to_dict(),
-            )
+            self._settle(other, note, at=at, reviewer=reviewer, by=proposal.id, decision_id=new.id)
         result = self.store.get_decision(new.id)
         assert result is not None
         return Ratification(proposal.id, result, [old.id for old in replaced], settled)
+
+    def _carry_out_requested_reconfirmation(
+        self,
+        plan: RatificationPlan,
+        shown: ReconfirmationPlan,
+        reviewer: str,
+        review_dates: tuple[str | None, int | None],
+    ) -> Ratification:
+        """Re-confirm the decision a request asked about and resolve the request as ratified naming
+        it, inside the caller's transaction: the proposal's audit row says no decision was made."""
+        proposal, decision = plan.proposal, shown.decision
+        if review_dates != (None, None):
+            shown = replace(shown, review_by=review_dates[0], review_every=review_dates[1])
+        snapshot = self._record_reconfirmation(shown, reviewer)
+        ratified = ProposalRatified(
+            status="ratified",
+            decision_id=decision.id,
+            subject=decision.subject,
+            decision=decision.decision,
+            supersedes=[],
+            evidence=ABSENT,
+            reconfirmed=decision.id,
+        )
+        self.store.append_audit(
+            snapshot.taken_at,
+            reviewer,
+            PROPOSAL_RATIFIED,
+            proposal.id,
+            ProposalState(status="pending").to_dict(),
+            ratified.to_dict(),
+        )
+        at = snapshot.taken_at
+        self.store.resolve_proposal(proposal.id, "ratified", at, reviewer, None, decision.id)
+        settled = [other.id for other in plan.settles]
+        note = f"settled by {proposal.id}, which re-confirmed {decision.id}"
+        for other in settled:
+            self._settle(other, note, at=at, reviewer=reviewer, by=proposal.id, decision_id=decision.id)
+        return Ratification(proposal.id, decision, [], settled, reconfirmed=True)
+
+    def _settle(
+        self, proposal_id: str, note: str, *, at: str, reviewer: str, by: str, decision_id: str
+    ) -> None:
+        """Close a pending proposal as settled by the one ``by`` ratified, inside the caller's transaction."""
+        self.store.resolve_proposal(proposal_id, "rejected", at, reviewer, note, None)
+        self.store.append_audit(
+            at,
+            reviewer,
+            PROPOSAL_REJECTED,
+            proposal_id,
+            ProposalState(status="pending").to_dict(),
+            ProposalClosed(status="rejected", reason=note, settled_by=by, decision_id=decision_id).to_dict(),
+        )
+
+    def _record_reconfirmation(self, plan: ReconfirmationPlan, reviewer: str) -> Snapshot:
+        """A person's re-confirmation as ``plan`` holds it, inside the caller's transaction."""
+        links = [] if plan.snapshot is None else [x.link for x in plan.snapshot.links]
+        return self.confirm(
+            plan.decision.id,
+            links,
+            at=clock.latest([clock.now(), *([] if plan.snapshot is None else [plan.snapshot.taken_at])]),
+            by=reviewer,
+            act="reconfirmed",
+            review_dates=(plan.review_by, plan.review_every),
+        )
 
     def confirm(
         self,
@@ -377,15 +471,7 @@ class DecisionService:
                     f"not re-confirmed: {shown.decision.id} changed since it was shown (a newer commit, "
                     "snapshot or act); look at it again"
                 )
-            links = [] if plan.snapshot is None else [x.link for x in plan.snapshot.links]
-            return self.confirm(
-                plan.decision.id,
-                links,
-                at=clock.latest([clock.now(), *([] if plan.snapshot is None else [plan.snapshot.taken_at])]),
-                by=reviewer,
-                act="reconfirmed",
-                review_dates=(plan.review_by, plan.review_every),
-            )
+            return self._record_reconfirmation(plan, reviewer)
 
     # -- review -------------------------------------------------------------------------------
 
@@ -409,7 +495,14 @@ class DecisionService:
             similar = [h.decision for h in found.decisions if h.decision.subject != proposal.subject][
                 :related
             ]
-        change = self.plan_ratification(proposal.id) if proposal.status == "pending" else None
+        change = None
+        if proposal.status == "pending":
+            try:
+                change = self.plan_ratification(proposal.id)
+            except RefusedError:
+                # A request to re-confirm a decision closed since: shown, and refused if ratified.
+                if proposal.reconfirms is None:
+                    raise
         return review.context(self.store, proposal, similar, change)
 
     # -- other acts and reads ----------------------------------------------------------------

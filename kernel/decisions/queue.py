@@ -110,6 +110,61 @@ class QueueService:
             )
         return proposal
 
+    def propose_reconfirmation(
+        self,
+        decision_id: str,
+        *,
+        rationale: str | None = None,
+        evidence: Sequence[str] = (),
+        proposer: str = "agent",
+        session: str | None = None,
+    ) -> Proposal:
+        """Queue a request for a person to re-confirm a current decision (its subject and text are the
+        decision's, as it stands), with the proposer's reasoning and evidence; refused for a decision
+        that is not current."""
+        target = self.vault.resolve_id(decision_id, "decision")
+        rationale = text.optional_shown(rationale, "rationale", text.MAX_RATIONALE_CHARS)
+        proposer = text.require_shown(proposer, "proposer", text.MAX_NAME_CHARS)
+        session = text.optional_shown(session, "session", text.MAX_NAME_CHARS)
+        evidence_ids = list(dict.fromkeys(self.vault.resolve_id(e, "evidence") for e in evidence))
+        with self.store.transaction():
+            missing = self.store.missing_evidence(evidence_ids)
+            if missing:
+                raise NotFoundError(f"no evidence {missing[0]}")
+            found = self.store.get_decision(target)
+            if found is None:
+                raise NotFoundError(f"no decision {target}")
+            if not found.current:
+                raise RefusedError(
+                    f"{found.id} is not current ({found.closed_by}): only a current decision is "
+                    "re-confirmed; propose a decision on its subject instead"
+                )
+            proposal = Proposal(
+                id=ids.new_id("pr"),
+                subject=found.subject,
+                decision=found.decision,
+                rationale=rationale,
+                proposer=proposer,
+                session=session,
+                created_at=clock.now(),
+                status="pending",
+                supersedes=[],
+                explicit_supersedes=[],
+                near_duplicate_of=None,
+                near_duplicate_score=None,
+                resolved_at=None,
+                resolved_by=None,
+                resolution_note=None,
+                decision_id=None,
+                evidence=evidence_ids,
+                reconfirms=found.id,
+            )
+            self.store.insert_proposal(proposal)
+            created = _created(proposal).to_dict()
+            at = proposal.created_at
+            self.store.append_audit(at, proposer, PROPOSAL_CREATED, proposal.id, None, created)
+        return proposal
+
     def check_new_subject(self, subject: str) -> None:
         """Refuse a subject that looks like a different existing one (Unicode TR39 skeletons)."""
         known = self.store.known_subjects()
@@ -242,4 +297,5 @@ def _created(proposal: Proposal, links: Sequence[str] = ()) -> ProposalCreated:
         title=omit_none(proposal.title),
         deciders=proposal.deciders or ABSENT,
         links=list(links) or ABSENT,
+        reconfirms=proposal.reconfirms or ABSENT,
     )

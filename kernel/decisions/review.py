@@ -39,7 +39,9 @@ class QueueEntry:
 
     @property
     def supersedes(self) -> bool:
-        """True when ratifying it would close a current decision."""
+        """True when ratifying it would close a current decision (a re-confirmation request closes none)."""
+        if self.proposal.reconfirms is not None:
+            return False
         return self.current is not None or bool(self.proposal.explicit_supersedes)
 
 
@@ -67,6 +69,8 @@ class RatificationPlan:
     contradicts: list[Related] = field(default_factory=list)
     # The paths and globs the proposal says its decision governs (snapshotted when ratified).
     links: list[str] = field(default_factory=list)
+    # When the proposal asks to re-confirm a current decision: that act, as the person is shown it.
+    reconfirmation: ReconfirmationPlan | None = None
 
     def closes_unseen(self) -> list[Decision]:
         """The current decisions this plan closes that its proposal was not made against (ratified
@@ -82,10 +86,13 @@ class RatificationPlan:
             tuple(d.id for d in self.supersedes),
             tuple(c.decision.id for c in self.closes),
             tuple(p.id for p in self.settles),
+            None if self.reconfirmation is None else self.reconfirmation.key(),
         )
 
     def lines(self) -> list[str]:
         """The change as plain sentences, for a confirmation (stored text shown visibly)."""
+        if self.reconfirmation is not None:
+            return self._reconfirmation_lines(self.reconfirmation)
         heading = f"New current decision on {self.subject}{' (amended)' if self.amended else ''}:"
         out = [heading, visible(self.text)]
         if self.amended:
@@ -113,6 +120,26 @@ class RatificationPlan:
             out.append(f"Contradicts current decision on {related.subject}: {visible(related.text)}")
         if self.links:
             out.append("Governs (snapshotted from the git checkout): " + visible(", ".join(self.links)))
+        return out
+
+    def _reconfirmation_lines(self, reconfirmation: ReconfirmationPlan) -> list[str]:
+        proposal, decision = self.proposal, reconfirmation.decision
+        out = [
+            f"Re-confirms {decision.id} on {decision.subject}, as {visible(proposal.proposer)} asks "
+            "(no new decision, nothing superseded):",
+            visible(decision.decision),
+        ]
+        if proposal.rationale:
+            out.append("Their reasoning: " + visible(_one_line(proposal.rationale, 400)))
+        if proposal.evidence:
+            out.append("Their evidence: " + ", ".join(proposal.evidence))
+        # The re-confirmation's own lines, less its first (the decision, said above).
+        out += reconfirmation.lines()[1:]
+        for other in self.settles:
+            out.append(
+                f"Closes proposal {other.id} by {visible(other.proposer)} as settled by this one "
+                "(it asks the same)"
+            )
         return out
 
 
@@ -353,6 +380,11 @@ def stale_reason(
     ``lookup`` reads a decision as it stands."""
     if shown.key() == now.key():
         return None
+    if shown.reconfirmation is not None:
+        return (
+            f"{shown.reconfirmation.decision.id} changed since it was shown (a newer commit, snapshot or "
+            "act); look at it again"
+        )
     shown_ids = {d.id for d in shown.supersedes}
     for window in now.closes:
         if window.decision.id not in shown_ids:

@@ -50,7 +50,9 @@ ctx holds this project's decisions, ratified by people, and an evidence vault of
 Call inject_context at the start of a session, and recall (or get_decision) before changing \
 something a decision may cover: decisions marked superseded must not be applied, evidence is \
 unratified. log_evidence keeps a fact worth remembering; propose_decision queues a decision \
-for a person to ratify. No tool can ratify, reject or retire: only a person does, in ctx review. \
+for a person to ratify. A decision marked "may be stale" governs code that changed: check it, then \
+propose a replacement, or propose_decision with reconfirms (and your reasons and evidence) to ask a \
+person to re-confirm it. No tool can ratify, reject, retire or re-confirm: only a person does. \
 Results are compact text (ids or handles, one line each, warnings): recall and search answer with an \
 index, timeline tells what came before and after a handle, show expands an id, a handle or a unique \
 prefix, and format "json" returns the full object."""

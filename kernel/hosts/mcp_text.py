@@ -51,6 +51,8 @@ def _decision_line(decision: dict[str, Any]) -> str:
 
 def _proposal_line(proposal: dict[str, Any]) -> str:
     notes = [f"by {proposal['proposer']}, {_day(proposal.get('created_at'))}"]
+    if proposal.get("reconfirms"):
+        notes.append(f"asks a person to re-confirm {proposal['reconfirms']}")
     if proposal.get("supersedes"):
         notes.append(f"would supersede {', '.join(proposal['supersedes'])}")
     if proposal.get("near_duplicate_of"):

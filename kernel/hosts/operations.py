@@ -100,6 +100,7 @@ def _propose(ctx: Ctx, args: inputs.ProposeArgs, caller: Caller) -> Any:
         session=args.session or caller.session,
         title=args.title,
         links=args.links,
+        reconfirms=args.reconfirms,
     )
 
 
@@ -154,7 +155,9 @@ OPERATIONS: dict[str, Operation] = {
                 "Propose a decision",
                 "Queue a decision for a person to ratify; it is not in force until they do. By default it "
                 "supersedes the subject's current decision. Cite logged evidence ids. Returns the proposal "
-                "with what it would supersede and any near-duplicate pending proposal.",
+                "with what it would supersede and any near-duplicate pending proposal. With reconfirms "
+                "(and no subject or decision) it asks a person to re-confirm a current decision that "
+                "still holds after its linked code changed.",
                 writes=True,
                 # Proposing twice queues two proposals.
                 idempotent=False,

@@ -151,6 +151,7 @@ class Proposal(SQLModel, table=True):
     adr_number: int | None = Field(default=None, sa_column=Column(Integer))
     title: str | None = Field(default=None, sa_column=_text())
     deciders: str = Field(sa_column=_list())
+    reconfirms: str | None = Field(default=None, sa_column=_text())
 
 
 class ProposalEvidence(SQLModel, table=True):

@@ -23,6 +23,7 @@ SHIPPED = {
     "p008_staleness": "7ff055582fac57f8afecf3c11c7b5034fa2a74fb9eede559e3f4d187dbbff8fb",
     "p009_served": "8b5e0b9301de44089c0e26941ae5c30264f2a27731bee89851db36fe57db3e92",
     "p010_links_logged": "6d0bfa9a91ca77f1e88054a200ba697b01403b062d7127f620c94325d6c11638",
+    "p011_reconfirm_requests": "653e41659c07fde7d71d43b15b1a1f33f8e94d90bf6eead20aa62d1d3ea9f6e3",
 }
 HOW = (
     "{name} has shipped and its statements changed: restore them (copy the old list into the "
@@ -46,6 +47,7 @@ def test_shipped_revisions_run_the_statements_they_shipped_with() -> None:
         "p008_staleness": schema.P008_STATEMENTS,
         "p009_served": schema.P009_STATEMENTS,
         "p010_links_logged": schema.P010_STATEMENTS,
+        "p011_reconfirm_requests": schema.P011_STATEMENTS,
     }
     for name, statements in runs.items():
         assert _digest(statements) == SHIPPED[name], HOW.format(name=name)

@@ -85,3 +85,47 @@ def test_an_agent_login_cannot_write_a_snapshot_or_link_anothers_proposal(pg) ->
         )
     with pg.connect(autocommit=True) as owner, pytest.raises(psycopg.Error, match="append-only"):
         owner.execute("DELETE FROM decision_snapshot")
+
+
+def test_an_agent_login_asks_to_reconfirm_and_only_a_reviewer_login_carries_it_out(pg, cli, repo) -> None:
+    Ctx.init(pg.url(), embedder=None)[0].close()
+    agent, reviewer = pg.url(roles.AGENT), pg.url(roles.REVIEWER)
+    queued = cli(
+        "--db", agent, "propose", "--subject", "store.layout", "--decision", "One store module",
+        "--link", "kernel/store/**", "--json", db=False,
+    )  # fmt: skip
+    ratified = cli("--db", reviewer, "ratify", json.loads(queued.out)["id"], "--yes", "--json", db=False)
+    decision = json.loads(ratified.out)["decision"]["id"]
+    repo.commit("Edit", author="Bo", **{"kernel__store__base.py": "class Store: pass\n"})
+    posing = cli("--db", agent, "propose", "--reconfirm", decision, "--agent", "someone", db=False)
+    assert posing.code != 0 and posing.out == ""
+    asked = cli(
+        "--db", agent, "propose", "--reconfirm", decision, "--rationale", "still one module", "--json",
+        db=False,
+    )  # fmt: skip
+    assert asked.code == 0, asked.err
+    request = json.loads(asked.out)
+    with pg.connect(roles.AGENT, autocommit=True) as login:
+        assert request["proposer"] == login.info.user and request["reconfirms"] == decision
+        # Nor can the agent's login resolve the request around ctx.
+        with pytest.raises(psycopg.Error):
+            login.execute(
+                "UPDATE proposal SET status = 'ratified', resolved_by = %s, decision_id = %s WHERE id = %s",
+                (login.info.user, decision, request["id"]),
+            )
+    refused = cli("--db", agent, "ratify", request["id"], "--yes", db=False)
+    assert refused.code == 1 and refused.out == "" and refused.err.count("\n") == 1
+    assert "Traceback" not in refused.err
+    with Ctx.open(pg.url(), embedder=None) as owner:
+        assert owner.proposal(request["id"]).status == "pending"
+        assert [s.act for s in owner.store.snapshots_of(decision)] == ["ratified"]
+    done = cli("--db", reviewer, "ratify", request["id"], "--yes", "--json", db=False)
+    assert done.code == 0, done.err
+    assert json.loads(done.out)["reconfirmed"] is True
+    assert json.loads(cli("--db", agent, "stale", "--json", db=False).out)["stale"] == []
+    with Ctx.open(pg.url(), embedder=None) as owner:
+        assert [s.act for s in owner.store.snapshots_of(decision)] == ["ratified", "reconfirmed"]
+        assert [d.id for d in owner.decisions(include_closed=True)] == [decision]
+        resolved = owner.proposal(request["id"])
+        assert resolved.status == "ratified" and resolved.decision_id == decision
+    assert cli("--db", reviewer, "audit", "verify", db=False).code == 0

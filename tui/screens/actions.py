@@ -107,8 +107,12 @@ class ReviewActions(KernelScreen):
             self.approve(plan.proposal.id, amended, note=f"The store changed: {result.message}")
             return
         done, (name, *superseded) = result
-        self.review_app.last_ratified = done.decision
         self.drop_drafts(done.proposal_id, *done.settled)
+        if done.reconfirmed:
+            asker = plan.proposal.proposer
+            self.acted(f"Re-confirmed {done.decision.subject} ({name}), as {asker} asked.")
+            return
+        self.review_app.last_ratified = done.decision
         # Short enough for one line at 80 columns: a toast sits over the key bar, not over the
         # proposal that opens next.
         parts = [f"Ratified {done.decision.subject} as {name}"]

@@ -14,6 +14,7 @@ from textual.timer import Timer
 from textual.widgets import Header, Input, Static
 
 from ctx_kernel.kernel.facade import Ctx, QueueEntry, plural, visible
+from ctx_kernel.kernel.reports import StaleDecision
 from ctx_kernel.tui import filtering
 from ctx_kernel.tui.format import is_stale, queue_row
 from ctx_kernel.tui.screens.actions import ReviewActions
@@ -31,14 +32,18 @@ SORTS = ("age", "subject", "proposer", "group")
 # to half of it for a long text. With fewer, it takes every row the list does not need.
 PREVIEW_MIN = 4
 PREVIEW_SHARE_MAX = 8
-# The pending proposals and their handles (the short names `ctx queue` prints and commands take).
-Loaded = tuple[list[QueueEntry], dict[str, str]]
+# The pending proposals, their handles (the short names `ctx queue` prints and commands take), and
+# what changed under the decisions that requests to re-confirm name (by decision id).
+Loaded = tuple[list[QueueEntry], dict[str, str], dict[str, StaleDecision]]
 
 
 def load_queue(ctx: Ctx) -> Loaded:
-    """The queue as the screen shows it, read in one go off the UI thread."""
+    """The queue as the screen shows it, read in one go off the UI thread; git is asked what
+    changed only when a proposal asks to re-confirm a decision."""
     entries = ctx.review_queue()
-    return entries, ctx.handles(e.proposal.id for e in entries)
+    asked = [e.proposal.reconfirms for e in entries if e.proposal.reconfirms is not None]
+    stale = {s.decision_id: s for s in ctx.staleness.report().stale} if asked else {}
+    return entries, ctx.handles([*(e.proposal.id for e in entries), *asked]), stale
 
 
 def preview_height(space: int, needed: int) -> int:
@@ -83,6 +88,7 @@ class QueueScreen(ReviewActions):
         super().__init__(**kwargs)
         self.entries: list[QueueEntry] = []
         self.names: dict[str, str] = {}
+        self.stale: dict[str, StaleDecision] = {}
         self.shown: list[QueueEntry] = []
         self.selected: set[str] = set()
         self.contradicts: dict[str, int] = {}
@@ -149,7 +155,7 @@ class QueueScreen(ReviewActions):
         self.run_worker(wait, thread=True, group="queue", exclusive=True, exit_on_error=False)
 
     def _loaded(self, loaded: Loaded) -> None:
-        entries, self.names = loaded
+        entries, self.names, self.stale = loaded
         known = {e.proposal.id for e in entries}
         self.entries = entries
         self.selected &= known
@@ -218,7 +224,9 @@ class QueueScreen(ReviewActions):
             if proposal.rationale:
                 peek.append("\nwhy: ", style="cyan")
                 peek.append(visible(proposal.rationale))
-            if entry.current is not None:
+            if proposal.reconfirms is not None:
+                self._peek_request(peek, proposal.reconfirms)
+            elif entry.current is not None:
                 peek.append("\nreplaces: ", style="cyan")
                 peek.append(visible(entry.current.decision), style="dim")
             if entry.group_size > 1:
@@ -228,6 +236,21 @@ class QueueScreen(ReviewActions):
         self.query_one("#peek", Static).update(peek)
         self.query_one("#preview", VerticalScroll).scroll_home(animate=False, immediate=True)
         self._fit()
+
+    def _peek_request(self, peek: Text, decision_id: str) -> None:
+        """A request to re-confirm: which decision, and what changed under its links, by whom."""
+        peek.append(
+            f"\nasks a person to re-confirm {self.names.get(decision_id, decision_id)} as it stands "
+            "(no new decision)",
+            style="bold green",
+        )
+        item = self.stale.get(decision_id)
+        if item is None:
+            peek.append("\nnothing changed under its links since it was last confirmed", style="dim")
+            return
+        peek.append("\n" + visible(item.line), style="yellow")
+        if item.commits:
+            peek.append(f"\n{plural(item.commits, 'commit')} by {visible(', '.join(item.authors))}")
 
     def draft_changed(self) -> None:
         """A kept edit changed: the preview shows it."""

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import Header, Static
 
-from ctx_kernel.kernel.facade import Ctx, plural, visible
+from ctx_kernel.kernel.facade import Ctx, Proposal, plural, visible
 from ctx_kernel.kernel.reports import StaleDecision, StaleReport
 from ctx_kernel.tui.dialogs.confirm import ConfirmDialog
 from ctx_kernel.tui.dialogs.edit import Draft, EditDialog
@@ -18,10 +20,20 @@ from ctx_kernel.tui.screens.actions import ReviewActions
 from ctx_kernel.tui.widgets.keys import KeyBar
 from ctx_kernel.tui.widgets.rows import Column, Row, RowList
 
+# The stale report, the handles of its decisions, and the pending requests to re-confirm each.
+Loaded = tuple[StaleReport, dict[str, str], dict[str, list[Proposal]]]
 
-def details(item: StaleDecision) -> str:
-    """Everything ``ctx stale`` says about one decision, as plain lines."""
+
+def details(item: StaleDecision, requests: Sequence[Proposal] = ()) -> str:
+    """Everything ``ctx stale`` says about one decision, and who asks to re-confirm it, as plain lines."""
     lines = [item.decision, "", item.line, ""]
+    for request in requests:
+        lines.append(f"{request.proposer} asks to re-confirm it ({request.id}, c approves the request)")
+        if request.rationale:
+            lines.append(f"  why: {request.rationale}")
+        if request.evidence:
+            lines.append(f"  evidence: {', '.join(request.evidence)}")
+        lines.append("")
     lines.append(f"Confirmed by {item.confirmed_by} at {item.confirmed_at[:19]}")
     if item.snapshot_commit:
         lines.append(f"Snapshot commit {item.snapshot_commit}")
@@ -47,6 +59,7 @@ class StaleScreen(ReviewActions):
     def __init__(self) -> None:
         super().__init__()
         self.items: dict[str, StaleDecision] = {}
+        self.requests: dict[str, list[Proposal]] = {}
 
     def compose(self) -> ComposeResult:
         """What was compared, then the stale decisions."""
@@ -69,14 +82,26 @@ class StaleScreen(ReviewActions):
     def reload(self) -> None:
         """Work out which decisions may be stale, off the UI thread."""
 
-        def load(ctx: Ctx) -> tuple[StaleReport, dict[str, str]]:
+        def load(ctx: Ctx) -> Loaded:
             report = ctx.staleness.report()
-            return report, ctx.handles([s.decision_id for s in report.stale])
+            requests: dict[str, list[Proposal]] = {}
+            for proposal in ctx.queue():
+                if proposal.reconfirms is not None:
+                    requests.setdefault(proposal.reconfirms, []).append(proposal)
+            return report, ctx.handles([s.decision_id for s in report.stale]), requests
 
         self.fetch(load, self._loaded, group="stale")
 
-    def _loaded(self, found: tuple[StaleReport, dict[str, str]]) -> None:
-        report, names = found
+    def _why(self, item: StaleDecision) -> Text:
+        why = Text()
+        asking = self.requests.get(item.decision_id, [])
+        if asking:
+            why.append(f"{visible(asking[0].proposer)} asks to re-confirm · ", style="bold green")
+        why.append(visible(item.line.removeprefix("may be stale: ")))
+        return why
+
+    def _loaded(self, found: Loaded) -> None:
+        report, names, self.requests = found
         compared = f" against {report.head[:12]}" if report.head else ""
         status = report.note or (
             f"{plural(len(report.stale), 'decision')} may be stale, of {report.checked} with links "
@@ -91,7 +116,7 @@ class StaleScreen(ReviewActions):
                     (
                         Text(names.get(s.decision_id, s.decision_id)),
                         Text(visible(s.subject)),
-                        Text(visible(s.line.removeprefix("may be stale: "))),
+                        self._why(s),
                     ),
                 )
                 for s in report.stale
@@ -105,12 +130,18 @@ class StaleScreen(ReviewActions):
     @on(RowList.Opened, "#stale")
     def _open(self, event: RowList.Opened) -> None:
         item = self.items[event.key]
-        self.app.push_screen(TextDialog(f"{item.subject}: may be stale", details(item)))
+        requests = self.requests.get(event.key, [])
+        self.app.push_screen(TextDialog(f"{item.subject}: may be stale", details(item, requests)))
 
     def action_reconfirm(self) -> None:
-        """Show what re-confirming records (the kernel's plan), then record exactly that."""
+        """Show what re-confirming records (the kernel's plan), then record exactly that; when an
+        agent asked for it, approving its request does, and resolves the request too."""
         item = self._current()
         if item is None:
+            return
+        asking = self.requests.get(item.decision_id, [])
+        if asking:
+            self.approve(asking[0].id)
             return
 
         def shown(plan: object) -> None:

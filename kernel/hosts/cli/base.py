@@ -127,6 +127,8 @@ def _decision_line(decision: Decision, names: Handles | None = None) -> str:
 def _proposal_line(proposal: Proposal, names: Handles | None = None) -> str:
     named = names or {}
     badges = []
+    if proposal.reconfirms:
+        badges.append(f"asks a person to re-confirm {named.get(proposal.reconfirms, proposal.reconfirms)}")
     if proposal.supersedes:
         badges.append("supersedes " + ", ".join(named.get(i, i) for i in proposal.supersedes))
     if proposal.near_duplicate_of:

@@ -36,6 +36,13 @@ if TYPE_CHECKING:
 @click.option("--evidence", "evidence", multiple=True, metavar="ID", help="Cited evidence id; repeat.")
 @click.option("--supersedes", multiple=True, metavar="ID", help="Decision id it replaces; repeat.")
 @click.option(
+    "--reconfirm",
+    "reconfirms",
+    metavar="ID",
+    help="Instead: ask a person to re-confirm this current decision as it stands (no --subject or "
+    "--decision; give --rationale and --evidence).",
+)
+@click.option(
     "--link",
     "links",
     multiple=True,
@@ -76,6 +83,7 @@ def propose(
     title: str | None,
     evidence: tuple[str, ...],
     supersedes: tuple[str, ...],
+    reconfirms: str | None,
     links: tuple[str, ...],
     proposer: str | None,
     session: str | None,
@@ -84,6 +92,9 @@ def propose(
     json_out: bool,
 ) -> None:
     """Queue a decision for a person to ratify. By default it supersedes the subject's current one.
+
+    --reconfirm ID asks a person to re-confirm a current decision instead (it still holds after the
+    code its links govern changed): ratifying the request re-confirms it, as ctx reconfirm does.
 
     --input reads the whole proposal as a JSON document; --json prints the result as JSON, as on
     every command. (The earlier spellings --json FILE for input and --json-out still work, with a
@@ -111,19 +122,18 @@ def propose(
         "links": list(links),
         "proposer": proposer,
         "session": session,
+        "reconfirms": reconfirms,
     }
     if json_input is not None:
-        given = [name for name in ("subject", "decision", "rationale", "title") if fields[name] is not None]
+        named = ("subject", "decision", "rationale", "title", "reconfirms")
+        given = [name for name in named if fields[name] is not None]
         given += [name for name in ("evidence", "supersedes", "links") if fields[name]]
         if given:
             raise UsageError(f"give the proposal either as --input or as options, not both (--{given[0]})")
         fields = _propose_document(json_input.read(MAX_JSON_INPUT_BYTES + 1))
         fields["proposer"] = fields.get("proposer") or proposer
         fields["session"] = fields.get("session") or session
-    if not fields.get("subject"):
-        raise UsageError("missing --subject")
-    if not fields.get("decision"):
-        raise UsageError("missing --decision")
+    _check_proposed(fields)
     for key in ("subject", "decision", "rationale", "title"):
         if fields.get(key) is not None:
             _check_utf8(fields[key], key)
@@ -133,6 +143,8 @@ def propose(
         _emit_json(proposal.to_dict())
         return
     _say(proposal.id)
+    if proposal.reconfirms:
+        _say(f"asks a person to re-confirm {proposal.reconfirms} ({proposal.subject})", err=True)
     if proposal.supersedes:
         _say(f"would supersede: {', '.join(proposal.supersedes)}", err=True)
     if proposal.near_duplicate_of:
@@ -141,6 +153,20 @@ def propose(
             f"(similarity {proposal.near_duplicate_score:.0f})",
             err=True,
         )
+
+
+def _check_proposed(fields: dict[str, Any]) -> None:
+    """Refuse a proposal that lacks its text, or a request to re-confirm that restates it."""
+    if fields.get("reconfirms") is not None:
+        for name in ("subject", "decision", "title", "supersedes", "links"):
+            if fields.get(name):
+                flag = "link" if name == "links" else name
+                raise UsageError(f"--reconfirm takes the decision as it stands: give no --{flag}")
+        return
+    if not fields.get("subject"):
+        raise UsageError("missing --subject")
+    if not fields.get("decision"):
+        raise UsageError("missing --decision")
 
 
 def _propose_document(raw: bytes) -> dict[str, Any]:
@@ -196,7 +222,8 @@ def ratify(
     It shows exactly what changes (the plan ctx review shows) and carries out that plan, or
     refuses if another reviewer changed the subject in the meantime. With --yes nothing is shown,
     so it approves what the proposal was made against: a current decision ratified since then is
-    closed only when named with --closes.
+    closed only when named with --closes. A request to re-confirm a decision (ctx propose
+    --reconfirm) is ratified by re-confirming that decision, as ctx reconfirm does: no new decision.
     """
     check_review(review_by, review_every)
     plan = ctx.plan_ratification(proposal_id, decision=decision, settle=None if settle else [])
@@ -219,6 +246,9 @@ def ratify(
     result = ctx.ratify(plan, reviewer=name, review_by=review_by, review_every=review_every)
     if as_json:
         _emit_json(result.to_dict())
+        return
+    if result.reconfirmed:
+        _say(f"re-confirmed {result.decision.id}")
         return
     _say(result.decision.id)
     for old in result.superseded:

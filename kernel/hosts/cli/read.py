@@ -7,7 +7,7 @@ only how each answer reads to a person.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import click
 
@@ -53,10 +53,20 @@ def _queue(ctx: Ctx, _args: QueueArgs, found: list[Proposal]) -> None:
     names = ctx.handles(
         i
         for p in found
-        for i in (p.id, *p.supersedes, *([p.near_duplicate_of] if p.near_duplicate_of else []))
+        for i in (
+            p.id,
+            *p.supersedes,
+            *([p.near_duplicate_of] if p.near_duplicate_of else []),
+            *([p.reconfirms] if p.reconfirms else []),
+        )
     )
+    from ctx_kernel.kernel.hosts.cli.stale import request_lines  # noqa: PLC0415 - one command's module
+
+    requests = request_lines(ctx, found)
     for proposal in found:
         _say(_proposal_line(proposal, names))
+        for line in requests.get(proposal.id, []):
+            _say(f"    {line}")
 
 
 operation_command("queue", _queue)
@@ -125,10 +135,15 @@ def _evidence(ctx: Ctx, _args: EvidenceArgs, found: list[Evidence]) -> None:
 operation_command("evidence", _evidence)
 
 
-def _show(_ctx: Ctx, _args: ShowArgs, record: Evidence | Proposal | Decision) -> None:
+def _show(ctx: Ctx, _args: ShowArgs, record: Evidence | Proposal | Decision) -> None:
     for key, value in record.to_dict().items():
         if value not in (None, [], ""):
             _say(f"{key}: {value}")
+    if getattr(record, "reconfirms", None) is not None:
+        from ctx_kernel.kernel.hosts.cli.stale import request_lines  # noqa: PLC0415
+
+        for line in request_lines(ctx, [cast("Proposal", record)]).get(record.id, []):
+            _say(f"  {line}")
 
 
 operation_command("show", _show)

@@ -10,7 +10,7 @@ from ctx_kernel.kernel import text
 from ctx_kernel.kernel.hosts.cli.base import _confirm, _emit_json, _reviewer, _say, _with_store, cli
 
 if TYPE_CHECKING:
-    from ctx_kernel.kernel.facade import Ctx
+    from ctx_kernel.kernel.facade import Ctx, Proposal
     from ctx_kernel.kernel.reports import StaleDecision
 
 
@@ -47,6 +47,24 @@ def _heading(ctx: Ctx, item: StaleDecision) -> str:
     return (
         f"{handle}  {item.subject}: {text.visible(text.clip(item.decision, 80))}\n  {text.visible(item.line)}"
     )
+
+
+def request_lines(ctx: Ctx, proposals: list[Proposal]) -> dict[str, list[str]]:
+    """For each pending request to re-confirm among ``proposals``, what changed under its decision's
+    links and by whom (``ctx stale``'s lines), or that nothing did; git is asked only when there is one."""
+    asked = {p.id: p.reconfirms for p in proposals if p.reconfirms and p.status == "pending"}
+    if not asked:
+        return {}
+    stale = {item.decision_id: item for item in ctx.staleness.report().stale}
+    out: dict[str, list[str]] = {}
+    for proposal_id, decision_id in asked.items():
+        item = stale.get(decision_id or "")
+        out[proposal_id] = (
+            ["not stale now: nothing changed under its links since it was last confirmed"]
+            if item is None
+            else [text.visible(item.line), *_details(item)[:1]]
+        )
+    return out
 
 
 def _details(item: StaleDecision) -> list[str]:

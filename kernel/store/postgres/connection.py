@@ -21,7 +21,7 @@ from ctx_kernel.kernel.errors import StoreError, UsageError
 from ctx_kernel.kernel.store.postgres import lookalikes, roles, schema
 
 # The Alembic revision at head (kernel/store/postgres/migrations/versions) and its number.
-HEAD_REVISION = "p010_links_logged"
+HEAD_REVISION = "p011_reconfirm_requests"
 HEAD_VERSION = int(HEAD_REVISION[1:4])
 _REVISION = re.compile(r"^p(\d{3})_\w+$")
 # How long connecting may take before ctx gives up (libpq waits forever by default).
@@ -252,6 +252,7 @@ def _shipped() -> list[str]:
         *schema.P008_STATEMENTS,
         *schema.P009_STATEMENTS,
         *schema.P010_STATEMENTS,
+        *schema.P011_STATEMENTS,
     ]
 
 

@@ -53,8 +53,9 @@ POSTGRES_ONLY_INDEXES = frozenset(
     }
 )
 # Constraints the models do not declare: rowid's UNIQUE (the vectors' foreign keys point at it)
-# and those keys, the chain's unique prev_hash (SQLite's audit_linked trigger holds that), and
-# the deferred key from a ratified proposal to its decision.
+# and those keys, the chain's unique prev_hash (SQLite's audit_linked trigger holds that), the
+# deferred key from a ratified proposal to its decision, and the key from a request to re-confirm
+# to its decision (SQLite cannot add one to an existing table, and the models keep the two alike).
 POSTGRES_ONLY_CONSTRAINTS = frozenset(
     {
         "evidence_rowid_key",
@@ -63,6 +64,7 @@ POSTGRES_ONLY_CONSTRAINTS = frozenset(
         "evidence_vector_owner_rowid_fkey",
         "audit_prev_hash_key",
         "proposal_decision_id_fkey",
+        "proposal_reconfirms_fkey",
     }
 )
 

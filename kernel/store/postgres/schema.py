@@ -1013,3 +1013,11 @@ P010_STATEMENTS = [
        FOR EACH ROW EXECUTE FUNCTION ctx_proposal_link_unlogged()""",
     PIN_SEARCH_PATH,
 ]
+
+
+# Revision p011: a proposal may ask a person to re-confirm a current decision (SQLite's
+# m012_reconfirm_requests). The request is an ordinary proposal, bound to its proposer's login
+# (p004); carrying it out is a reviewer's snapshot and audit row (p008), so no rule is new.
+P011_STATEMENTS = [
+    "ALTER TABLE proposal ADD COLUMN reconfirms text REFERENCES decision (id)",
+]

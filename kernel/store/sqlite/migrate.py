@@ -45,7 +45,7 @@ from ctx_kernel.kernel.errors import StoreError
 from ctx_kernel.kernel.store.sqlite import driver
 
 # The number of the newest migration in kernel/store/sqlite/migrations/versions.
-HEAD_VERSION = 11
+HEAD_VERSION = 12
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
 # "ctxK" in ASCII; PRAGMA application_id is a signed 32-bit integer in the file header.
 APPLICATION_ID = 0x6374784B
