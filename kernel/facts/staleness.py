@@ -194,7 +194,7 @@ class LinkMatcher:
         self.prefixes: dict[str, set[str]] = {}
         # Globs by the folder their pattern names before its first wildcard ("" for none).
         self.globs: dict[str, list[tuple[re.Pattern[str], str]]] = {}
-        self.memo: dict[str, frozenset[str]] = {}
+        self._memo: dict[str, frozenset[str]] = {}
         for link in set(links):
             pattern = split_link(link)[0].rstrip("/")
             plain = pattern[:-3] if pattern.endswith("/**") else pattern
@@ -207,7 +207,7 @@ class LinkMatcher:
 
     def matches(self, path: str) -> frozenset[str]:
         """The links ``path`` falls under."""
-        known = self.memo.get(path)
+        known = self._memo.get(path)
         if known is not None:
             return known
         found: set[str] = set()
@@ -226,7 +226,7 @@ class LinkMatcher:
             if cut < 0:
                 break
             start = cut + 1
-        self.memo[path] = frozen = frozenset(found)
+        self._memo[path] = frozen = frozenset(found)
         return frozen
 
 
@@ -669,7 +669,6 @@ def _count(
 def _touched(tokens: list[str], matcher: LinkMatcher) -> dict[str, list[tuple[str, str]]]:
     """The links one commit's ``--name-status -z`` entries touch, each with its changes."""
     touched: dict[str, list[tuple[str, str]]] = {}
-    known = matcher.memo
     i = 0
     while i < len(tokens) and tokens[i]:
         status = tokens[i][0]
@@ -681,8 +680,7 @@ def _touched(tokens: list[str], matcher: LinkMatcher) -> dict[str, list[tuple[st
         else:
             path = tokens[i + 1]
             i += 2
-            links = known.get(path)
-            for link in matcher.matches(path) if links is None else links:
+            for link in matcher.matches(path):
                 touched.setdefault(link, []).append(("D" if status == "D" else "M", path))
     return touched
 
