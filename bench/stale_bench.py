@@ -155,10 +155,9 @@ def sliced(repo: Path, store: Path) -> list[list[str]]:
     return slices
 
 
-def read_sliced(repo: Path, store: Path, runs: int) -> list[float]:
+def read_sliced(repo: Path, ranges: list[list[str]], runs: int) -> list[float]:
     """Wall time of git alone reading the slices at once, each into a discarded stream: the floor
     of the cold pass on this machine."""
-    ranges = sliced(repo, store)
     times = []
     for _ in range(runs):
         start = time.perf_counter()
@@ -240,12 +239,8 @@ def main() -> None:
         print(_line("git rev-parse HEAD", _wall(["git", "rev-parse", "HEAD"], repo, env, args.runs)))
         log = ["git", "log", "--name-status", "-M", "-z", "HEAD", "--not", oldest]
         print(_line("git log --name-status -M (same range)", _wall(log, repo, env, args.runs)))
-        print(
-            _line(
-                f"git log, ctx's {len(sliced(repo, store))} slices at once",
-                read_sliced(repo, store, args.runs),
-            )
-        )
+        ranges = sliced(repo, store)
+        print(_line(f"git log, ctx's {len(ranges)} slices at once", read_sliced(repo, ranges, args.runs)))
         print("ctx stale --json (a new process each run):")
         print(
             _line(
